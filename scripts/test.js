@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths) through
+// node's own test runner with tsx. Test files run in parallel processes; CI=true makes tests that
+// need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const roots = args.length ? args : ['src', 'test'];
+
+function walk(p, out) {
+  let st;
+  try {
+    st = statSync(p);
+  } catch {
+    return;
+  }
+  if (st.isFile()) {
+    if (p.endsWith('.test.ts')) out.push(p);
+    return;
+  }
+  for (const name of readdirSync(p)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    walk(join(p, name), out);
+  }
+}
+
+const files = [];
+for (const r of roots) walk(join(root, r), files);
+files.sort();
+if (files.length === 0) {
+  console.error(`no test files under ${roots.join(', ')}`);
+  process.exit(1);
+}
+mkdirSync(join(root, 'test-output'), { recursive: true });
+const concurrency = process.env.DEVUTIL_TEST_CONCURRENCY ?? String(Math.max(2, availableParallelism()));
+const child = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    ...files.map((f) => relative(root, f)),
+  ],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
+);
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,205 @@
+// AppError and the one error / not-found handler. Each route family answers in its own envelope
+// (CONVENTIONS.md "Public interface first"); clients never see a stack, a path or a secret.
+import { METHODS } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay, { type HTTPVersion } from 'find-my-way';
+
+export interface AppErrorOptions {
+  cause?: unknown;
+  /** Extra response headers, e.g. Retry-After. */
+  headers?: Record<string, string | number>;
+}
+
+export class AppError extends Error {
+  readonly headers: Record<string, string | number>;
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+    opts: AppErrorOptions = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.headers = opts.headers ?? {};
+  }
+}
+
+type O = AppErrorOptions;
+export const badRequest = (msg: string, code = 'BAD_REQUEST', o?: O) => new AppError(code, 400, msg, o);
+export const unauthorized = (msg: string, code = 'UNAUTHORIZED', o?: O) => new AppError(code, 401, msg, o);
+export const forbidden = (msg: string, code = 'FORBIDDEN', o?: O) => new AppError(code, 403, msg, o);
+export const notFound = (msg = 'not found', code = 'NOT_FOUND', o?: O) => new AppError(code, 404, msg, o);
+export const conflict = (msg: string, code = 'CONFLICT', o?: O) => new AppError(code, 409, msg, o);
+export const tooLarge = (msg: string, code = 'TOO_LARGE', o?: O) => new AppError(code, 413, msg, o);
+export const tooMany = (msg: string, retryAfterSec: number, code = 'RATE_LIMITED', o?: O) =>
+  new AppError(code, 429, msg, {
+    ...o,
+    headers: { ...o?.headers, 'retry-after': Math.max(1, Math.ceil(retryAfterSec)) },
+  });
+export const internal = (msg = 'internal error', code = 'INTERNAL', o?: O) => new AppError(code, 500, msg, o);
+export const badGateway = (msg: string, code = 'BAD_GATEWAY', o?: O) => new AppError(code, 502, msg, o);
+export const unavailable = (msg: string, retryAfterSec?: number, code = 'UNAVAILABLE', o?: O) =>
+  new AppError(
+    code,
+    503,
+    msg,
+    retryAfterSec ? { ...o, headers: { ...o?.headers, 'retry-after': Math.ceil(retryAfterSec) } } : o,
+  );
+export const gatewayTimeout = (msg: string, code = 'GATEWAY_TIMEOUT', o?: O) =>
+  new AppError(code, 504, msg, o);
+
+/** An envelope renders a failure for one family of routes. */
+export interface Envelope {
+  contentType: string;
+  body(status: number, message: string, code: string): string;
+}
+
+export const ENVELOPES = {
+  /** file API: {success:false, message} */
+  file: {
+    contentType: 'application/json; charset=utf-8',
+    body: (_s, m) => JSON.stringify({ success: false, message: m }),
+  },
+  /** legacy IP and message relay: {status:0, msg, data:null} */
+  legacy: {
+    contentType: 'application/json; charset=utf-8',
+    body: (_s, m) => JSON.stringify({ status: 0, msg: m, data: null }),
+  },
+  /** versioned REST: {status:0, message, data:null} */
+  v1: {
+    contentType: 'application/json; charset=utf-8',
+    body: (_s, m) => JSON.stringify({ status: 0, message: m, data: null }),
+  },
+  /** proxy, PlantUML, avatar and operations: one line of text */
+  text: { contentType: 'text/plain; charset=utf-8', body: (_s, m) => `${m}\n` },
+} satisfies Record<string, Envelope>;
+
+export type EnvelopeName = keyof typeof ENVELOPES;
+
+/** Maps URL path prefixes to envelopes; the longest matching prefix wins. */
+export class EnvelopeTable {
+  private rows: { prefix: string; env: Envelope }[] = [];
+  constructor(private fallback: Envelope = ENVELOPES.v1) {}
+
+  /** `prefix` matches itself and anything below it: '/api/file' covers '/api/file/x'. */
+  mount(prefix: string, env: EnvelopeName | Envelope): void {
+    const e = typeof env === 'string' ? ENVELOPES[env] : env;
+    this.rows = this.rows.filter((r) => r.prefix !== prefix);
+    this.rows.push({ prefix, env: e });
+    this.rows.sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  forPath(path: string): Envelope {
+    for (const r of this.rows) {
+      if (path === r.prefix || path.startsWith(r.prefix.endsWith('/') ? r.prefix : `${r.prefix}/`))
+        return r.env;
+    }
+    return this.fallback;
+  }
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** Sends an error in the family's envelope. Safe to call from any handler or hook. */
+export function sendError(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  message: string,
+  code: string,
+  headers: Record<string, string | number> = {},
+): FastifyReply {
+  const env = req.server.envelopes.forPath(pathOf(req.url));
+  reply.code(status);
+  for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  reply.header('cache-control', 'no-store');
+  reply.header('content-type', env.contentType);
+  const body = req.method === 'HEAD' ? '' : env.body(status, message, code);
+  return reply.send(body);
+}
+
+/** Known framework errors with a message that is safe and useful to show. */
+function frameworkMessage(err: FastifyError): string {
+  if (err.validation)
+    return `invalid request: ${err.message.replace(/^(querystring|body|params|headers)\//, '$1.')}`;
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'malformed JSON body';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'request body is too large';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported content type';
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'request body does not match Content-Length';
+    default:
+      return err.message;
+  }
+}
+
+/**
+ * Installs the error handler and the not-found handler, which answers 405 with Allow when the path
+ * exists under another method. Call before registering routes so the route shadow table fills.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  const shadow = FindMyWay<HTTPVersion.V1>({ ignoreTrailingSlash: false, caseSensitive: true });
+  const seen = new Set<string>();
+  app.addHook('onRoute', (opts) => {
+    const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
+    for (const m of methods) {
+      const key = `${m} ${opts.url}`;
+      if (seen.has(key) || m === 'HEAD' || !METHODS.includes(m)) continue;
+      seen.add(key);
+      shadow.on(m as 'GET', opts.url, () => {});
+    }
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = pathOf(req.url);
+    const allow = METHODS.filter((m) => m !== 'HEAD' && shadow.find(m as 'GET', path) !== null);
+    if (allow.length) {
+      if (allow.includes('GET')) allow.push('HEAD');
+      return sendError(
+        req,
+        reply,
+        405,
+        `method ${req.method} not allowed; use ${allow.join(', ')}`,
+        'METHOD_NOT_ALLOWED',
+        {
+          allow: allow.join(', '),
+        },
+      );
+    }
+    return sendError(req, reply, 404, `no such route: ${req.method} ${path.slice(0, 200)}`, 'NOT_FOUND');
+  });
+
+  app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
+    if (reply.sent || reply.raw.headersSent) {
+      req.log.warn({ err }, 'error after response started');
+      reply.raw.destroy();
+      return;
+    }
+    if (err instanceof AppError) {
+      if (err.status >= 500) req.log.error({ err, code: err.code }, 'request failed');
+      return sendError(req, reply, err.status, err.message, err.code, err.headers);
+    }
+    const status =
+      typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500
+        ? err.statusCode
+        : 500;
+    if (status === 500) {
+      req.log.error({ err }, 'unhandled error');
+      return sendError(req, reply, 500, 'internal error', 'INTERNAL');
+    }
+    return sendError(req, reply, status, frameworkMessage(err), err.code ?? 'BAD_REQUEST');
+  });
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    envelopes: EnvelopeTable;
+  }
+}

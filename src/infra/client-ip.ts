@@ -1,0 +1,165 @@
+// Who is calling: the socket peer, unless that peer is a trusted proxy; then the forwarding header
+// is walked right to left and the first untrusted hop wins. The leftmost entry (echoip/ipify style)
+// is whatever the client typed, so it is never believed. Malformed entries stop the walk.
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+
+const KEYWORDS: Record<string, [string, number, 'ipv4' | 'ipv6'][]> = {
+  loopback: [
+    ['127.0.0.0', 8, 'ipv4'],
+    ['::1', 128, 'ipv6'],
+  ],
+  linklocal: [
+    ['169.254.0.0', 16, 'ipv4'],
+    ['fe80::', 10, 'ipv6'],
+  ],
+  uniquelocal: [['fc00::', 7, 'ipv6']],
+  private: [
+    ['10.0.0.0', 8, 'ipv4'],
+    ['172.16.0.0', 12, 'ipv4'],
+    ['192.168.0.0', 16, 'ipv4'],
+    ['fc00::', 7, 'ipv6'],
+  ],
+};
+
+/** Builds the trusted-proxy set from config items (IPs, CIDRs, keywords). */
+export function trustList(items: readonly string[]): BlockList | null {
+  if (items.length === 0) return null;
+  const bl = new BlockList();
+  for (const item of items) {
+    const kw = KEYWORDS[item];
+    if (kw) {
+      for (const [net, bits, type] of kw) bl.addSubnet(net, bits, type);
+      continue;
+    }
+    const [addr = '', bits] = item.split('/');
+    const type = isIPv4(addr) ? 'ipv4' : 'ipv6';
+    const canon = canonicalIp(addr) ?? addr;
+    const ctype = isIPv4(canon) ? 'ipv4' : type;
+    if (bits === undefined) bl.addAddress(canon, ctype);
+    else bl.addSubnet(canon, Number(bits), ctype);
+  }
+  return bl;
+}
+
+/**
+ * Canonical text of an address: IPv4 dotted quad (IPv4-mapped IPv6 unwrapped), IPv6 in RFC 5952
+ * short form (lower case, no leading zeros, the longest zero run as ::). Null if not an address.
+ */
+export function canonicalIp(input: string): string | null {
+  let s = input.trim();
+  const pct = s.indexOf('%');
+  if (pct !== -1) s = s.slice(0, pct); // zone ids are local to the host that saw them
+  if (isIPv4(s)) return s;
+  if (!isIPv6(s)) return null;
+  const groups = expandV6(s.toLowerCase());
+  if (!groups) return null;
+  // ::ffff:a.b.c.d (IPv4-mapped) is an IPv4 caller on a dual-stack socket.
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const hi = groups[6] ?? 0;
+    const lo = groups[7] ?? 0;
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  let bestAt = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) [bestAt, bestLen] = [i, j - i];
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (bestAt === -1) return hex.join(':');
+  return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`;
+}
+
+function expandV6(s: string): number[] | null {
+  let tail4: number[] = [];
+  const lastColon = s.lastIndexOf(':');
+  const last = s.slice(lastColon + 1);
+  if (last.includes('.')) {
+    if (!isIPv4(last)) return null;
+    const o = last.split('.').map(Number) as [number, number, number, number];
+    tail4 = [(o[0] << 8) | o[1], (o[2] << 8) | o[3]];
+    s = `${s.slice(0, lastColon + 1)}${tail4.length ? '0:0' : ''}`;
+  }
+  const parts = s.split('::');
+  if (parts.length > 2) return null;
+  const head = parts[0] ? parts[0].split(':') : [];
+  const rest = parts.length === 2 && parts[1] ? parts[1].split(':') : [];
+  const fill = 8 - head.length - rest.length;
+  if (parts.length === 1 ? fill !== 0 : fill < 1) return null;
+  const all = [...head, ...Array<string>(parts.length === 2 ? fill : 0).fill('0'), ...rest].map((h) =>
+    Number.parseInt(h, 16),
+  );
+  if (all.length !== 8 || all.some((n) => Number.isNaN(n))) return null;
+  if (tail4.length) [all[6], all[7]] = tail4 as [number, number];
+  return all;
+}
+
+/** Strips the port and brackets a forwarding entry may carry: `1.2.3.4:80`, `[::1]:443`, `"[::1]"`. */
+function entryAddress(raw: string): string | null {
+  let s = raw.trim();
+  if (s.startsWith('"') && s.endsWith('"') && s.length >= 2) s = s.slice(1, -1);
+  if (s.startsWith('[')) {
+    const end = s.indexOf(']');
+    if (end === -1) return null;
+    return canonicalIp(s.slice(1, end));
+  }
+  const colon = s.indexOf(':');
+  if (colon !== -1 && colon === s.lastIndexOf(':') && isIPv4(s.slice(0, colon))) s = s.slice(0, colon);
+  return canonicalIp(s);
+}
+
+/** The `for=` values of RFC 7239 Forwarded headers, in order. */
+function forwardedFor(headers: string[]): string[] {
+  const out: string[] = [];
+  for (const h of headers) {
+    for (const element of h.split(',')) {
+      let found = '';
+      for (const pair of element.split(';')) {
+        const eq = pair.indexOf('=');
+        if (eq !== -1 && pair.slice(0, eq).trim().toLowerCase() === 'for') found = pair.slice(eq + 1);
+      }
+      out.push(found);
+    }
+  }
+  return out;
+}
+
+function headerValues(v: string | string[] | undefined): string[] {
+  if (v === undefined) return [];
+  return Array.isArray(v) ? v : [v];
+}
+
+export interface ClientIpOptions {
+  trusted: BlockList | null;
+  header: 'x-forwarded-for' | 'forwarded';
+}
+
+const typeOf = (ip: string) => (isIPv4(ip) ? 'ipv4' : 'ipv6');
+
+/** The caller's address for a request whose socket peer is `peer`. */
+export function clientIp(
+  peer: string | undefined,
+  headers: Record<string, string | string[] | undefined>,
+  opts: ClientIpOptions,
+): string {
+  let current = canonicalIp(peer ?? '') ?? '0.0.0.0';
+  const trusted = opts.trusted;
+  if (!trusted?.check(current, typeOf(current))) return current;
+  const hops =
+    opts.header === 'forwarded'
+      ? forwardedFor(headerValues(headers['forwarded']))
+      : headerValues(headers['x-forwarded-for']).flatMap((h) => h.split(','));
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const addr = entryAddress(hops[i] ?? '');
+    if (addr === null) break;
+    current = addr;
+    if (!trusted.check(current, typeOf(current))) break;
+  }
+  return current;
+}

@@ -1,0 +1,80 @@
+// What every service plugin receives: config, public URLs, shared limiter, metrics, readiness
+// checks, the optional Redis connection and the absolute data directory.
+import type { FastifyPluginAsync } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config, SectionName } from '../config.ts';
+import type { PublicUrls } from './hosts.ts';
+import type { Metrics } from './metrics.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export interface ReadyResult {
+  ok: boolean;
+  detail?: string;
+}
+
+/** Named dependency checks behind /readyz. A check should answer within a second or two. */
+export class Readiness {
+  private checks = new Map<string, () => Promise<ReadyResult> | ReadyResult>();
+
+  add(name: string, check: () => Promise<ReadyResult> | ReadyResult): void {
+    this.checks.set(name, check);
+  }
+
+  async run(timeoutMs = 2000): Promise<{ ok: boolean; checks: Record<string, ReadyResult> }> {
+    const entries = [...this.checks.entries()];
+    const results = await Promise.all(
+      entries.map(async ([name, check]): Promise<[string, ReadyResult]> => {
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const timeout = new Promise<ReadyResult>((resolve) => {
+            timer = setTimeout(
+              () => resolve({ ok: false, detail: `no answer within ${timeoutMs}ms` }),
+              timeoutMs,
+            );
+          });
+          return [name, await Promise.race([Promise.resolve(check()), timeout])];
+        } catch (err) {
+          return [name, { ok: false, detail: err instanceof Error ? err.message : String(err) }];
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    const checks = Object.fromEntries(results);
+    return { ok: results.every(([, r]) => r.ok), checks };
+  }
+}
+
+export interface ServiceContext {
+  config: Config;
+  urls: PublicUrls;
+  limiter: RateLimiter;
+  metrics: Metrics;
+  readiness: Readiness;
+  redis: Redis | null;
+  /** Absolute path of the data directory (created at start-up). */
+  dataDir: string;
+  logger: Logger;
+  /** The package version, e.g. 0.1.0. */
+  version: string;
+}
+
+export interface ServiceDef {
+  /** The utility's one name: folder, config section, log field `svc`, metric label. */
+  name: SectionName;
+  plugin: FastifyPluginAsync<ServiceContext>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: ServiceContext;
+  }
+  interface FastifyRequest {
+    /** The caller's address after the trusted-proxy walk (infra/client-ip.ts). */
+    clientIp: string;
+  }
+  interface FastifyContextConfig {
+    svc?: string;
+  }
+}

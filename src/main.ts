@@ -1,0 +1,130 @@
+// Process entry: config -> buildServer -> listen; background listeners (relay); signals -> close.
+// With --workers N the primary forks N HTTP workers that share the port (node:cluster).
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { BACKGROUND, type Background } from './background.ts';
+import type { Config } from './config.ts';
+import { createLogger } from './infra/logger.ts';
+import { buildServer } from './server.ts';
+
+export function workerCount(setting: string): number {
+  return setting === 'auto' ? availableParallelism() : Number(setting);
+}
+
+/** Runs the server until SIGTERM/SIGINT; resolves with the exit code. */
+export async function serve(config: Config, warnings: string[] = []): Promise<number> {
+  const logger = createLogger(config.log.level);
+  for (const w of warnings) logger.warn(w);
+  const n = workerCount(config.server.workers);
+  if (n > 1 && cluster.isPrimary) return runPrimary(n, logger, config);
+  return runWorker(config, logger);
+}
+
+async function runWorker(config: Config, logger: Logger): Promise<number> {
+  const app = await buildServer({ config, logger });
+  await app.listen({ port: config.server.port, host: config.server.host });
+  const u = app.ctx.urls;
+  // Background listeners need one owner: the single process, or worker 1 in cluster mode.
+  const background: Background[] = [];
+  if (cluster.isPrimary || cluster.worker?.id === 1) {
+    for (const b of BACKGROUND) {
+      if (b.enabled(config)) background.push(await b.start(app.ctx));
+    }
+  }
+  logger.info(
+    {
+      base: u.base,
+      proxy: u.proxy,
+      plantuml: u.plantuml,
+      avatar: `${u.avatar}/avatar`,
+      worker: cluster.worker?.id,
+    },
+    `devutil ${app.ctx.version} serving on ${u.base}`,
+  );
+  return waitForSignal(app, background, config, logger);
+}
+
+function waitForSignal(
+  app: FastifyInstance,
+  background: Background[],
+  config: Config,
+  logger: Logger,
+): Promise<number> {
+  return new Promise((resolve) => {
+    let closing = false;
+    const stop = async (signal: string) => {
+      if (closing) return;
+      closing = true;
+      logger.info({ signal }, 'shutting down: finishing in-flight requests');
+      const timer = setTimeout(() => {
+        logger.warn(
+          { timeoutMs: config.server.shutdownTimeoutMs },
+          'shutdown timeout: closing remaining connections',
+        );
+        app.server.closeAllConnections();
+        resolve(1);
+      }, config.server.shutdownTimeoutMs);
+      timer.unref();
+      try {
+        await Promise.all([app.close(), ...background.map((b) => b.close())]);
+        clearTimeout(timer);
+        logger.info('shut down cleanly');
+        resolve(0);
+      } catch (err) {
+        logger.error({ err }, 'error during shutdown');
+        resolve(1);
+      }
+    };
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+    process.once('SIGINT', () => void stop('SIGINT'));
+    if (cluster.isWorker) process.once('disconnect', () => void stop('disconnect'));
+  });
+}
+
+function runPrimary(n: number, logger: Logger, config: Config): Promise<number> {
+  logger.info({ workers: n }, 'starting worker processes');
+  let stopping = false;
+  const restarts: number[] = [];
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    logger.error({ worker: worker.id, code, signal }, 'worker exited; starting a replacement');
+    const now = Date.now();
+    restarts.push(now);
+    while (restarts.length && (restarts[0] ?? now) < now - 60_000) restarts.shift();
+    // A worker that dies at once every time (bad config, port in use) must not spin forever.
+    if (restarts.length > 5 * n) {
+      logger.fatal('workers keep crashing; giving up');
+      process.exit(1);
+    }
+    setTimeout(() => cluster.fork(), 200);
+  });
+  for (let i = 0; i < n; i++) cluster.fork();
+  return new Promise((resolve) => {
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'stopping workers');
+      const workers = Object.values(cluster.workers ?? {});
+      let left = workers.length;
+      if (left === 0) resolve(0);
+      const timer = setTimeout(() => {
+        for (const w of workers) w?.process.kill('SIGKILL');
+        resolve(1);
+      }, config.server.shutdownTimeoutMs + 2000);
+      timer.unref();
+      for (const w of workers) {
+        w?.once('exit', () => {
+          if (--left === 0) {
+            clearTimeout(timer);
+            resolve(0);
+          }
+        });
+        w?.process.kill('SIGTERM');
+      }
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

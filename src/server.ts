@@ -1,0 +1,146 @@
+// buildServer: composes infra and the enabled services into one Fastify instance, ready but not
+// listening (tests drive it with inject(); main.ts listens).
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import { EnvelopeTable, installErrorHandling } from './errors.ts';
+import { clientIp, trustList } from './infra/client-ip.ts';
+import { Readiness, type ServiceContext } from './infra/context.ts';
+import { hostRewriter, publicUrls } from './infra/hosts.ts';
+import { createLogger } from './infra/logger.ts';
+import { Metrics } from './infra/metrics.ts';
+import { opsPlugin } from './infra/ops.ts';
+import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
+import { connectRedis } from './infra/redis.ts';
+import { SERVICES } from './services/index.ts';
+
+export const VERSION: string = JSON.parse(
+  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+).version;
+
+export interface BuildOptions {
+  config: Config;
+  /** A pino logger; default: one at the configured level writing to stdout. */
+  logger?: Logger;
+  /** An existing Redis connection to share (tests); default: connect when redis.url is set. */
+  redis?: Redis | null;
+}
+
+const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const logger = opts.logger ?? createLogger(config.log.level);
+  const dataDir = resolve(config.server.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+
+  const ownRedis = opts.redis === undefined && config.redis.url !== '';
+  const redis =
+    opts.redis !== undefined ? opts.redis : config.redis.url ? connectRedis(config.redis.url, logger) : null;
+  const metrics = new Metrics();
+  const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [
+    'mode',
+  ]);
+  const limiter = new RateLimiter(redis ? new RedisStore(redis, config.redis.keyPrefix) : new MemoryStore(), {
+    failMode: config.redis.failMode,
+    logger,
+    onStoreError: () => limiterErrors.inc({ mode: config.redis.failMode }),
+  });
+  const readiness = new Readiness();
+  if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
+
+  const rewrite = hostRewriter({
+    proxy: config.proxy.host,
+    plantuml: config.plantuml.host,
+    avatar: config.avatar.host,
+  });
+  const trusted = trustList(config.server.trustProxy);
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    trustProxy: false, // infra/client-ip.ts does the trusted-proxy walk (and Forwarded)
+    bodyLimit: config.server.bodyLimit,
+    requestTimeout: config.server.requestTimeoutMs,
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    routerOptions: { maxParamLength: 65_536 }, // PlantUML sources travel encoded in one path segment
+    http: { maxHeaderSize: 32 * 1024 },
+    return503OnClosing: true,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQ_ID.test(given) ? given : randomUUID();
+    },
+    rewriteUrl: (req) => rewrite(req.headers.host, req.url ?? '/'),
+  });
+  app.server.headersTimeout = config.server.headersTimeoutMs;
+
+  const ctx: ServiceContext = {
+    config,
+    urls: publicUrls(config),
+    limiter,
+    metrics,
+    readiness,
+    redis,
+    dataDir,
+    logger,
+    version: VERSION,
+  };
+  app.decorate('ctx', ctx);
+  app.decorate('envelopes', new EnvelopeTable());
+  app.decorateRequest('clientIp', '');
+
+  app.addHook('onRequest', async (req, reply) => {
+    req.clientIp = clientIp(req.raw.socket.remoteAddress, req.headers, {
+      trusted,
+      header: config.server.forwardedHeader,
+    });
+    const svc = req.routeOptions.config.svc;
+    if (svc) req.log = req.log.child({ svc });
+    reply.header('x-request-id', req.id);
+    reply.header('x-content-type-options', 'nosniff');
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const svc = req.routeOptions.config.svc ?? 'core';
+    const route = req.routeOptions.url ?? 'unmatched';
+    const status = reply.statusCode;
+    metrics.httpRequests.inc({ svc, route, method: req.method, status });
+    metrics.httpDuration.observe({ svc, route, method: req.method }, reply.elapsedTime / 1000);
+    if (status >= 400) metrics.httpErrors.inc({ svc, route, status });
+  });
+  app.addHook('onClose', async () => {
+    await limiter.close();
+    if (ownRedis && redis) redis.disconnect();
+  });
+
+  installErrorHandling(app);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'devutil',
+        version: VERSION,
+        description: 'Developer utilities: see the home page for examples.',
+      },
+      servers: [{ url: ctx.urls.base }],
+    },
+  });
+  await app.register(opsPlugin, ctx);
+
+  for (const svc of SERVICES) {
+    const section = config[svc.name] as { enabled?: boolean };
+    if (section.enabled === false) continue;
+    await app.register(async (scope) => {
+      // Tag every route of the service so logs and metrics carry `svc`.
+      scope.addHook('onRoute', (route) => {
+        route.config = { ...(route.config as object), svc: svc.name };
+      });
+      await scope.register(svc.plugin, ctx);
+    });
+  }
+  await app.ready();
+  return app;
+}

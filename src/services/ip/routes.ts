@@ -1,0 +1,95 @@
+// GET /api/ip (seed 2.2/4.3) and GET /rest/api/v1/ip (seed 2.3/4.4), plus what echoip and
+// icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../infra/context.ts';
+
+const querystring = {
+  type: 'object',
+  properties: { format: { type: 'string', enum: ['json', 'text'], description: 'json (default) or text' } },
+} as const;
+
+const legacyShape = {
+  type: 'object',
+  required: ['status', 'msg', 'data', 'version'],
+  properties: {
+    status: { type: 'integer', enum: [1] },
+    msg: { type: 'string' },
+    data: { type: 'object', required: ['ip'], properties: { ip: { type: 'string' } } },
+    version: { type: 'string', pattern: '^V\\d+\\.\\d+\\.\\d+$' },
+  },
+} as const;
+
+const v1Shape = {
+  type: 'object',
+  required: ['status', 'message', 'data'],
+  properties: {
+    status: { type: 'integer', enum: [1] },
+    message: { type: 'string' },
+    data: { type: 'object', required: ['ip'], properties: { ip: { type: 'string' } } },
+  },
+} as const;
+
+const textShape = { type: 'string', description: 'the bare address and a newline (format=text)' } as const;
+
+/** True when the caller asked for plain text rather than JSON. */
+export function wantsText(req: FastifyRequest<{ Querystring: { format?: string } }>): boolean {
+  const f = req.query.format;
+  if (f) return f === 'text';
+  const accept = req.headers.accept ?? '';
+  return (
+    accept.includes('text/plain') && !accept.includes('application/json') && !accept.includes('text/html')
+  );
+}
+
+function sendText(reply: FastifyReply, ip: string): string {
+  reply.type('text/plain; charset=utf-8');
+  return `${ip}\n`;
+}
+
+export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  const version = `V${ctx.version.replace(/[^0-9.].*$/, '')}`;
+  const preHandler = ctx.limiter.hook('ip', ctx.config.ip.rateLimit);
+  type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text' } }>;
+
+  app.get(
+    '/api/ip',
+    {
+      preHandler,
+      schema: {
+        summary: 'Caller IP (legacy shape)',
+        tags: ['ip'],
+        querystring,
+        response: {
+          200: {
+            content: { 'application/json': { schema: legacyShape }, 'text/plain': { schema: textShape } },
+          },
+        },
+      },
+    },
+    async (req: Req, reply) => {
+      reply.header('cache-control', 'no-store').header('vary', 'accept');
+      if (wantsText(req)) return sendText(reply, req.clientIp);
+      return { status: 1, msg: 'success', data: { ip: req.clientIp }, version };
+    },
+  );
+
+  app.get(
+    '/rest/api/v1/ip',
+    {
+      preHandler,
+      schema: {
+        summary: 'Caller IP',
+        tags: ['ip'],
+        querystring,
+        response: {
+          200: { content: { 'application/json': { schema: v1Shape }, 'text/plain': { schema: textShape } } },
+        },
+      },
+    },
+    async (req: Req, reply) => {
+      reply.header('cache-control', 'no-store').header('vary', 'accept');
+      if (wantsText(req)) return sendText(reply, req.clientIp);
+      return { status: 1, message: 'success', data: { ip: req.clientIp } };
+    },
+  );
+}

@@ -1,0 +1,6 @@
+// Web page section.
+import { bool } from '../../infra/schema.ts';
+
+export const webSection = {
+  enabled: bool(true, { doc: 'serve the home page and the /docs API reference' }),
+};

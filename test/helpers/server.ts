@@ -1,0 +1,88 @@
+// Builds or starts the real devutil composition for tests, with a temporary data directory and
+// optional captured logs (to prove secrets never reach them).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { type Config, type ConfigSources, loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/infra/logger.ts';
+import { buildServer } from '../../src/server.ts';
+import { freePort } from './ports.ts';
+
+export type Overrides = NonNullable<ConfigSources['overrides']>;
+
+/** Every log line written by servers built with `logs` (shared across a test file). */
+export class LogCapture {
+  readonly lines: string[] = [];
+  readonly stream = new Writable({
+    write: (chunk, _enc, cb) => {
+      this.lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  text(): string {
+    return this.lines.join('\n');
+  }
+}
+
+const tempDirs: string[] = [];
+process.on('exit', () => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A temporary directory removed when the test process exits. */
+export function tempDir(prefix = 'devutil-test-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
+export function testConfig(overrides: Overrides = {}, env: Record<string, string> = {}): Config {
+  const o: Overrides = { ...overrides };
+  o.server = { dataDir: tempDir(), ...overrides.server };
+  o.log = { level: 'silent', ...overrides.log };
+  return loadConfig({ env, overrides: o }).config;
+}
+
+export interface BuildTestOptions {
+  overrides?: Overrides;
+  env?: Record<string, string>;
+  logs?: LogCapture;
+  redis?: Redis | null;
+}
+
+export async function buildTestServer(opts: BuildTestOptions = {}): Promise<FastifyInstance> {
+  const overrides = opts.logs
+    ? { ...opts.overrides, log: { level: 'debug', ...opts.overrides?.log } }
+    : opts.overrides;
+  const config = testConfig(overrides, opts.env);
+  const logger = opts.logs ? createLogger(config.log.level, opts.logs.stream) : undefined;
+  const app = await buildServer({
+    config,
+    ...(logger ? { logger } : {}),
+    ...(opts.redis !== undefined ? { redis: opts.redis } : {}),
+  });
+  return app;
+}
+
+export interface Running {
+  app: FastifyInstance;
+  /** http://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Starts the real server on a free loopback port for e2e tests with real clients. */
+/** Starts the real server on a free loopback port for e2e tests with real clients. The public URL
+ * defaults to http://127.0.0.1:<port> so links and rewritten redirects point at this server. */
+export async function startTestServer(opts: BuildTestOptions = {}): Promise<Running> {
+  const port = Number(opts.overrides?.server?.port ?? (await freePort()));
+  const url = `http://127.0.0.1:${port}`;
+  const server = { port, publicUrl: url, ...opts.overrides?.server };
+  const app = await buildTestServer({ ...opts, overrides: { ...opts.overrides, server } });
+  await app.listen({ port, host: '127.0.0.1' });
+  return { app, url, port, close: () => app.close() };
+}

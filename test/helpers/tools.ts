@@ -1,0 +1,30 @@
+// System tools a test needs (redis-server, git, java, syncthing, chromium...). Under CI=true a
+// missing tool is a failure; elsewhere the test is skipped with a loud notice.
+import { spawnSync } from 'node:child_process';
+
+const cache = new Map<string, boolean>();
+
+export function hasTool(cmd: string, versionArgs: string[] = ['--version']): boolean {
+  const key = `${cmd} ${versionArgs.join(' ')}`;
+  let ok = cache.get(key);
+  if (ok === undefined) {
+    const r = spawnSync(cmd, versionArgs, { stdio: 'ignore', timeout: 15_000 });
+    ok = r.error === undefined && r.status === 0;
+    cache.set(key, ok);
+  }
+  return ok;
+}
+
+/**
+ * For `describe(name, { skip: toolSkip('redis-server') }, ...)`: false when the tool is there,
+ * a reason string to skip when it is not (outside CI), and a thrown error under CI=true.
+ */
+export function toolSkip(cmd: string, versionArgs?: string[]): false | string {
+  if (hasTool(cmd, versionArgs)) return false;
+  const msg = `${cmd} is not installed`;
+  if (process.env['CI'] === 'true') throw new Error(`${msg}: it is required when CI=true (see .ci/run)`);
+  process.stderr.write(
+    `\n!!! SKIPPING tests that need ${cmd}: ${msg} (install it, or run with CI=true to make this fatal) !!!\n\n`,
+  );
+  return msg;
+}
