@@ -17,6 +17,18 @@ export interface PutOptions {
   ifAbsent?: boolean;
   /** Abort the write (nothing becomes visible) when this signal fires. */
   signal?: AbortSignal;
+  /**
+   * Called once the body is fully read, before the blob becomes visible: its result is merged into
+   * `meta` (hashes, sizes known only at the end). Throwing aborts the write and nothing is visible.
+   */
+  finalize?: () => Record<string, string> | Promise<Record<string, string>>;
+}
+
+/** A listing row: enough for sweepers and quota accounting (no metadata round trip). */
+export interface BlobEntry {
+  key: string;
+  size: number;
+  lastModified: Date;
 }
 
 export class BlobExistsError extends Error {
@@ -30,11 +42,63 @@ export interface BlobStore {
   readonly kind: 'fs' | 's3';
   /** Streams `body` into the store; nothing is visible under `key` until the whole body is durable. */
   put(key: string, body: Readable, meta: Record<string, string>, opts?: PutOptions): Promise<BlobInfo>;
-  /** The blob and a stream of its bytes (or of the inclusive byte range), or null if absent. */
-  get(key: string, range?: { start: number; end: number }): Promise<{ info: BlobInfo; body: Readable } | null>;
+  /**
+   * The blob and a stream of its bytes (or of the inclusive byte range, which must lie within the
+   * blob: callers check the size with head() first), or null if absent.
+   */
+  get(
+    key: string,
+    range?: { start: number; end: number },
+  ): Promise<{ info: BlobInfo; body: Readable } | null>;
   head(key: string): Promise<BlobInfo | null>;
   /** True if something was removed. */
   delete(key: string): Promise<boolean>;
   /** Readiness probe: resolves when the backend answers. */
   ping(): Promise<void>;
+  /** Every blob whose key starts with `prefix` (e.g. "files/"). */
+  list(prefix: string): AsyncIterable<BlobEntry>;
+  /** Releases connections and timers. */
+  close(): Promise<void>;
+}
+
+/** Meta keys travel as S3 user metadata, which lowercases names: keep them to `[a-z0-9-]`. */
+export const META_KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Blob keys: "/"-separated segments of `A-Z a-z 0-9 . _ -`, none empty, none starting with ".". */
+export const BLOB_KEY = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/){0,7}[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+
+export interface BlobStoreConfig {
+  backend: 'fs' | 's3';
+  /** For fs: blobs live in <dataDir>/blobs. */
+  dataDir: string;
+  s3Endpoint: string;
+  s3Bucket: string;
+  s3Region: string;
+  s3AccessKeyId: string;
+  s3SecretAccessKey: string;
+  s3ForcePathStyle: boolean;
+}
+
+/**
+ * The configured store, initialised (fs: stale temporary files of dead writers removed; s3: stale
+ * staging objects removed). Backends load lazily so the AWS SDK is only imported when used.
+ */
+export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> {
+  if (cfg.backend === 's3') {
+    const { S3BlobStore } = await import('./blob-s3.ts');
+    const store = new S3BlobStore({
+      endpoint: cfg.s3Endpoint,
+      bucket: cfg.s3Bucket,
+      region: cfg.s3Region,
+      accessKeyId: cfg.s3AccessKeyId,
+      secretAccessKey: cfg.s3SecretAccessKey,
+      forcePathStyle: cfg.s3ForcePathStyle,
+    });
+    await store.init();
+    return store;
+  }
+  const { FsBlobStore } = await import('./blob-fs.ts');
+  const store = new FsBlobStore(`${cfg.dataDir}/blobs`);
+  await store.init();
+  return store;
 }

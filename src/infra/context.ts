@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config, SectionName } from '../config.ts';
+import type { BlobStore } from './blob-store.ts';
 import type { PublicUrls } from './hosts.ts';
 import type { Metrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -55,6 +56,8 @@ export interface ServiceContext {
   redis: Redis | null;
   /** Absolute path of the data directory (created at start-up). */
   dataDir: string;
+  /** The shared blob store (fs or S3, config.files.backend); namespace keys: "files/..", "avatars/..". */
+  blobs: BlobStore;
   logger: Logger;
   /** The package version, e.g. 0.1.0. */
   version: string;

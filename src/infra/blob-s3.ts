@@ -1,0 +1,254 @@
+// S3-compatible blob store (AWS S3, MinIO, R2, s3rver): streaming multipart uploads through
+// @aws-sdk/lib-storage, metadata as object user metadata so instances can share one bucket.
+// Uploads whose metadata is only known at the end (finalize) go to a staging key first and are
+// published by a server-side CopyObject with the final metadata: the object appears complete or not.
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import {
+  BLOB_KEY,
+  type BlobEntry,
+  BlobExistsError,
+  type BlobInfo,
+  type BlobStore,
+  type PutOptions,
+} from './blob-store.ts';
+
+export interface S3Options {
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  forcePathStyle: boolean;
+}
+
+const STAGING = '.staging/';
+/** Staging objects older than this belong to a dead or wedged writer. */
+const STALE_MS = 6 * 3600 * 1000;
+/** S3 user metadata is sent as HTTP headers: values are percent-encoded to stay ASCII. */
+const enc = (v: string) => encodeURIComponent(v);
+const dec = (v: string) => {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+};
+
+function status(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
+function toInfo(key: string, size: number, meta: Record<string, string> | undefined, lm?: Date): BlobInfo {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(meta ?? {})) out[k.toLowerCase()] = dec(v);
+  return { key, size, meta: out, lastModified: lm ?? new Date(0) };
+}
+
+export class S3BlobStore implements BlobStore {
+  readonly kind = 's3' as const;
+  readonly client: S3Client;
+  private readonly bucket: string;
+  /** Serialises the create-only check-and-publish per key inside this process. */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(o: S3Options) {
+    if (!o.bucket) throw new Error('files.s3Bucket (DEVUTIL_FILES_S3_BUCKET) is required when backend=s3');
+    const cfg: S3ClientConfig = {
+      region: o.region || 'us-east-1',
+      forcePathStyle: o.forcePathStyle,
+      // Checksums only where S3 requires them: several S3-compatible servers reject the newer
+      // default CRC headers.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    };
+    if (o.endpoint) cfg.endpoint = o.endpoint;
+    if (o.accessKeyId) cfg.credentials = { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey };
+    this.client = new S3Client(cfg);
+    this.bucket = o.bucket;
+  }
+
+  /** Removes staging objects left by crashed writers; best effort (the bucket may be down). */
+  async init(): Promise<{ removed: number }> {
+    let removed = 0;
+    try {
+      for await (const e of this.list(STAGING)) {
+        if (Date.now() - e.lastModified.getTime() < STALE_MS) continue;
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: e.key }));
+        removed++;
+      }
+    } catch {
+      // readiness reports an unreachable bucket; start-up goes on
+    }
+    return { removed };
+  }
+
+  private check(key: string): string {
+    if (!BLOB_KEY.test(key)) throw new Error(`invalid blob key: ${JSON.stringify(key.slice(0, 80))}`);
+    return key;
+  }
+
+  private async upload(key: string, body: Readable, meta: Record<string, string>, signal?: AbortSignal) {
+    const abortController = new AbortController();
+    const onAbort = () => abortController.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const up = new Upload({
+      client: this.client,
+      // 8 MiB parts, two in flight: memory stays bounded whatever the object size.
+      partSize: 8 * 1024 * 1024,
+      queueSize: 2,
+      leavePartsOnError: false,
+      abortController,
+      params: {
+        Bucket: this.bucket,
+        Key: key,
+        Body: body,
+        Metadata: Object.fromEntries(Object.entries(meta).map(([k, v]) => [k, enc(v)])),
+      },
+    });
+    let size = 0;
+    body.on('data', (c: Buffer) => {
+      size += c.length;
+    });
+    try {
+      await up.done();
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    signal?.throwIfAborted();
+    return size;
+  }
+
+  private async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    }
+  }
+
+  async put(
+    key: string,
+    body: Readable,
+    meta: Record<string, string>,
+    opts: PutOptions = {},
+  ): Promise<BlobInfo> {
+    this.check(key);
+    if (!opts.finalize && !opts.ifAbsent) {
+      const size = await this.upload(key, body, meta, opts.signal);
+      return { key, size, meta, lastModified: new Date() };
+    }
+    const staging = `${STAGING}${randomUUID()}`;
+    try {
+      const size = await this.upload(staging, body, meta, opts.signal);
+      const all = { ...meta, ...(opts.finalize ? await opts.finalize() : {}) };
+      opts.signal?.throwIfAborted();
+      const copy = (ifNoneMatch: boolean) =>
+        this.client.send(
+          new CopyObjectCommand({
+            Bucket: this.bucket,
+            Key: key,
+            CopySource: `${this.bucket}/${staging.split('/').map(encodeURIComponent).join('/')}`,
+            MetadataDirective: 'REPLACE',
+            Metadata: Object.fromEntries(Object.entries(all).map(([k, v]) => [k, enc(v)])),
+            ...(ifNoneMatch ? { IfNoneMatch: '*' } : {}),
+          }),
+        );
+      if (opts.ifAbsent) {
+        await this.withLock(key, async () => {
+          // The HEAD covers servers that ignore If-None-Match; the condition covers other instances.
+          if (await this.head(key)) throw new BlobExistsError(key);
+          try {
+            await copy(true);
+          } catch (err) {
+            if (status(err) === 412) throw new BlobExistsError(key);
+            if (status(err) === 501) await copy(false);
+            else throw err;
+          }
+        });
+      } else {
+        await copy(false);
+      }
+      return { key, size, meta: all, lastModified: new Date() };
+    } finally {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: staging })).catch(() => {});
+    }
+  }
+
+  async get(
+    key: string,
+    range?: { start: number; end: number },
+  ): Promise<{ info: BlobInfo; body: Readable } | null> {
+    this.check(key);
+    try {
+      const r = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
+      const total = /\/(\d+)$/.exec(r.ContentRange ?? '')?.[1];
+      const size = total !== undefined ? Number(total) : (r.ContentLength ?? 0);
+      return { info: toInfo(key, size, r.Metadata, r.LastModified), body: r.Body as Readable };
+    } catch (err) {
+      if (status(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async head(key: string): Promise<BlobInfo | null> {
+    this.check(key);
+    try {
+      const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return toInfo(key, r.ContentLength ?? 0, r.Metadata, r.LastModified);
+    } catch (err) {
+      if (status(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<boolean> {
+    // DeleteObject succeeds for absent keys too; the HEAD tells whether something was there.
+    const existed = (await this.head(key)) !== null;
+    if (existed) await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    return existed;
+  }
+
+  async ping(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+
+  async *list(prefix: string): AsyncIterable<BlobEntry> {
+    let token: string | undefined;
+    do {
+      const r = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const o of r.Contents ?? []) {
+        if (o.Key && !(prefix !== STAGING && o.Key.startsWith(STAGING)))
+          yield { key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) };
+      }
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+}

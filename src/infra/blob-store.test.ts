@@ -1,0 +1,161 @@
+// The blob store contract, run against both backends: local disk and S3 (a local s3rver).
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
+import { after, before, describe, it } from 'node:test';
+import { startS3 } from '../../test/fixtures/files/s3.ts';
+import { tempDir } from '../../test/helpers/server.ts';
+import { FsBlobStore } from './blob-fs.ts';
+import { BlobExistsError, type BlobStore, createBlobStore } from './blob-store.ts';
+
+const S3_ENV = {
+  dataDir: '',
+  s3Endpoint: '',
+  s3Bucket: '',
+  s3Region: 'us-east-1',
+  s3AccessKeyId: '',
+  s3SecretAccessKey: '',
+  s3ForcePathStyle: true,
+};
+
+function failing(after: string): Readable {
+  return new Readable({
+    read() {
+      this.push(Buffer.from(after));
+      this.destroy(new Error('client went away'));
+    },
+  });
+}
+
+for (const backend of ['fs', 's3'] as const) {
+  describe(`blob store (${backend})`, () => {
+    let store: BlobStore;
+    let closeS3 = async () => {};
+    before(async () => {
+      if (backend === 's3') {
+        const s3 = await startS3();
+        closeS3 = s3.close;
+        store = await createBlobStore({
+          ...S3_ENV,
+          backend: 's3',
+          s3Endpoint: s3.endpoint,
+          s3Bucket: s3.bucket,
+          s3AccessKeyId: 'S3RVER',
+          s3SecretAccessKey: 'S3RVER',
+        });
+      } else {
+        store = await createBlobStore({ ...S3_ENV, backend: 'fs', dataDir: tempDir() });
+      }
+    });
+    after(async () => {
+      await store.close();
+      await closeS3();
+    });
+
+    it('stores bytes and unicode metadata and reads them back, whole and by range', async () => {
+      const info = await store.put('t/a.txt', Readable.from([Buffer.from('hello '), Buffer.from('world')]), {
+        filename: 'résumé ✓.txt',
+      });
+      assert.equal(info.size, 11);
+      const got = await store.get('t/a.txt');
+      assert.ok(got);
+      assert.equal(await text(got.body), 'hello world');
+      assert.equal(got.info.meta['filename'], 'résumé ✓.txt');
+      const part = await store.get('t/a.txt', { start: 6, end: 9 });
+      assert.ok(part);
+      assert.equal(await text(part.body), 'worl');
+      assert.equal(part.info.size, 11);
+      const head = await store.head('t/a.txt');
+      assert.equal(head?.size, 11);
+    });
+
+    it('merges finalize() metadata computed after the body', async () => {
+      let seen = 0;
+      const body = Readable.from([Buffer.from('abc')]).on('data', (c: Buffer) => {
+        seen += c.length;
+      });
+      await store.put('t/fin', body, { a: '1' }, { finalize: () => ({ b: String(seen) }) });
+      const head = await store.head('t/fin');
+      assert.deepEqual({ a: head?.meta['a'], b: head?.meta['b'] }, { a: '1', b: '3' });
+    });
+
+    it('refuses a create-only put on an existing key and keeps the first version', async () => {
+      await store.put('t/once', Readable.from([Buffer.from('first')]), {}, { ifAbsent: true });
+      await assert.rejects(
+        store.put('t/once', Readable.from([Buffer.from('second')]), {}, { ifAbsent: true }),
+        BlobExistsError,
+      );
+      const got = await store.get('t/once');
+      assert.equal(await text(got!.body), 'first');
+    });
+
+    it('lets exactly one of two concurrent create-only puts win', async () => {
+      const results = await Promise.allSettled(
+        ['one', 'two'].map((v) =>
+          store.put('t/race', Readable.from([Buffer.from(v)]), {}, { ifAbsent: true, finalize: () => ({}) }),
+        ),
+      );
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+      const rejected = results.find((r) => r.status === 'rejected');
+      assert.ok(rejected && rejected.reason instanceof BlobExistsError);
+    });
+
+    it('leaves nothing visible and the old version intact when the body fails or finalize throws', async () => {
+      await store.put('t/keep', Readable.from([Buffer.from('old')]), {});
+      await assert.rejects(store.put('t/keep', failing('new partial'), {}));
+      await assert.rejects(
+        store.put(
+          't/keep',
+          Readable.from([Buffer.from('new')]),
+          {},
+          {
+            finalize: () => {
+              throw new Error('not worth it');
+            },
+          },
+        ),
+      );
+      assert.equal(await text((await store.get('t/keep'))!.body), 'old');
+      await assert.rejects(store.put('t/never', failing('x'), {}));
+      assert.equal(await store.head('t/never'), null);
+    });
+
+    it('handles empty blobs, deletes, lists by prefix and rejects unsafe keys', async () => {
+      await store.put('t/empty', Readable.from([]), {});
+      const got = await store.get('t/empty');
+      assert.equal(got?.info.size, 0);
+      assert.equal(await text(got!.body), '');
+      assert.equal(await store.delete('t/empty'), true);
+      assert.equal(await store.delete('t/empty'), false);
+      assert.equal(await store.get('t/empty'), null);
+      await store.put('u/x', Readable.from([Buffer.from('1')]), {});
+      const keys: string[] = [];
+      for await (const e of store.list('u/')) keys.push(e.key);
+      assert.deepEqual(keys, ['u/x']);
+      for (const bad of ['../x', 't/../x', '/abs', 't//x', '.hidden', 't/.tmp', 'a\\b', '']) {
+        await assert.rejects(store.put(bad, Readable.from([]), {}), /invalid blob key/, bad);
+      }
+      await store.ping();
+    });
+  });
+}
+
+describe('fs blob store start-up', () => {
+  it('removes temporary files of dead writers and keeps published blobs', async () => {
+    const root = join(tempDir(), 'blobs');
+    const first = new FsBlobStore(root);
+    await first.init();
+    await first.put('files/kept', Readable.from([Buffer.from('ok')]), {});
+    // What a writer killed with -9 mid-upload leaves: a temporary file named after its pid.
+    await mkdir(first.tmpDir, { recursive: true });
+    writeFileSync(join(first.tmpDir, '999999999-dead'), 'partial');
+    const { removed } = await new FsBlobStore(root).init();
+    assert.equal(removed, 1);
+    assert.deepEqual(readdirSync(first.tmpDir), []);
+    assert.ok(existsSync(join(root, 'files', 'kept')));
+    assert.equal(await text((await first.get('files/kept'))!.body), 'ok');
+  });
+});
