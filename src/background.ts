@@ -2,6 +2,7 @@
 // after the HTTP server listens and close with it on shutdown. In cluster mode worker 1 owns them.
 import type { Config } from './config.ts';
 import type { ServiceContext } from './infra/context.ts';
+import { relayBackground } from './relay/index.ts';
 
 export interface Background {
   close(): Promise<void>;
@@ -13,4 +14,4 @@ export interface BackgroundDef {
   start(ctx: ServiceContext): Promise<Background>;
 }
 
-export const BACKGROUND: BackgroundDef[] = [];
+export const BACKGROUND: BackgroundDef[] = [relayBackground];

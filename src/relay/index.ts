@@ -1,0 +1,133 @@
+// Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
+// through ctx.metrics, the start-up log line with the relay URI, and the BackgroundDef main.ts runs.
+import { Counter, Gauge } from 'prom-client';
+import type { BackgroundDef } from '../background.ts';
+import type { Config } from '../config.ts';
+import type { ServiceContext } from '../infra/context.ts';
+import type { Metrics } from '../infra/metrics.ts';
+import { loadOrCreateIdentity } from './identity.ts';
+import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
+
+let running: Relay | null = null;
+let failure: string | null = null;
+
+/** Why the relay is not running in this process although enabled, if it failed to start. */
+export function relayFailure(): string | null {
+  return failure;
+}
+
+/** The relay running in this process (worker 1 in cluster mode), if any. */
+export function currentRelay(): Relay | null {
+  return running;
+}
+
+/** Splits "host", "host:port", "[v6]:port" or "[v6]". */
+export function splitHostPort(s: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(s) ?? /^([^:]*)(?::(\d+))?$/.exec(s);
+  if (!m) return { host: s, port: 0 };
+  return { host: m[1] ?? '', port: m[2] ? Number(m[2]) : 0 };
+}
+
+export function relaySettings(config: Config, baseUrl: string, version: string): RelaySettings {
+  const c = config.relay;
+  const ext = splitHostPort(c.extAddress);
+  const publicHost = ext.host || new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
+  return {
+    host: c.host,
+    port: c.port,
+    statusPort: c.statusPort,
+    publicHost,
+    publicPort: ext.port,
+    messageTimeoutMs: c.messageTimeout,
+    networkTimeoutMs: c.networkTimeout,
+    pingIntervalMs: c.pingInterval,
+    perSessionRate: c.perSessionRate,
+    globalRate: c.globalRate,
+    maxSessions: c.maxSessions,
+    maxConnections: c.maxConnections,
+    maxMessageBytes: c.maxMessageBytes,
+    token: c.token,
+    providedBy: c.providedBy,
+    version,
+  };
+}
+
+/** Scrape-time gauges and counters over the relay's own tallies (no per-chunk metric cost). */
+export function relayMetrics(metrics: Metrics, relay: () => Relay | null): RelayEvents {
+  const registers = [metrics.registry];
+  const g = (name: string, help: string, value: (r: Relay) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const r = relay();
+        this.set(r ? value(r) : 0);
+      },
+    });
+  g('devutil_relay_connections', 'open protocol-mode (TLS) connections', (r) => r.conns.size);
+  g('devutil_relay_joined_clients', 'clients joined and waiting for invitations', (r) => r.joined.size);
+  g('devutil_relay_sessions_active', 'paired sessions currently piping', (r) => r.sessions.activeSessions);
+  g('devutil_relay_session_keys_pending', 'unused session keys', (r) => r.sessions.pendingKeys);
+  new Counter({
+    name: 'devutil_relay_bytes_proxied_total',
+    help: 'bytes read from session sockets (each direction counted once)',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(relay()?.bytesProxied ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'devutil_relay_rate_kbps',
+    help: 'average proxy rate in kbit/s over the window (as strelaysrv /status)',
+    labelNames: ['window'],
+    registers,
+    collect() {
+      const k = relay()?.status().kbps10s1m5m15m30m60m as number[] | undefined;
+      ['10s', '1m', '5m', '15m', '30m', '60m'].forEach((w, i) => {
+        this.set({ window: w }, k?.[i] ?? 0);
+      });
+    },
+  });
+  const sessions = metrics.counter('devutil_relay_sessions_total', 'sessions that started piping');
+  const refused = metrics.counter(
+    'devutil_relay_refused_total',
+    'connections refused or closed by the relay',
+    ['reason'],
+  );
+  return { onRefused: (reason) => refused.inc({ reason }), onSessionStart: () => sessions.inc() };
+}
+
+export const relayBackground: BackgroundDef = {
+  name: 'relay',
+  enabled: (config) => config.relay.enabled,
+  async start(ctx: ServiceContext) {
+    const identity = loadOrCreateIdentity(ctx.dataDir);
+    const log = ctx.logger.child({ svc: 'relay' });
+    if (identity.created) log.info({ deviceId: identity.deviceId }, 'relay identity created');
+    const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
+    const events = relayMetrics(ctx.metrics, () => running);
+    let relay: Relay;
+    try {
+      relay = await Relay.start(settings, identity, log, events);
+    } catch (err) {
+      // A taken relay port must not take the HTTP utilities down with it; the API reports it.
+      log.error({ err, port: settings.port }, 'relay failed to start');
+      failure = err instanceof Error ? err.message : String(err);
+      return { close: async () => {} };
+    }
+    running = relay;
+    failure = null;
+    log.info(
+      { uri: relay.uri, port: relay.port, statusPort: relay.statusPort || undefined },
+      `relay listening: ${relay.uri}`,
+    );
+    return {
+      async close() {
+        if (running === relay) running = null;
+        await relay.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,211 @@
+// The relay: identity + one listener for both modes + the joined-client table + sessions + the
+// status server. Framework-free; src/relay/index.ts wires it into the process lifecycle.
+
+import type { Server as HttpServer } from 'node:http';
+import type { Server } from 'node:net';
+import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import type { RelayIdentity } from './identity.ts';
+import { RateLimits } from './limits.ts';
+import { createListener, type Listener } from './listener.ts';
+import { type Hub, ProtocolConn } from './protocol-conn.ts';
+import { SessionTable } from './sessions.ts';
+import { createStatusServer, RateSampler } from './status.ts';
+
+export interface RelaySettings {
+  host: string;
+  port: number;
+  /** 0 = no status server. */
+  statusPort: number;
+  /** Host (and optional port) advertised in the URI; invitations carry it only when it is an IP. */
+  publicHost: string;
+  publicPort: number;
+  messageTimeoutMs: number;
+  networkTimeoutMs: number;
+  pingIntervalMs: number;
+  perSessionRate: number;
+  globalRate: number;
+  maxSessions: number;
+  maxConnections: number;
+  maxMessageBytes: number;
+  token: string;
+  providedBy: string;
+  version: string;
+}
+
+export interface RelayEvents {
+  onBytes?(n: number): void;
+  onSessionStart?(): void;
+  onRefused?(reason: string): void;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, ...(host ? { host } : {}) }, () => {
+      server.off('error', reject);
+      const a = server.address();
+      resolve(typeof a === 'object' && a ? a.port : port);
+    });
+  });
+}
+
+/** Address bytes for SessionInvitation: the advertised IP, or empty (client reuses its relay IP). */
+function invitationAddress(host: string): Buffer {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h) === 4) return Buffer.from(h.split('.').map(Number));
+  return Buffer.alloc(0);
+}
+
+export class Relay implements Hub {
+  readonly joined = new Map<string, ProtocolConn>();
+  readonly conns = new Set<ProtocolConn>();
+  readonly sessions: SessionTable;
+  readonly startTime = new Date();
+  bytesProxied = 0;
+  port = 0;
+  statusPort = 0;
+  private listener: Listener | null = null;
+  private statusServer: HttpServer | null = null;
+  private readonly sampler: RateSampler;
+  private readonly limits: RateLimits;
+
+  readonly token: string;
+  readonly pingIntervalMs: number;
+  readonly networkTimeoutMs: number;
+  readonly maxMessageBytes: number;
+  readonly maxSessions: number;
+  readonly invitationAddress: Buffer;
+  invitationPort = 0;
+
+  private constructor(
+    readonly settings: RelaySettings,
+    readonly identity: RelayIdentity,
+    readonly logger: Logger,
+    private readonly events: RelayEvents,
+  ) {
+    this.token = settings.token;
+    this.pingIntervalMs = settings.pingIntervalMs;
+    this.networkTimeoutMs = settings.networkTimeoutMs;
+    this.maxMessageBytes = settings.maxMessageBytes;
+    this.maxSessions = settings.maxSessions;
+    this.invitationAddress = invitationAddress(settings.publicHost);
+    this.limits = new RateLimits(settings.globalRate, settings.perSessionRate);
+    this.sessions = new SessionTable({
+      messageTimeoutMs: settings.messageTimeoutMs,
+      networkTimeoutMs: settings.networkTimeoutMs,
+      maxMessageBytes: settings.maxMessageBytes,
+      limits: this.limits,
+      logger,
+      onBytes: (n) => {
+        this.bytesProxied += n;
+        events.onBytes?.(n);
+      },
+      ...(events.onSessionStart ? { onSessionStart: events.onSessionStart } : {}),
+    });
+    this.sampler = new RateSampler(() => this.bytesProxied);
+  }
+
+  static async start(
+    settings: RelaySettings,
+    identity: RelayIdentity,
+    logger: Logger,
+    events: RelayEvents = {},
+  ): Promise<Relay> {
+    const r = new Relay(settings, identity, logger, events);
+    r.listener = createListener({
+      certPem: identity.certPem,
+      keyPem: identity.keyPem,
+      messageTimeoutMs: settings.messageTimeoutMs,
+      networkTimeoutMs: settings.networkTimeoutMs,
+      logger,
+      onTls: (sock, der) => r.conns.add(new ProtocolConn(sock, r, der)),
+      onPlain: (sock) => r.sessions.accept(sock),
+    });
+    try {
+      r.port = await listen(r.listener.server, settings.port, settings.host);
+      r.invitationPort = settings.publicPort || r.port;
+      if (settings.statusPort > 0) {
+        r.statusServer = createStatusServer(() => r.status());
+        r.statusPort = await listen(r.statusServer, settings.statusPort, settings.host);
+      }
+    } catch (err) {
+      await r.close();
+      throw err;
+    }
+    return r;
+  }
+
+  get uri(): string {
+    const h = this.settings.publicHost;
+    const host = isIP(h) === 6 ? `[${h}]` : h;
+    return `relay://${host}:${this.invitationPort}/?id=${this.identity.deviceId}`;
+  }
+
+  /** Protocol connections plus active pipe directions over the configured maximum (digest §8). */
+  overLimit(): boolean {
+    return this.conns.size + 2 * this.sessions.activeSessions > this.settings.maxConnections;
+  }
+
+  refused(reason: string): void {
+    this.events.onRefused?.(reason);
+  }
+
+  closed(conn: ProtocolConn): void {
+    this.conns.delete(conn);
+    if (conn.joined && this.joined.get(conn.hex) === conn) {
+      this.joined.delete(conn.hex);
+      // Stale sessions would make the device's reconnect see "already connected" (digest §6).
+      this.sessions.closeDevice(conn.id);
+    }
+  }
+
+  /** strelaysrv's /status document (digest §11). */
+  status(): Record<string, unknown> {
+    const s = this.settings;
+    return {
+      bytesProxied: this.bytesProxied,
+      buildDate: '',
+      buildHost: '',
+      buildUser: '',
+      version: `devutil ${s.version}`,
+      goArch: process.arch,
+      goOS: process.platform,
+      goVersion: `node ${process.version}`,
+      goMaxProcs: availableParallelism(),
+      goNumRoutine: this.conns.size + 2 * this.sessions.activeSessions,
+      kbps10s1m5m15m30m60m: this.sampler.kbps(),
+      numActiveSessions: this.sessions.activeSessions,
+      numConnections: this.conns.size,
+      numPendingSessionKeys: this.sessions.pendingKeys,
+      numProxies: 2 * this.sessions.activeSessions,
+      options: {
+        'network-timeout': Math.round(s.networkTimeoutMs / 1000),
+        'ping-interval': Math.round(s.pingIntervalMs / 1000),
+        'message-timeout': Math.round(s.messageTimeoutMs / 1000),
+        'per-session-rate': s.perSessionRate,
+        'global-rate': s.globalRate,
+        pools: [],
+        'provided-by': s.providedBy,
+      },
+      startTime: this.startTime.toISOString(),
+      uptimeSeconds: Math.floor((Date.now() - this.startTime.getTime()) / 1000),
+    };
+  }
+
+  /** Closes every session and connection, then the listeners (SIGTERM). */
+  async close(): Promise<void> {
+    this.sampler.stop();
+    this.sessions.closeAll();
+    for (const c of this.conns) c.close('shutdown');
+    const waits: Promise<void>[] = [];
+    if (this.listener) waits.push(this.listener.close());
+    if (this.statusServer) {
+      const srv = this.statusServer;
+      waits.push(new Promise((resolve) => srv.close(() => resolve())));
+      srv.closeAllConnections();
+    }
+    await Promise.all(waits);
+  }
+}

@@ -1,0 +1,182 @@
+// Session mode (digest §7): single-use session keys, pairing of the two plain-TCP sockets, then a
+// verbatim byte pipe with back-pressure, rate limits and idle timeouts. Unlike strelaysrv, a socket
+// that sends garbage is closed, and when one side goes away both are closed.
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { RateLimits, TokenBucket } from './limits.ts';
+import { encode, FrameDecoder, Responses, response } from './protocol/messages.ts';
+
+interface Session {
+  id: number;
+  /** Raw device IDs of the two parties (server side = the joined device that was asked for). */
+  devices: [Buffer, Buffer];
+  keys: [string, string];
+  sockets: [Socket | null, Socket | null];
+  active: boolean;
+  closed: boolean;
+  bucket: TokenBucket | null;
+  timer: NodeJS.Timeout | null;
+}
+
+export interface SessionOptions {
+  messageTimeoutMs: number;
+  networkTimeoutMs: number;
+  maxMessageBytes: number;
+  limits: RateLimits;
+  logger: Logger;
+  /** Called with every chunk size read from a session socket (stats, metrics). */
+  onBytes(n: number): void;
+  onSessionStart?(): void;
+}
+
+export class SessionTable {
+  private pending = new Map<string, { session: Session; side: 0 | 1 }>();
+  private sessions = new Set<Session>();
+  private nextId = 1;
+  activeSessions = 0;
+  /** Session-mode sockets still in their first-message handshake. */
+  handshaking = new Set<Socket>();
+
+  constructor(private readonly o: SessionOptions) {}
+
+  get pendingKeys(): number {
+    return this.pending.size;
+  }
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** A new session between `requester` (client side) and `target` (server side). */
+  create(requester: Buffer, target: Buffer): { clientKey: Buffer; serverKey: Buffer } {
+    const serverKey = randomBytes(32);
+    const clientKey = randomBytes(32);
+    const s: Session = {
+      id: this.nextId++,
+      devices: [target, requester],
+      keys: [serverKey.toString('hex'), clientKey.toString('hex')],
+      sockets: [null, null],
+      active: false,
+      closed: false,
+      bucket: this.o.limits.sessionBucket(),
+      timer: null,
+    };
+    // Not paired within message-timeout of creation: discard it (strelaysrv does the same).
+    s.timer = setTimeout(() => {
+      if (!s.active) this.close(s, 'pairing timeout');
+    }, this.o.messageTimeoutMs);
+    s.timer.unref();
+    this.sessions.add(s);
+    this.pending.set(s.keys[0], { session: s, side: 0 });
+    this.pending.set(s.keys[1], { session: s, side: 1 });
+    return { clientKey, serverKey };
+  }
+
+  /** Reads the one JoinSessionRequest of a fresh session-mode socket and answers it. */
+  accept(sock: Socket): void {
+    const dec = new FrameDecoder(this.o.maxMessageBytes);
+    this.handshaking.add(sock);
+    sock.setTimeout(this.o.messageTimeoutMs, () => sock.destroy());
+    const fail = (r: { code: number; message: string }) => {
+      sock.removeListener('data', onData);
+      sock.end(encode(response(r)), () => sock.destroy());
+    };
+    const onData = (chunk: Buffer) => {
+      let msg: ReturnType<FrameDecoder['next']>;
+      try {
+        dec.push(chunk);
+        msg = dec.next();
+      } catch (err) {
+        this.o.logger.debug({ err: (err as Error).message }, 'relay session socket sent malformed data');
+        sock.destroy();
+        return;
+      }
+      if (!msg) return;
+      if (msg.type !== 'joinSessionRequest') return fail(Responses.unexpectedMessage);
+      const entry = this.pending.get(msg.key.toString('hex'));
+      if (!entry) return fail(Responses.notFound);
+      this.pending.delete(msg.key.toString('hex')); // single use
+      const { session, side } = entry;
+      if (session.sockets[side] || session.closed) return fail(Responses.alreadyConnected);
+      sock.removeListener('data', onData);
+      sock.pause();
+      const rest = dec.rest();
+      if (rest.length) sock.unshift(rest); // bytes after the request already belong to the pipe
+      this.handshaking.delete(sock);
+      sock.setTimeout(0);
+      sock.write(encode(response(Responses.success)));
+      session.sockets[side] = sock;
+      sock.on('error', () => this.close(session, 'socket error'));
+      sock.on('close', () => this.close(session, 'peer closed'));
+      if (session.sockets[0] && session.sockets[1]) this.start(session);
+    };
+    sock.on('data', onData);
+    sock.on('close', () => this.handshaking.delete(sock));
+    sock.on('error', () => sock.destroy());
+    sock.resume();
+  }
+
+  private start(s: Session): void {
+    const [a, b] = s.sockets as [Socket, Socket];
+    if (s.timer) clearTimeout(s.timer);
+    s.active = true;
+    this.activeSessions++;
+    this.o.onSessionStart?.();
+    this.pump(s, a, b);
+    this.pump(s, b, a);
+    a.resume();
+    b.resume();
+  }
+
+  private pump(s: Session, src: Socket, dst: Socket): void {
+    src.setTimeout(this.o.networkTimeoutMs, () => this.close(s, 'idle'));
+    src.on('data', (chunk: Buffer) => {
+      this.o.onBytes(chunk.length);
+      const wait = this.o.limits.delay(chunk.length, s.bucket);
+      const flushed = dst.write(chunk);
+      if (flushed && wait <= 0) return;
+      // Back-pressure: stop reading until the other side drained and the buckets allow more.
+      src.pause();
+      let holds = (flushed ? 0 : 1) + (wait > 0 ? 1 : 0);
+      const release = () => {
+        if (--holds === 0 && !s.closed) src.resume();
+      };
+      if (!flushed) dst.once('drain', release);
+      if (wait > 0) setTimeout(release, wait).unref();
+    });
+    // Half-close: forward the FIN after what is buffered, then drop both sockets.
+    src.on('end', () => dst.end(() => this.close(s, 'peer finished')));
+  }
+
+  private close(s: Session, why: string): void {
+    if (s.closed) return;
+    s.closed = true;
+    if (s.timer) clearTimeout(s.timer);
+    this.pending.delete(s.keys[0]);
+    this.pending.delete(s.keys[1]);
+    this.sessions.delete(s);
+    if (s.active) this.activeSessions--;
+    for (const sock of s.sockets) sock?.destroy();
+    this.o.logger.debug({ session: s.id, why }, 'relay session closed');
+  }
+
+  /** Ends every session a device takes part in (its permanent connection went away). */
+  closeDevice(id: Buffer): void {
+    for (const s of this.sessions) {
+      if (s.devices[0].equals(id) || s.devices[1].equals(id)) this.close(s, 'device left');
+    }
+  }
+
+  /** True when the device has a paired, piping session. */
+  hasActive(id: Buffer): boolean {
+    for (const s of this.sessions) {
+      if (s.active && (s.devices[0].equals(id) || s.devices[1].equals(id))) return true;
+    }
+    return false;
+  }
+
+  closeAll(): void {
+    for (const s of this.sessions) this.close(s, 'shutdown');
+    for (const sock of this.handshaking) sock.destroy();
+  }
+}
