@@ -4,4 +4,7 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../src/cli.ts');
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// Exit explicitly: a cluster worker's IPC channel (or a reconnecting client) would otherwise keep
+// the process alive after a clean shutdown.
+process.exit(code);

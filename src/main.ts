@@ -7,23 +7,30 @@ import type { Logger } from 'pino';
 import { BACKGROUND, type Background } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/logger.ts';
-import { buildServer } from './server.ts';
+import { type BuildOptions, buildServer } from './server.ts';
+
+/** Options an embedder passes through to buildServer (extra plugins). */
+export type ServeOptions = Pick<BuildOptions, 'plugins'>;
 
 export function workerCount(setting: string): number {
   return setting === 'auto' ? availableParallelism() : Number(setting);
 }
 
 /** Runs the server until SIGTERM/SIGINT; resolves with the exit code. */
-export async function serve(config: Config, warnings: string[] = []): Promise<number> {
+export async function serve(
+  config: Config,
+  warnings: string[] = [],
+  opts: ServeOptions = {},
+): Promise<number> {
   const logger = createLogger(config.log.level);
   for (const w of warnings) logger.warn(w);
   const n = workerCount(config.server.workers);
   if (n > 1 && cluster.isPrimary) return runPrimary(n, logger, config);
-  return runWorker(config, logger);
+  return runWorker(config, logger, opts);
 }
 
-async function runWorker(config: Config, logger: Logger): Promise<number> {
-  const app = await buildServer({ config, logger });
+async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Promise<number> {
+  const app = await buildServer({ config, logger, ...opts });
   await app.listen({ port: config.server.port, host: config.server.host });
   const u = app.ctx.urls;
   // Background listeners need one owner: the single process, or worker 1 in cluster mode.

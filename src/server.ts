@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -30,6 +30,8 @@ export interface BuildOptions {
   logger?: Logger;
   /** An existing Redis connection to share (tests); default: connect when redis.url is set. */
   redis?: Redis | null;
+  /** Extra plugins registered after the services (embedders, test fixtures). */
+  plugins?: FastifyPluginAsync<ServiceContext>[];
 }
 
 const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -149,6 +151,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       await scope.register(svc.plugin, ctx);
     });
   }
+  for (const plugin of opts.plugins ?? []) await app.register(plugin, ctx);
   await app.ready();
   return app;
 }

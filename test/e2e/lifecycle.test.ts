@@ -1,0 +1,158 @@
+// The process as users run it: `devutil serve` start-up, config errors, graceful SIGTERM, cluster.
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { freePort } from '../helpers/ports.ts';
+import { tempDir } from '../helpers/server.ts';
+import { toolSkip } from '../helpers/tools.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/devutil.js');
+const run = promisify(execFile);
+
+function baseEnv(port: number): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '',
+    HOME: process.env['HOME'] ?? '/root',
+    DEVUTIL_PORT: String(port),
+    DEVUTIL_HOST: '127.0.0.1',
+    DEVUTIL_DATA_DIR: tempDir(),
+    DEVUTIL_LOG_LEVEL: 'info',
+    DEVUTIL_RELAY_ENABLED: 'false',
+  };
+}
+
+function exitOf(p: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (p.exitCode !== null) return resolve(p.exitCode);
+    p.once('exit', (code) => resolve(code));
+  });
+}
+
+async function waitUp(port: number, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (r.ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server on ${port} did not come up`);
+}
+
+function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('devutil process', () => {
+  it('refuses to start with DEVUTIL_PORT=abc and names the variable', async () => {
+    const env = { ...baseEnv(1), DEVUTIL_PORT: 'abc', DEVUTIL_LOG_LEVEL: 'loud' };
+    const err = await run(process.execPath, [BIN, 'serve'], { env }).then(
+      () => assert.fail('expected a non-zero exit'),
+      (e: { code: number; stderr: string }) => e,
+    );
+    assert.equal(err.code, 78);
+    assert.match(err.stderr, /DEVUTIL_PORT: expected an integer, got "abc"/);
+    assert.match(err.stderr, /DEVUTIL_LOG_LEVEL/);
+  });
+
+  it('prints help and the effective config with secrets masked', async () => {
+    const help = await run(process.execPath, [BIN, '--help']);
+    assert.match(help.stdout, /--data-dir/);
+    const env = { ...baseEnv(8081), DEVUTIL_REDIS_URL: 'redis://:topsecret@127.0.0.1:1' };
+    const cfg = await run(process.execPath, [BIN, 'config', '--port', '9999'], { env });
+    const parsed = JSON.parse(cfg.stdout);
+    assert.equal(parsed.server.port, 9999);
+    assert.equal(parsed.redis.url, '********');
+    assert.ok(!cfg.stdout.includes('topsecret'));
+  });
+
+  it('serves the exact IP shapes to curl after start', { skip: toolSkip('curl') }, async () => {
+    const port = await freePort();
+    const p = spawn(process.execPath, [BIN, 'serve'], { env: baseEnv(port), stdio: 'ignore' });
+    try {
+      await waitUp(port);
+      const v1 = await run('curl', ['-s', `http://127.0.0.1:${port}/rest/api/v1/ip`]);
+      assert.deepEqual(JSON.parse(v1.stdout), { status: 1, message: 'success', data: { ip: '127.0.0.1' } });
+      const legacy = JSON.parse((await run('curl', ['-s', `http://127.0.0.1:${port}/api/ip`])).stdout);
+      assert.match(legacy.version, /^V\d+\.\d+\.\d+$/);
+      const text = await run('curl', ['-s', `http://127.0.0.1:${port}/api/ip?format=text`]);
+      assert.equal(text.stdout, '127.0.0.1\n');
+    } finally {
+      p.kill('SIGTERM');
+      assert.equal(await exitOf(p), 0);
+    }
+  });
+
+  it('lets an in-flight request finish on SIGTERM, refuses new ones, and exits 0', async () => {
+    const port = await freePort();
+    const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
+      env: baseEnv(port),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let log = '';
+    p.stdout?.on('data', (c) => {
+      log += c;
+    });
+    try {
+      await waitUp(port);
+      const slow = get(port, '/slow?ms=1500');
+      await new Promise((r) => setTimeout(r, 400));
+      p.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 200));
+      await assert.rejects(get(port, '/healthz'), 'a new connection after SIGTERM must be refused');
+      const r = await slow;
+      assert.equal(r.status, 200);
+      assert.deepEqual(JSON.parse(r.body), { done: true, ms: 1500 });
+      assert.equal(await exitOf(p), 0);
+      assert.match(log, /shutting down/);
+      assert.match(log, /shut down cleanly/);
+    } finally {
+      if (p.exitCode === null) p.kill('SIGKILL');
+    }
+  });
+
+  it('runs several workers with --workers and stops them all on SIGTERM', async () => {
+    const port = await freePort();
+    const p = spawn(process.execPath, [BIN, 'serve', '--workers', '2'], {
+      env: baseEnv(port),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let log = '';
+    p.stdout?.on('data', (c) => {
+      log += c;
+    });
+    try {
+      await waitUp(port);
+      // Both workers announce themselves once they listen.
+      const until = Date.now() + 20_000;
+      while (!(log.includes('"worker":1') && log.includes('"worker":2')) && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(log, /"worker":1/);
+      assert.match(log, /"worker":2/);
+      const results = await Promise.all(Array.from({ length: 20 }, () => get(port, '/rest/api/v1/ip')));
+      assert.ok(results.every((r) => r.status === 200));
+      p.kill('SIGTERM');
+      assert.equal(await exitOf(p), 0);
+    } finally {
+      if (p.exitCode === null) p.kill('SIGKILL');
+    }
+  });
+});
