@@ -1,0 +1,74 @@
+// The page's hashed assets: read from web/dist/ when it was built from the current sources (by the
+// `prepare` script of npm install), else built in memory with esbuild. One load per process.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { type Built, buildAssets, DIST_DIR, type Manifest, sourceHash } from '../../../web/build.ts';
+
+export interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+export interface Assets {
+  /** Logical name (app.js, app.css, favicon.svg) -> public path under /assets/. */
+  paths: Record<keyof Manifest['files'], string>;
+  byName: Map<string, Asset>;
+  /** Where they came from, for the start-up log. */
+  origin: 'dist' | 'built';
+}
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+function typeOf(name: string): string {
+  return TYPES[name.slice(name.lastIndexOf('.'))] ?? 'application/octet-stream';
+}
+
+function readDist(): Built | null {
+  try {
+    const manifest = JSON.parse(readFileSync(join(DIST_DIR, 'manifest.json'), 'utf8')) as Manifest;
+    if (manifest.sourceHash !== sourceHash()) return null;
+    const contents = new Map<string, Buffer>();
+    for (const name of Object.values(manifest.files)) contents.set(name, readFileSync(join(DIST_DIR, name)));
+    return { manifest, contents };
+  } catch {
+    return null;
+  }
+}
+
+function toAssets(built: Built, origin: Assets['origin']): Assets {
+  const byName = new Map<string, Asset>();
+  for (const [name, body] of built.contents) byName.set(name, { body, type: typeOf(name) });
+  const f = built.manifest.files;
+  return {
+    paths: {
+      'app.js': `/assets/${f['app.js']}`,
+      'app.css': `/assets/${f['app.css']}`,
+      'favicon.svg': `/assets/${f['favicon.svg']}`,
+    },
+    byName,
+    origin,
+  };
+}
+
+let loading: Promise<Assets> | null = null;
+
+/** The assets, loaded once per process (every test server shares them). */
+export function loadAssets(logger: Logger): Promise<Assets> {
+  loading ??= (async () => {
+    const dist = readDist();
+    if (dist) return toAssets(dist, 'dist');
+    const t0 = Date.now();
+    const built = await buildAssets();
+    logger.info({ ms: Date.now() - t0 }, 'web assets built at start-up (web/dist missing or stale)');
+    return toAssets(built, 'built');
+  })();
+  loading.catch(() => {
+    loading = null;
+  });
+  return loading;
+}

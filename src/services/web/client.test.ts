@@ -1,0 +1,120 @@
+// The page script's pure logic, run in Node: PlantUML encoding, MD5, the proxy URL converter.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { emailHash, md5Hex } from '../../../web/src/md5.ts';
+import { decode64, encode64, encodePlantUml } from '../../../web/src/plantuml-encode.ts';
+import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
+import { DEFAULT_ALLOW } from '../proxy/config.ts';
+
+const decodeText = (enc: string) => inflateRawSync(decode64(enc)).toString('utf8');
+
+describe('PlantUML encoding in the page', () => {
+  it("matches the server's encoding of the digest's example", () => {
+    const enc = encode64(deflateRawSync(Buffer.from('Bob -> Alice : hello'), { level: 9 }));
+    assert.equal(enc, 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000');
+  });
+
+  it('encodes with CompressionStream to text that inflates back, Unicode included', async () => {
+    for (const text of ['@startuml\nA -> B : hi\n@enduml', 'Alice -> Bob : 你好 ✓', 'x'.repeat(5000)]) {
+      const enc = await encodePlantUml(`  ${text}\n`);
+      assert.match(enc, /^[0-9A-Za-z_-]+$/);
+      assert.equal(decodeText(enc), text);
+    }
+  });
+
+  it('round-trips every byte value through the alphabet', () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    assert.deepEqual(decode64(encode64(bytes)).subarray(0, 256), bytes);
+  });
+});
+
+describe('email hashing in the page', () => {
+  it('computes MD5 like node:crypto for lengths around the block edges', () => {
+    for (const n of [0, 1, 55, 56, 63, 64, 65, 200]) {
+      const b = Uint8Array.from({ length: n }, (_, i) => (i * 37 + 11) & 0xff);
+      assert.equal(md5Hex(b), createHash('md5').update(b).digest('hex'), `length ${n}`);
+    }
+  });
+
+  it('hashes the trimmed, lower-cased email with SHA-256 when crypto.subtle exists', async () => {
+    const { hash, algo } = await emailHash('  Me@Example.COM ');
+    assert.equal(algo, 'sha256');
+    assert.equal(hash, createHash('sha256').update('me@example.com').digest('hex'));
+  });
+});
+
+describe('proxy URL converter', () => {
+  const P = 'https://proxy.example.net';
+  const cases: [string, string, RegExp][] = [
+    [
+      'https://github.com/nodejs/node',
+      `${P}/github.com/nodejs/node`,
+      /^git clone https:\/\/proxy\.example\.net\/github\.com\/nodejs\/node\.git$/,
+    ],
+    [
+      'github.com/nodejs/node.git',
+      `${P}/github.com/nodejs/node.git`,
+      /^git clone .*\/github\.com\/nodejs\/node\.git$/,
+    ],
+    ['git@github.com:torvalds/linux.git', `${P}/github.com/torvalds/linux.git`, /^git clone /],
+    [
+      'https://github.com/o/r/releases/download/v1/tool.tar.gz',
+      `${P}/github.com/o/r/releases/download/v1/tool.tar.gz`,
+      /^curl -L -o "tool\.tar\.gz" https:\/\/proxy/,
+    ],
+    [
+      'https://deb.debian.org/debian',
+      `${P}/deb.debian.org/debian`,
+      /^deb https:\/\/proxy\.example\.net\/deb\.debian\.org\/debian bookworm main$/,
+    ],
+    [
+      'deb [arch=amd64] http://deb.debian.org/debian bookworm main contrib',
+      `${P}/deb.debian.org/debian`,
+      /^deb \[arch=amd64\] https:\/\/proxy\.example\.net\/deb\.debian\.org\/debian bookworm main contrib$/,
+    ],
+    [
+      'https://pypi.org/simple/requests/',
+      `${P}/pypi.org/simple/requests/`,
+      /^pip install --index-url https:\/\/proxy\.example\.net\/pypi\.org\/simple requests$/,
+    ],
+    ['https://pypi.org/project/flask/', `${P}/pypi.org/project/flask/`, /--index-url .* flask$/],
+    [
+      'https://raw.githubusercontent.com/o/r/main/install.sh?x=1#frag',
+      `${P}/raw.githubusercontent.com/o/r/main/install.sh?x=1`,
+      /^curl -L -o "install\.sh" /,
+    ],
+  ];
+  for (const [input, url, snippet] of cases) {
+    it(`converts ${input}`, () => {
+      const r = convert(input, `${P}/`, DEFAULT_ALLOW);
+      assert.ok(r.ok, r.ok ? '' : r.error);
+      assert.equal(r.value.url, url);
+      assert.match(r.value.snippet, snippet);
+    });
+  }
+
+  const refused: [string, RegExp][] = [
+    ['https://evil.com/x', /not on this proxy's allow-list/],
+    ['https://github.com.evil.com/x', /allow-list/],
+    ['https://github.com:8443/x', /port/],
+    ['https://user:tok@github.com/o/r', /credentials/],
+    ['ftp://deb.debian.org/debian', /http\(s\) URL/],
+    ['javascript:alert(1)', /http\(s\) URL|allow-list/],
+    ['https://127.0.0.1/x', /allow-list/],
+  ];
+  for (const [input, why] of refused) {
+    it(`refuses ${input}`, () => {
+      const r = convert(input, P, DEFAULT_ALLOW);
+      assert.equal(r.ok, false);
+      if (!r.ok) assert.match(r.error, why);
+    });
+  }
+
+  it('matches *.domain on whole labels only', () => {
+    assert.equal(hostAllowed('api.github.com', ['*.github.com']), true);
+    assert.equal(hostAllowed('evilgithub.com', ['*.github.com']), false);
+    assert.equal(hostAllowed('github.com', ['*.github.com']), false);
+  });
+});

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildTestServer } from '../../../test/helpers/server.ts';
+import { SERVICES } from '../index.ts';
+import { escapeHtml, html } from './html.ts';
+
+// Sections of utilities that have not landed yet say so instead of showing examples.
+const has = (name: string) => SERVICES.some((s) => s.name === name);
+
+describe('home page (server side)', () => {
+  let app: FastifyInstance;
+  let custom: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer();
+    custom = await buildTestServer({
+      overrides: {
+        server: { publicUrl: 'https://dev.example.com' },
+        proxy: { host: 'gh.example.net', allow: ['github.com', '*.debian.org'] },
+        plantuml: { publicUrl: 'https://uml.example.org/base' },
+        avatar: { host: 'avatars.example.com' },
+      },
+    });
+  });
+  after(async () => {
+    await app.close();
+    await custom.close();
+  });
+
+  it('serves / as HTML with the security headers and no caching', async () => {
+    const r = await app.inject({ url: '/' });
+    assert.equal(r.statusCode, 200);
+    assert.match(r.headers['content-type'] as string, /^text\/html; charset=utf-8/);
+    const csp = r.headers['content-security-policy'] as string;
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.match(csp, /default-src 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.equal(r.headers['x-content-type-options'], 'nosniff');
+    assert.equal(r.headers['x-frame-options'], 'DENY');
+    assert.equal(r.headers['cache-control'], 'no-store');
+  });
+
+  it('has no inline script and loads its script and stylesheet from hashed /assets/ names', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const scripts = [...body.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    assert.ok(scripts.length >= 1);
+    for (const [, attrs, content] of scripts) {
+      assert.equal(content, '', 'a script element with inline code');
+      assert.match(attrs ?? '', /src="\/assets\/app-[0-9a-f]{10}\.js"/);
+    }
+    assert.match(body, /<link rel="stylesheet" href="\/assets\/app-[0-9a-f]{10}\.css">/);
+    assert.doesNotMatch(body, /\son[a-z]+=/i, 'inline event handler');
+    assert.doesNotMatch(body, /(src|href)="(https?:)?\/\//, 'an external resource (CDN, font)');
+  });
+
+  it('serves the hashed assets immutable with their types, and 404 for anything else', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const js = /src="(\/assets\/[^"]+\.js)"/.exec(body)?.[1];
+    const css = /href="(\/assets\/[^"]+\.css)"/.exec(body)?.[1];
+    assert.ok(js && css);
+    const a = await app.inject({ url: js });
+    assert.equal(a.statusCode, 200);
+    assert.match(a.headers['content-type'] as string, /^text\/javascript/);
+    assert.equal(a.headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.ok(a.body.length > 1000);
+    const c = await app.inject({ url: css });
+    assert.match(c.headers['content-type'] as string, /^text\/css/);
+    assert.match(c.body, /prefers-color-scheme:\s*dark/);
+    assert.doesNotMatch(c.body, /@import|url\(https?:/, 'external CSS resource');
+  });
+
+  const hostile = [
+    '/assets/app.js',
+    '/assets/..%2Fpackage.json',
+    '/assets/%2e%2e%2f%2e%2e%2fpackage.json',
+    '/assets/manifest.json',
+    `/assets/${'a'.repeat(5000)}.js`,
+    '/assets/app-0000000000.js%00',
+  ];
+  for (const url of hostile) {
+    it(`answers ${url.slice(0, 50)} with 404 and no file content`, async () => {
+      const r = await app.inject({ url });
+      assert.equal(r.statusCode, 404);
+      assert.doesNotMatch(r.body, /"name"|sourceHash|devutil/);
+    });
+  }
+
+  it('builds every example from the configured public URLs, not the Host header', async () => {
+    const r = await custom.inject({ url: '/', headers: { host: 'evil.example' } });
+    const body = r.body;
+    assert.doesNotMatch(body, /evil\.example/);
+    assert.match(body, /curl https:\/\/dev\.example\.com\/rest\/api\/v1\/ip/);
+    if (has('files'))
+      assert.match(body, /curl -F file=@report\.txt https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
+    if (has('proxy')) {
+      assert.match(body, /git clone https:\/\/gh\.example\.net\/github\.com\//);
+      assert.match(body, /deb https:\/\/gh\.example\.net\/deb\.debian\.org\/debian bookworm main/);
+      assert.match(body, /pip install --index-url https:\/\/gh\.example\.net\/pypi\.org\/simple/);
+    }
+    if (has('plantuml')) assert.match(body, /https:\/\/uml\.example\.org\/base\/svg\/[0-9A-Za-z_-]+/);
+    if (has('avatar'))
+      assert.match(body, /https:\/\/avatars\.example\.com\/avatar\/&lt;hash&gt;\?s=80&amp;d=identicon/);
+    for (const name of ['files', 'image', 'telegram', 'proxy', 'plantuml', 'avatar'])
+      if (!has(name)) assert.match(body, new RegExp(`id="${name}"[^]*?not enabled on this server`));
+    assert.match(body, /data-base="https:\/\/dev\.example\.com"/);
+    assert.match(body, /data-allow="github\.com,\*\.debian\.org"/);
+    assert.match(body, /href="\/docs"/);
+  });
+
+  it('shows the caller address without JavaScript', async () => {
+    const r = await app.inject({ url: '/', remoteAddress: '198.51.100.7' });
+    assert.match(r.body, /<strong id="ip-value">198\.51\.100\.7<\/strong>/);
+  });
+
+  it('renders buttons that need JavaScript disabled, so a no-JS submit cannot leak the bot key', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const tg = /<button type="submit" id="tg-send"[^>]*>/.exec(body)?.[0];
+    if (tg) assert.match(tg, /disabled/);
+    assert.doesNotMatch(body, /<form[^>]*id="telegram-form"[^>]*method="get"/i);
+  });
+
+  it('does not expose a configured proxy secret', async () => {
+    const s = await buildTestServer({ overrides: { proxy: { secret: 'topsecret-path-1' } } });
+    try {
+      const body = (await s.inject({ url: '/' })).body;
+      assert.doesNotMatch(body, /topsecret-path-1/);
+      assert.match(body, /\/t\/&lt;SECRET&gt;\//);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('answers HEAD / and refuses POST / with 405', async () => {
+    const h = await app.inject({ method: 'HEAD', url: '/' });
+    assert.equal(h.statusCode, 200);
+    assert.equal(h.body, '');
+    const p = await app.inject({ method: 'POST', url: '/' });
+    assert.equal(p.statusCode, 405);
+  });
+
+  it('escapes interpolated values in the template tag', () => {
+    const evil = '"><script>alert(1)</script>';
+    assert.equal(html`<a title="${evil}">${evil}</a>`.value.includes('<script>'), false);
+    assert.equal(escapeHtml(`<&>"'`), '&lt;&amp;&gt;&quot;&#39;');
+    assert.equal(html`${html`<b>${'x<'}</b>`}`.value, '<b>x&lt;</b>');
+  });
+});

@@ -1,0 +1,68 @@
+// PlantUML live editor: encodes the text in the browser (plantuml-encode.ts), then previews it from
+// this server's /plantuml mount, debounced so typing does not queue a render per key press.
+import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
+import { encodePlantUml } from './plantuml-encode.ts';
+
+export function initDiagram(cfg: PageConfig): void {
+  const src = byId<HTMLTextAreaElement>('uml-src');
+  const fmt = byId<HTMLSelectElement>('uml-fmt');
+  const img = byId<HTMLImageElement>('uml-img');
+  const txt = byId('uml-txt');
+  const url = byId<HTMLInputElement>('uml-url');
+  if (!src || !fmt || !img || !txt || !url) return;
+  let seq = 0;
+
+  const render = async () => {
+    const mine = ++seq;
+    const format = fmt.value;
+    if (!src.value.trim()) return setStatus('uml-status', 'Type a diagram to see it here.');
+    const enc = await encodePlantUml(src.value);
+    if (mine !== seq) return; // a newer edit already started
+    url.value = `${cfg.plantuml}/${format}/${enc}`;
+    url.dataset['encoded'] = enc;
+    const path = `/plantuml/${format}/${enc}`;
+    setStatus('uml-status', 'Rendering…');
+    if (format === 'txt') {
+      img.hidden = true;
+      txt.hidden = false;
+      try {
+        const r = await fetch(path);
+        if (mine !== seq) return;
+        txt.textContent = await r.text();
+        setStatus(
+          'uml-status',
+          r.ok ? 'Rendered.' : `Error ${r.status}: see the text above.`,
+          r.ok ? 'ok' : 'error',
+        );
+      } catch (err) {
+        setStatus('uml-status', `Could not render: ${(err as Error).message}`, 'error');
+      }
+      return;
+    }
+    txt.hidden = true;
+    img.hidden = false;
+    img.src = path;
+  };
+
+  img.addEventListener('load', () => {
+    img.dataset['rendered'] = String(Number(img.dataset['rendered'] ?? '0') + 1);
+    setStatus('uml-status', 'Rendered.', 'ok');
+  });
+  img.addEventListener('error', () => setStatus('uml-status', 'The diagram could not be rendered.', 'error'));
+  src.addEventListener('input', debounce(render, 500));
+  fmt.addEventListener('change', () => void render());
+  src.addEventListener('keydown', (e) => {
+    // Tab indents instead of leaving the editor; Escape then Tab still moves focus on.
+    if (e.key !== 'Tab' || e.shiftKey || src.dataset['escaped'] === '1') return;
+    e.preventDefault();
+    src.setRangeText('  ', src.selectionStart, src.selectionEnd, 'end');
+    src.dispatchEvent(new Event('input'));
+  });
+  src.addEventListener('keyup', (e) => {
+    src.dataset['escaped'] = e.key === 'Escape' ? '1' : '0';
+  });
+  byId('uml-form')?.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void render();
+  });
+}

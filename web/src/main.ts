@@ -1,0 +1,21 @@
+// Entry point of the home page script: every tool enhances its server-rendered section, so the page
+// reads fine without JavaScript and a missing section (utility disabled) is simply skipped.
+import { initAvatar } from './avatar.ts';
+import { initDiagram } from './diagram.ts';
+import { enableJsControls, pageConfig, setupCopy } from './dom.ts';
+import { initRelay } from './relay.ts';
+import { initTelegram } from './telegram.ts';
+import { initImage, initIp, initProxy } from './tools.ts';
+import { initUpload } from './upload.ts';
+
+const cfg = pageConfig();
+setupCopy();
+initUpload(cfg);
+initIp();
+initImage(cfg);
+initTelegram();
+initProxy(cfg);
+initDiagram(cfg);
+initAvatar(cfg);
+initRelay();
+enableJsControls();

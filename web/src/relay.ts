@@ -1,0 +1,61 @@
+// Syncthing relay: the relay URI and live counters from GET /rest/api/v1/relay, polled while the
+// page is visible. Field names are read tolerantly (strelaysrv's status names or shorter ones).
+import { byId, setStatus } from './dom.ts';
+
+type Json = Record<string, unknown>;
+
+function pick(obj: Json, ...keys: string[]): unknown {
+  for (const k of keys) if (obj[k] !== undefined) return obj[k];
+  return undefined;
+}
+
+function num(v: unknown): string {
+  return typeof v === 'number' ? v.toLocaleString() : '–';
+}
+
+function bytes(v: unknown): string {
+  if (typeof v !== 'number') return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = v;
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+}
+
+export function initRelay(): void {
+  const uri = byId<HTMLInputElement>('relay-uri');
+  if (!uri) return;
+  const poll = async () => {
+    if (document.hidden) return;
+    try {
+      const r = await fetch('/rest/api/v1/relay', { cache: 'no-store' });
+      if (r.status === 404)
+        return setStatus('relay-status', 'The relay is not running on this server.', 'error');
+      const body = (await r.json()) as Json;
+      const data = (typeof body['data'] === 'object' && body['data'] ? body['data'] : body) as Json;
+      const stats = (typeof data['stats'] === 'object' && data['stats'] ? data['stats'] : data) as Json;
+      const u = pick(data, 'uri', 'relayUri', 'url');
+      if (typeof u === 'string') uri.value = u;
+      const set = (id: string, text: string) => {
+        const el = byId(id);
+        if (el) el.textContent = text;
+      };
+      set('relay-sessions', num(pick(stats, 'numActiveSessions', 'sessions', 'activeSessions')));
+      set('relay-conns', num(pick(stats, 'numConnections', 'connections')));
+      set('relay-bytes', bytes(pick(stats, 'bytesProxied', 'bytes', 'bytesRelayed')));
+      setStatus(
+        'relay-status',
+        r.ok ? `Live, updated ${new Date().toLocaleTimeString()}.` : 'Relay unavailable.',
+        r.ok ? 'ok' : 'error',
+      );
+    } catch (err) {
+      setStatus('relay-status', `Status unavailable: ${(err as Error).message}`, 'error');
+    }
+  };
+  void poll();
+  setInterval(() => void poll(), 5000);
+  document.addEventListener('visibilitychange', () => void poll());
+}
