@@ -1,0 +1,35 @@
+// Regenerates the configuration table in README.md from the one schema (npm run docs:config).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { configReference } from '../src/config.ts';
+import { formatRate, type Rate } from '../src/infra/schema.ts';
+
+const README = new URL('../README.md', import.meta.url);
+const START = '<!-- config-reference:start -->';
+const END = '<!-- config-reference:end -->';
+
+function show(v: unknown): string {
+  if (v && typeof v === 'object' && 'windowMs' in v) return formatRate(v as Rate);
+  if (Array.isArray(v)) return v.length ? v.join(',') : '(empty)';
+  if (v === '') return '(empty)';
+  return String(v);
+}
+
+export function referenceTable(): string {
+  const rows = ['| env | file key | default | meaning |', '|---|---|---|---|'];
+  for (const r of configReference()) {
+    const doc = r.doc.replace(/\|/g, '\\|');
+    rows.push(
+      `| \`${r.env}\` | \`${r.section}.${r.key}\` | \`${show(r.default).replace(/\|/g, '\\|')}\` | ${doc} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const text = readFileSync(README, 'utf8');
+  const a = text.indexOf(START);
+  const b = text.indexOf(END);
+  if (a === -1 || b === -1) throw new Error('README.md has no config-reference markers');
+  writeFileSync(README, `${text.slice(0, a + START.length)}\n${referenceTable()}\n${text.slice(b)}`);
+  console.log('README.md configuration reference updated');
+}
