@@ -6,7 +6,20 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { emailHash, md5Hex } from '../../../web/src/md5.ts';
 import { decode64, encode64, encodePlantUml } from '../../../web/src/plantuml-encode.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
-import { DEFAULT_ALLOW } from '../proxy/config.ts';
+
+// The proxy's default allow-list (issue 6), as the page receives it in data-allow.
+const DEFAULT_ALLOW = [
+  'github.com',
+  '*.github.com',
+  'githubusercontent.com',
+  '*.githubusercontent.com',
+  '*.debian.org',
+  'python.org',
+  '*.python.org',
+  'pypi.org',
+  'files.pythonhosted.org',
+  'secure.gravatar.com',
+];
 
 const decodeText = (enc: string) => inflateRawSync(decode64(enc)).toString('utf8');
 
