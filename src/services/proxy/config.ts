@@ -1,5 +1,48 @@
-// Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host.
-import { bool, str, url } from '../../infra/schema.ts';
+// Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host; RESOLVE,
+// UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
+import { isIP } from 'node:net';
+import { bool, bytes, int, list, rate, str, url } from '../../infra/schema.ts';
+
+/** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
+export const DEFAULT_ALLOW = [
+  'github.com',
+  '*.github.com',
+  'githubusercontent.com',
+  '*.githubusercontent.com',
+  'objects.githubusercontent.com',
+  'deb.debian.org',
+  'security.debian.org',
+  '*.debian.org',
+  'python.org',
+  '*.python.org',
+  'pypi.org',
+  'files.pythonhosted.org',
+  'secure.gravatar.com',
+];
+
+const HOST = /^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)+$/;
+
+function allowItem(s: string): string | null {
+  return HOST.test(s.toLowerCase()) ? null : 'expected a host name or *.domain';
+}
+
+function resolveItem(s: string): string | null {
+  const m = /^([a-z0-9.-]+)=(.+):(\d{1,5})$/i.exec(s);
+  if (!m) return 'expected host=address:port';
+  const addr = m[2]!.replace(/^\[|\]$/g, '');
+  if (!isIP(addr)) return 'the address must be an IP literal';
+  if (Number(m[3]) < 1 || Number(m[3]) > 65535) return 'bad port';
+  return null;
+}
+
+function cidrItem(s: string): string | null {
+  const [addr, bits, ...rest] = s.split('/');
+  const v = isIP(addr ?? '');
+  if (!v || rest.length) return 'expected an IP or a CIDR';
+  if (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)))
+    return 'bad prefix length';
+  return null;
+}
 
 export const proxySection = {
   enabled: bool(true, { doc: 'serve the reverse proxy (under /proxy/ and on its own host)' }),
@@ -8,4 +51,35 @@ export const proxySection = {
     optional: true,
     doc: 'public URL of the proxy (default: http(s)://<host> or <public_url>/proxy)',
   }),
+  allow: list(DEFAULT_ALLOW, {
+    item: allowItem,
+    doc: 'upstream hosts the proxy may reach; *.x for subdomains',
+  }),
+  resolve: list([], {
+    item: resolveItem,
+    doc: 'curl --resolve style host=address:port overrides; the only upstreams that may be loopback',
+  }),
+  upstreamCa: str('', { doc: 'PEM file of extra CAs trusted for upstream TLS (fixtures, private mirrors)' }),
+  allowHttp: bool(true, { doc: 'accept http:// targets (always fetched over https)' }),
+  receivePack: bool(false, { doc: 'allow git push (git-receive-pack) through the proxy' }),
+  maxResponseBytes: bytes(2 * 1024 ** 3, { min: 1, doc: 'largest upstream response relayed (413 above)' }),
+  maxRequestBytes: bytes(100 * 1024 ** 2, { min: 1, doc: 'largest request body forwarded (git POSTs)' }),
+  maxRewriteBytes: bytes(32 * 1024 ** 2, { min: 1024, doc: 'largest index/LFS body rewritten in memory' }),
+  maxRedirects: int(5, { min: 0, max: 20, doc: 'redirect hops followed internally' }),
+  maxPathLength: int(2048, { min: 64, doc: 'longest accepted target URL' }),
+  headersTimeoutMs: int(30_000, { min: 100, doc: 'time the upstream has to send response headers' }),
+  bodyTimeoutMs: int(60_000, { min: 100, doc: 'longest idle gap in an upstream body' }),
+  connectTimeoutMs: int(10_000, { min: 100, doc: 'upstream TCP+TLS connect timeout' }),
+  rateLimit: rate('1200/min', { doc: 'per-client request budget' }),
+  maxConcurrent: int(32, { min: 0, doc: 'concurrent proxied requests per client IP (0 = unlimited)' }),
+  clients: list([], { item: cidrItem, doc: 'client CIDR allow-list (empty = everyone)' }),
+  secret: str('', {
+    secret: true,
+    pattern: /^[A-Za-z0-9_-]{8,}$/,
+    hint: '8+ characters of [A-Za-z0-9_-]',
+    doc: 'if set, every proxied URL must start with /t/<secret>/ (private deployments)',
+  }),
+  cacheMaxBytes: bytes(10 * 1024 ** 3, { doc: 'on-disk cache for immutable content (0 = off)' }),
+  cacheDir: str('', { doc: 'cache directory (default <data_dir>/proxy-cache)' }),
+  indexTtlSec: int(600, { min: 0, doc: 'how long PyPI index pages and Debian Release files stay fresh' }),
 };

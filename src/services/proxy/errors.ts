@@ -1,0 +1,39 @@
+// Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
+import { errors as undiciErrors } from 'undici';
+import { ProxyError } from './forward.ts';
+import { TargetError } from './target.ts';
+import { BlockedAddressError } from './upstream.ts';
+
+export interface Failure {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+function codeOf(err: unknown): string {
+  const e = err as { code?: unknown; cause?: { code?: unknown } };
+  return String(e?.code ?? e?.cause?.code ?? '');
+}
+
+export function classify(err: unknown): Failure {
+  if (err instanceof ProxyError) return { status: err.status, message: err.message, headers: err.headers };
+  if (err instanceof TargetError) return { status: err.status, message: err.message };
+  const cause = (err as { cause?: unknown })?.cause;
+  if (err instanceof BlockedAddressError || cause instanceof BlockedAddressError)
+    return { status: 502, message: 'upstream address is not allowed' };
+  if (cause instanceof ProxyError) return { status: cause.status, message: cause.message };
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError)
+    return { status: 504, message: 'upstream timed out' };
+  if (err instanceof undiciErrors.BodyTimeoutError) return { status: 504, message: 'upstream stalled' };
+  if (err instanceof undiciErrors.RequestAbortedError) return { status: 499, message: 'client went away' };
+  const code = codeOf(err);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return { status: 502, message: 'upstream host not found' };
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE')
+    return { status: 502, message: 'upstream connection failed' };
+  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT')
+    return { status: 502, message: 'upstream TLS verification failed' };
+  if (code === 'ERR_INVALID_CHAR' || code === 'ERR_HTTP_INVALID_HEADER_VALUE')
+    return { status: 502, message: 'upstream sent an invalid header' };
+  return { status: 502, message: 'upstream request failed' };
+}

@@ -1,0 +1,195 @@
+// One proxied exchange: request upstream through the guarded agent, follow redirects internally
+// (digest §4) and hand back status, filtered headers and a body stream, never buffered except for
+// the rewrite routes (PyPI index pages, LFS batch answers), which are capped.
+import type { IncomingHttpHeaders } from 'node:http';
+import { pipeline, type Readable, Transform } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import type { Agent } from 'undici';
+import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
+import type { Links } from './links.ts';
+import { decide, type Route } from './policy.ts';
+import { rewriteLfs, rewritePypi } from './rewrite.ts';
+
+export class ProxyError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: HeaderMap = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface Upstream {
+  status: number;
+  headers: HeaderMap;
+  /** null for HEAD, 204, 304 and replaced bodies (`text` set instead). */
+  body: Readable | null;
+  text?: string | Buffer;
+  /** The URL that produced the response (after internal redirects). */
+  url: URL;
+}
+
+export interface ForwardOptions {
+  agent: Agent;
+  links: Links;
+  maxRedirects: number;
+  maxResponseBytes: number;
+  maxRequestBytes: number;
+  maxRewriteBytes: number;
+  receivePack: boolean;
+  apiGithub: boolean;
+}
+
+export interface ForwardRequest {
+  method: string;
+  url: URL;
+  route: Route;
+  headers: IncomingHttpHeaders;
+  body: Readable | null;
+  signal: AbortSignal;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Passes bytes through, failing the stream once more than `max` went by. */
+export function byteCap(max: number, what: string): Transform {
+  let n = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      n += chunk.length;
+      if (n > max) cb(new ProxyError(413, `${what} exceeds ${max} bytes`));
+      else cb(null, chunk);
+    },
+  });
+}
+
+/** `src` through a byteCap; an error on either side destroys both. */
+export function capped(src: Readable, max: number, what: string): Readable {
+  const t = byteCap(max, what);
+  pipeline(src, t, () => {});
+  return t;
+}
+
+export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Upstream> {
+  const withBody = r.body !== null && r.method !== 'GET' && r.method !== 'HEAD';
+  const headers = requestHeaders(r.headers, { withBody });
+  if (r.route.rewrite) headers['accept-encoding'] = 'identity';
+  let body: Readable | null = null;
+  if (withBody && r.body) {
+    // undici destroys a failed request's body with the error; the failure is reported once, below.
+    r.body.on('error', () => {});
+    const len = Number(headers['content-length'] ?? Number.NaN);
+    if (len > o.maxRequestBytes) throw new ProxyError(413, `request body exceeds ${o.maxRequestBytes} bytes`);
+    body = Number.isNaN(len) ? capped(r.body, o.maxRequestBytes, 'request body') : r.body;
+  }
+  let url = new URL(r.route.path ? `${r.url.origin}${r.route.path}${r.url.search}` : r.url.href);
+  const firstHost = url.hostname;
+  let htmlGuard = r.route.htmlGuard;
+  for (let hop = 0; ; hop++) {
+    if (url.hostname !== firstHost) {
+      delete headers['authorization'];
+    }
+    const res = await o.agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: r.method as 'GET',
+      headers,
+      body: hop === 0 ? body : null,
+      signal: r.signal,
+    });
+    const out = responseHeaders(res.headers);
+    const location = out['location'];
+    if (REDIRECTS.has(res.statusCode) && location) {
+      res.body.resume();
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw new ProxyError(502, 'upstream sent an invalid redirect');
+      }
+      if (!o.links.allowed(next)) throw new ProxyError(502, 'redirect to non-allowed host');
+      const follow = (r.method === 'GET' || r.method === 'HEAD') && !r.route.gitRefs;
+      if (!follow) {
+        out['location'] = o.links.proxied(next);
+        return finish(o, r, { status: res.statusCode, headers: out, body: null, url }, true);
+      }
+      if (hop >= o.maxRedirects) throw new ProxyError(502, 'too many redirects');
+      const d = decide(next.hostname, 'GET', next, o);
+      if (!d.ok) throw new ProxyError(502, 'redirect to a path that is not allowed');
+      htmlGuard ||= d.route.htmlGuard;
+      url = next;
+      continue;
+    }
+    const emptyBody = r.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+    if (emptyBody) res.body.resume();
+    return finish(
+      o,
+      { ...r, route: { ...r.route, htmlGuard } },
+      {
+        status: res.statusCode,
+        headers: out,
+        body: emptyBody ? null : res.body,
+        url,
+      },
+    );
+  }
+}
+
+async function finish(
+  o: ForwardOptions,
+  r: ForwardRequest,
+  up: Upstream,
+  redirect = false,
+): Promise<Upstream> {
+  const h = up.headers;
+  if (!redirect && h['location']) h['location'] = o.links.rewriteHeader(h['location'], up.url);
+  if (h['content-location']) h['content-location'] = o.links.rewriteHeader(h['content-location'], up.url);
+  if (h['link']) h['link'] = o.links.rewriteLink(h['link'], up.url);
+  const type = (h['content-type'] ?? '').toLowerCase();
+  if (r.route.htmlGuard && type.startsWith('text/html')) {
+    up.body?.resume();
+    const status = up.status === 200 ? 403 : up.status;
+    const text = `${status === 403 ? 'GitHub web pages are not served through this proxy' : 'upstream error page withheld'}\n`;
+    return {
+      status,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: null,
+      text,
+      url: up.url,
+    };
+  }
+  const len = Number(h['content-length'] ?? Number.NaN);
+  if (len > o.maxResponseBytes) {
+    up.body?.destroy();
+    throw new ProxyError(413, `upstream response exceeds ${o.maxResponseBytes} bytes`);
+  }
+  if (r.route.rewrite && up.body && up.status === 200) {
+    const raw = await readCapped(up.body, o.maxRewriteBytes);
+    const plain = h['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+    const text = r.route.rewrite === 'pypi' ? rewritePypi(plain, type, o.links) : rewriteLfs(plain, o.links);
+    if (text !== null) {
+      delete h['content-encoding'];
+      delete h['etag'];
+      h['content-length'] = String(Buffer.byteLength(text));
+      return { ...up, headers: h, body: null, text };
+    }
+    return { ...up, headers: h, body: null, text: raw };
+  }
+  if (up.body && Number.isNaN(len)) up.body = capped(up.body, o.maxResponseBytes, 'upstream response');
+  return up;
+}
+
+async function readCapped(body: Readable, max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    n += (c as Buffer).length;
+    if (n > max) {
+      body.destroy();
+      throw new ProxyError(502, `upstream index exceeds ${max} bytes`);
+    }
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}

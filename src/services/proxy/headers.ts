@@ -1,0 +1,99 @@
+// Header filtering both ways (digest §3, §4): hop-by-hop and identity headers never cross the
+// proxy; Authorization travels only to the host the client addressed.
+import type { IncomingHttpHeaders } from 'node:http';
+
+const REQUEST_KEEP = new Set([
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'user-agent',
+  'range',
+  'if-range',
+  'if-modified-since',
+  'if-none-match',
+  'cache-control',
+  'pragma',
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'git-protocol',
+  'authorization',
+]);
+
+const RESPONSE_KEEP = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-range',
+  'accept-ranges',
+  'etag',
+  'last-modified',
+  'cache-control',
+  'expires',
+  'vary',
+  'content-disposition',
+  'location',
+  'content-location',
+  'link',
+  'www-authenticate',
+  'retry-after',
+  'date',
+  'age',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'x-ratelimit-used',
+  'x-ratelimit-resource',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'ratelimit-policy',
+  'x-github-request-id',
+  'x-pypi-last-serial',
+]);
+
+export type HeaderMap = Record<string, string>;
+
+function first(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/**
+ * Headers sent upstream: an allow-list (everything else, Cookie, Forwarded, X-Forwarded-*, CF-*,
+ * Origin, Referer, hop-by-hop and Expect, is dropped). Content-Length goes only with a body the
+ * proxy forwards as-is; chunked bodies are re-framed by undici.
+ */
+export function requestHeaders(h: IncomingHttpHeaders, opts: { withBody: boolean }): HeaderMap {
+  const named = new Set(
+    (first(h.connection) ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((s) => s.trim()),
+  );
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (!REQUEST_KEEP.has(k) || named.has(k) || v === undefined) continue;
+    if (!opts.withBody && (k === 'content-length' || k === 'content-encoding' || k === 'content-type'))
+      continue;
+    out[k] = first(v) as string;
+  }
+  return out;
+}
+
+/** Response headers relayed to the client, plus the proxy's own safety headers. */
+export function responseHeaders(h: Record<string, string | string[] | undefined>): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || !RESPONSE_KEEP.has(k)) continue;
+    out[k] = first(v) as string;
+  }
+  return out;
+}
+
+export const SAFETY_HEADERS: HeaderMap = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "sandbox; default-src 'none'",
+  'x-robots-tag': 'noindex',
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Content-Length, Content-Range, Content-Disposition, ETag, Last-Modified',
+};

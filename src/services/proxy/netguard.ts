@@ -1,0 +1,63 @@
+// Connect-time address guard (digest §6): an upstream name must resolve only to public unicast
+// addresses. Checked on the resolved addresses at connect time, so DNS rebinding and redirects to
+// names that point inward are refused on every hop.
+import { BlockList, isIPv4 } from 'node:net';
+
+const blocked = new BlockList();
+const V4: [string, number][] = [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+];
+const V6: [string, number][] = [
+  ['::', 128],
+  ['::1', 128],
+  ['::ffff:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+];
+for (const [n, b] of V4) blocked.addSubnet(n, b, 'ipv4');
+for (const [n, b] of V6) blocked.addSubnet(n, b, 'ipv6');
+
+/** The IPv4 address embedded in an IPv4-mapped, IPv4-compatible or NAT64 IPv6 address, if any. */
+function embeddedV4(addr: string): string | null {
+  const m = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(addr);
+  if (m) return m[1]!;
+  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(addr);
+  if (!hex) return null;
+  const hi = Number.parseInt(hex[1]!, 16);
+  const lo = Number.parseInt(hex[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/** True when `addr` is loopback, private, link-local, CGNAT, multicast, reserved or documentation. */
+export function isBlockedAddress(addr: string): boolean {
+  if (isIPv4(addr)) return blocked.check(addr, 'ipv4');
+  const v4 = embeddedV4(addr);
+  if (v4) return true; // every mapped/NAT64 form is refused: the embedded address is checked too
+  return blocked.check(addr, 'ipv6');
+}
+
+export function isLoopback(addr: string): boolean {
+  return isIPv4(addr) ? addr.startsWith('127.') : addr === '::1';
+}

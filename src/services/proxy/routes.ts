@@ -1,0 +1,127 @@
+// HTTP layer of the proxy: access checks, target parsing, policy, then forward() and relay. The
+// raw request URL is parsed here (never a decoded or normalised one; digest §1).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, forbidden, tooMany } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import { MOUNTS } from '../../infra/hosts.ts';
+import type { ProxyCache } from './cache.ts';
+import { classify } from './errors.ts';
+import { type ForwardOptions, forward, type Upstream } from './forward.ts';
+import { SAFETY_HEADERS } from './headers.ts';
+import { decide } from './policy.ts';
+import { type AllowList, parseTarget } from './target.ts';
+
+export interface ProxyDeps {
+  allow: AllowList;
+  fwd: ForwardOptions;
+  cache: ProxyCache | null;
+  clientAllowed: (ip: string) => boolean;
+}
+
+const MOUNT = MOUNTS.proxy;
+const ALL = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+
+export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, deps: ProxyDeps): Promise<void> {
+  const cfg = ctx.config.proxy;
+  // Bodies are streamed upstream untouched (git sends gzip and chunked bodies), never parsed.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+
+  const usage = `devutil proxy: ${deps.fwd.links.base}/<host>/<path>, e.g. git clone ${deps.fwd.links.base}/github.com/owner/repo\n`;
+  const info = (body: string) => async (_req: FastifyRequest, reply: FastifyReply) =>
+    reply.type('text/plain; charset=utf-8').send(body);
+  app.get(MOUNT, info(usage));
+  app.get(`${MOUNT}/`, info(usage));
+  app.get(`${MOUNT}/robots.txt`, info('User-agent: *\nDisallow: /\n'));
+  app.get(`${MOUNT}/_/health`, info('ok\n'));
+
+  const active = new Map<string, number>();
+  const limit = ctx.limiter.hook('proxy', () => cfg.rateLimit);
+
+  app.route({
+    method: ALL,
+    url: `${MOUNT}/*`,
+    exposeHeadRoute: false,
+    onRequest: async (req) => {
+      if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
+    },
+    preHandler: limit,
+    handler: async (req, reply) => {
+      let raw = (req.raw.url ?? '/').slice(MOUNT.length);
+      if (cfg.secret) {
+        const p = `/t/${cfg.secret}/`;
+        if (!raw.startsWith(p)) throw forbidden('this proxy needs its access prefix /t/<secret>/');
+        raw = raw.slice(p.length - 1);
+      }
+      const t = parseOrThrow(raw, cfg);
+      if (!deps.allow.has(t.host)) throw forbidden(`host not allowed: ${t.host}`);
+      if (req.method === 'OPTIONS') {
+        return reply
+          .code(204)
+          .headers({
+            ...SAFETY_HEADERS,
+            'access-control-allow-methods': 'GET, HEAD, POST, OPTIONS',
+            'access-control-allow-headers': 'Range, If-Range, If-None-Match, If-Modified-Since, Content-Type',
+            'access-control-max-age': '600',
+          })
+          .send();
+      }
+      const d = decide(t.host, req.method, t.url, deps.fwd);
+      if (!d.ok)
+        throw new AppError('NOT_ALLOWED', d.status, d.reason, d.allow ? { headers: { allow: d.allow } } : {});
+
+      const ip = req.clientIp;
+      const n = active.get(ip) ?? 0;
+      if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
+      active.set(ip, n + 1);
+      const ac = new AbortController();
+      reply.raw.once('close', () => {
+        const left = (active.get(ip) ?? 1) - 1;
+        if (left <= 0) active.delete(ip);
+        else active.set(ip, left);
+        if (!reply.raw.writableFinished) ac.abort();
+      });
+      const body = req.method === 'GET' || req.method === 'HEAD' ? null : req.raw;
+      const fr = {
+        method: req.method,
+        url: t.url,
+        route: d.route,
+        headers: req.headers,
+        body,
+        signal: ac.signal,
+      };
+      let up: Upstream;
+      try {
+        up = deps.cache ? await deps.cache.serve(fr, deps.fwd, req.log) : await forward(deps.fwd, fr);
+      } catch (err) {
+        const f = classify(err);
+        if (f.status === 499 || ac.signal.aborted) {
+          reply.raw.destroy();
+          return reply;
+        }
+        if (f.status >= 500)
+          req.log.warn({ host: t.host, path: t.url.pathname, reason: f.message }, 'upstream failed');
+        throw new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
+      }
+      req.log.info({ host: t.host, path: t.url.pathname, status: up.status }, 'proxied');
+      reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
+      if (up.text !== undefined) return reply.send(up.text);
+      if (up.body) {
+        up.body.on('error', (err) =>
+          req.log.warn({ host: t.host, reason: classify(err).message }, 'stream aborted'),
+        );
+        return reply.send(up.body);
+      }
+      return reply.send();
+    },
+  });
+}
+
+function parseOrThrow(raw: string, cfg: ServiceContext['config']['proxy']) {
+  try {
+    return parseTarget(raw, { maxLength: cfg.maxPathLength, allowHttp: cfg.allowHttp });
+  } catch (err) {
+    const f = classify(err);
+    throw new AppError('BAD_TARGET', f.status, f.message);
+  }
+}
