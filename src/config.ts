@@ -69,6 +69,10 @@ export const serverSection = {
   }),
   requestTimeoutMs: int(3_600_000, { min: 0, doc: 'time a client has to send a whole request (0 = none)' }),
   keepAliveTimeoutMs: int(5_000, { min: 0, doc: 'idle keep-alive connection timeout' }),
+  idleTimeoutMs: int(300_000, {
+    min: 0,
+    doc: 'a connection with no bytes moving either way for this long is closed (stalled clients; 0 = never)',
+  }),
 } satisfies Section;
 
 export const logSection = {

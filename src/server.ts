@@ -73,7 +73,10 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     requestTimeout: config.server.requestTimeoutMs,
     keepAliveTimeout: config.server.keepAliveTimeoutMs,
     routerOptions: { maxParamLength: 65_536 }, // PlantUML sources travel encoded in one path segment
-    http: { maxHeaderSize: 32 * 1024 },
+    connectionTimeout: config.server.idleTimeoutMs,
+    // Header and whole-request deadlines are checked on this interval (Node's default is 30s, too
+    // coarse to stop slowloris clients promptly).
+    http: { maxHeaderSize: 32 * 1024, connectionsCheckingInterval: 1000 },
     return503OnClosing: true,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
