@@ -1,0 +1,99 @@
+// The sharp (libvips) pipeline: decode with pixel caps, resize/crop, effects, encode. Metadata
+// (EXIF, XMP, ICC) is dropped because sharp only keeps it when asked to.
+import sharp, { type Metadata, type Sharp } from 'sharp';
+import { type Format, type ImageOptions, type Limits, outputSize } from './params.ts';
+import { rngFrom } from './rng.ts';
+import { type Loaded, SourceError } from './source.ts';
+
+export interface RenderConfig extends Limits {
+  maxSourcePixels: number;
+  crop: 'attention' | 'entropy' | 'centre';
+  quality: number;
+}
+
+export interface Rendered {
+  body: Buffer;
+  width: number;
+  height: number;
+}
+
+// Raster formats accepted from directories and upstreams. SVG/PDF and friends are refused: they are
+// programs more than pictures, and their pixel size is whatever they claim.
+export const RASTER: ReadonlySet<string> = new Set(['jpeg', 'png', 'webp', 'avif', 'heif', 'gif', 'tiff']);
+
+const GRAIN_SIZE = 256;
+let grainNoise: Buffer | undefined;
+
+/** A square tile of soft monochrome noise (side <= 256), overlaid on generated art against banding. */
+function grain(side: number): Buffer {
+  if (!grainNoise) {
+    const rng = rngFrom(Buffer.from('devutil-grain-tile-v1-----------'));
+    grainNoise = Buffer.alloc(GRAIN_SIZE * GRAIN_SIZE);
+    for (let i = 0; i < grainNoise.length; i++) grainNoise[i] = 128 + Math.round((rng.next() - 0.5) * 14);
+  }
+  return grainNoise.subarray(0, side * side);
+}
+
+function position(crop: RenderConfig['crop']): string | number {
+  if (crop === 'attention') return sharp.strategy.attention;
+  if (crop === 'entropy') return sharp.strategy.entropy;
+  return 'centre';
+}
+
+function encode(img: Sharp, format: Format, quality: number): Sharp {
+  switch (format) {
+    case 'webp':
+      return img.webp({ quality, effort: 4 });
+    case 'jpeg':
+      return img.jpeg({ quality, progressive: true, optimizeCoding: true });
+    case 'png':
+      return img.png({ compressionLevel: 6 });
+    case 'avif':
+      // effort 2: AVIF at the default effort costs seconds per megapixel.
+      return img.avif({ quality: Math.max(1, quality - 20), effort: 2 });
+  }
+}
+
+async function fromBytes(data: Buffer, o: ImageOptions, c: RenderConfig): Promise<[Sharp, number, number]> {
+  const img = sharp(data, { limitInputPixels: c.maxSourcePixels, autoOrient: true, failOn: 'error' });
+  let meta: Metadata;
+  try {
+    meta = await img.metadata();
+  } catch (err) {
+    throw new SourceError('source is not a readable image', { cause: err });
+  }
+  if (!meta.format || !RASTER.has(meta.format)) throw new SourceError(`source format ${meta.format} refused`);
+  const sw = meta.autoOrient?.width ?? meta.width;
+  const sh = meta.autoOrient?.height ?? meta.height;
+  if (!sw || !sh) throw new SourceError('source has no size');
+  if (sw * sh > c.maxSourcePixels) throw new SourceError(`source has ${sw * sh} pixels, over the cap`);
+  const [w, h] = outputSize(o, sw, sh, c);
+  return [img.resize(w, h, { fit: 'cover', position: position(c.crop) }), w, h];
+}
+
+function fromArt(
+  art: Extract<Loaded, { kind: 'art' }>,
+  o: ImageOptions,
+  c: RenderConfig,
+): [Sharp, number, number] {
+  const [w, h] = outputSize(o, art.width, art.height, c);
+  const side = Math.min(GRAIN_SIZE, w, h);
+  const img = sharp(Buffer.from(art.svg(w, h)), { limitInputPixels: c.maxSourcePixels }).composite([
+    {
+      input: grain(side),
+      raw: { width: side, height: side, channels: 1 },
+      tile: true,
+      blend: 'overlay',
+    },
+  ]);
+  return [img, w, h];
+}
+
+export async function render(loaded: Loaded, o: ImageOptions, c: RenderConfig): Promise<Rendered> {
+  let [img, width, height] =
+    loaded.kind === 'bytes' ? await fromBytes(loaded.data, o, c) : fromArt(loaded, o, c);
+  if (o.grayscale) img = img.grayscale();
+  if (o.blur > 0) img = img.blur(o.blur);
+  const body = await encode(img, o.format, c.quality).toBuffer();
+  return { body, width, height };
+}

@@ -1,0 +1,139 @@
+// GET /rest/api/v1/image (seed 2.5/4.5) and GET /rest/api/v1/image/list (Picsum's /v2/list, in
+// the v1 envelope). Thin: validate, ask the ImageService, set caching headers.
+import type { FastifyInstance } from 'fastify';
+import { badRequest, unavailable } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import { EXTENSIONS, type ImageOptions, ParamError, parseQuery } from './params.ts';
+import { PoolFullError } from './pool.ts';
+import type { ImageService } from './service.ts';
+
+const str = (description: string) => ({ type: 'string', description }) as const;
+const imageQuery = {
+  type: 'object',
+  properties: {
+    id: str('same id, same image (byte for byte) while the source set is unchanged'),
+    width: str('output width; alone, the height follows the source proportions'),
+    height: str('output height; alone, the width follows the source proportions'),
+    grayscale: str('presence flag'),
+    blur: str('Gaussian blur 1..10; bare `blur` means 5'),
+    format: { type: 'string', description: 'webp (default), jpeg, png or avif' },
+  },
+} as const;
+
+const listQuery = {
+  type: 'object',
+  properties: { page: str('page number, from 1'), limit: str('items per page, 1..100 (default 30)') },
+} as const;
+
+function positive(v: unknown, def: number, max: number): number {
+  const n = typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN;
+  return Number.isFinite(n) && n >= 1 ? Math.min(n, max) : def;
+}
+
+type Q = { Querystring: Record<string, unknown> };
+
+const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'image';
+
+export async function imageRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  svc: ImageService,
+): Promise<void> {
+  const cfg = ctx.config.image;
+  const preHandler = ctx.limiter.hook('image', cfg.rateLimit);
+
+  app.get<Q>(
+    '/rest/api/v1/image',
+    {
+      preHandler,
+      schema: {
+        summary: 'Random image (WebP by default, 1920x1080)',
+        tags: ['image'],
+        querystring: imageQuery,
+        produces: ['image/webp', 'image/jpeg', 'image/png', 'image/avif'],
+      },
+    },
+    async (req, reply) => {
+      let o: ImageOptions;
+      try {
+        o = parseQuery(req.query, cfg);
+      } catch (err) {
+        if (err instanceof ParamError) throw badRequest(err.message, 'BAD_IMAGE_PARAMS');
+        throw err;
+      }
+      let r: Awaited<ReturnType<ImageService['serve']>>;
+      try {
+        r = await svc.serve(o);
+      } catch (err) {
+        if (err instanceof PoolFullError)
+          throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
+        req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
+        throw unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE');
+      }
+      const name = `${safeName(r.id)}-${r.width}x${r.height}${o.blur ? `-blur_${o.blur}` : ''}${o.grayscale ? '-grayscale' : ''}.${EXTENSIONS[o.format]}`;
+      reply
+        .header('content-type', r.contentType)
+        .header('content-disposition', `inline; filename="${name}"`)
+        .header('image-id', encodeURIComponent(r.id))
+        .header('image-source', r.source)
+        .header('x-cache', r.cache === 'miss' ? 'MISS' : 'HIT')
+        .header('access-control-allow-origin', '*')
+        .header('access-control-expose-headers', 'Content-Type, Image-Id, Image-Source')
+        .header('timing-allow-origin', '*');
+      if (o.id === null) {
+        // A random pick: the next request must not be answered from a cache (Picsum users' pain).
+        reply.header('cache-control', 'no-store');
+        return reply.send(r.body);
+      }
+      reply.header('etag', r.etag);
+      // A fallback answer may change once the preferred source is back, so it is cached briefly.
+      reply.header(
+        'cache-control',
+        `public, max-age=${r.degraded ? Math.min(60, cfg.maxAgeSec) : cfg.maxAgeSec}`,
+      );
+      const inm = req.headers['if-none-match'];
+      if (typeof inm === 'string' && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === r.etag)) {
+        reply.removeHeader('content-type');
+        return reply.code(304).send();
+      }
+      return reply.send(r.body);
+    },
+  );
+
+  app.get<Q>(
+    '/rest/api/v1/image/list',
+    {
+      preHandler,
+      schema: {
+        summary: 'The image catalogue of the first source that has one',
+        tags: ['image'],
+        querystring: listQuery,
+      },
+    },
+    async (req, reply) => {
+      const page = positive(req.query['page'], 1, 1_000_000);
+      const limit = positive(req.query['limit'], 30, 100);
+      const c = svc.list((page - 1) * limit, limit);
+      const base = `${ctx.urls.base}/rest/api/v1/image`;
+      const links: string[] = [];
+      if (page > 1) links.push(`<${base}/list?page=${page - 1}&limit=${limit}>; rel="prev"`);
+      if (page * limit < c.total) links.push(`<${base}/list?page=${page + 1}&limit=${limit}>; rel="next"`);
+      if (links.length) reply.header('link', links.join(', '));
+      reply.header('cache-control', 'no-cache').header('access-control-expose-headers', 'Link');
+      const images = c.items.map((e) => ({
+        id: e.id,
+        width: e.width ?? null,
+        height: e.height ?? null,
+        author: e.author ?? null,
+        license: e.license ?? null,
+        url: e.url ?? null,
+        downloadUrl: `${base}?id=${encodeURIComponent(e.id)}`,
+      }));
+      return {
+        status: 1,
+        message: 'success',
+        data: { source: c.source, total: c.total, page, limit, images },
+      };
+    },
+  );
+}

@@ -1,0 +1,152 @@
+// Orchestration without HTTP: sources in order with fall-through, memory then disk cache, one
+// render per key at a time (single flight), and the bounded pool around sharp.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { DiskLru, MemoryLru } from './cache.ts';
+import { CONTENT_TYPES, type ImageOptions, optionsKey } from './params.ts';
+import { type PoolStats, WorkPool } from './pool.ts';
+import { type RenderConfig, render } from './render.ts';
+import type { Catalogue, ImageSource, SourceName } from './source.ts';
+
+export interface ServiceConfig extends RenderConfig {
+  concurrency: number;
+  queueLength: number;
+  cacheMemoryBytes: number;
+  cacheDiskBytes: number;
+}
+
+/** Hooks for metrics, so this file stays framework-free. */
+export interface ServiceEvents {
+  sourceFailed?(source: SourceName, err: unknown): void;
+  served?(source: SourceName, cache: 'memory' | 'disk' | 'miss'): void;
+  rendered?(source: SourceName, seconds: number): void;
+  pool?(stats: PoolStats): void;
+}
+
+export interface Served {
+  body: Buffer;
+  contentType: string;
+  etag: string;
+  id: string;
+  source: SourceName;
+  width: number;
+  height: number;
+  cache: 'memory' | 'disk' | 'miss';
+  /** Served by a later source because an earlier one failed. */
+  degraded: boolean;
+}
+
+export class NoSourceError extends Error {
+  constructor() {
+    super('no image source could serve the request');
+    this.name = 'NoSourceError';
+  }
+}
+
+type Meta = { id: string; width: number; height: number; etag: string; type: string };
+
+export class ImageService {
+  readonly memory: MemoryLru;
+  readonly disk: DiskLru;
+  readonly pool: WorkPool;
+  private inflight = new Map<string, Promise<{ body: Buffer; meta: Meta }>>();
+  private readonly fingerprint: string;
+  sources: ImageSource[] = [];
+
+  constructor(
+    private readonly c: ServiceConfig,
+    dataDir: string,
+    private readonly logger: Logger,
+    private readonly events: ServiceEvents = {},
+  ) {
+    this.memory = new MemoryLru(c.cacheMemoryBytes);
+    this.disk = new DiskLru(join(dataDir, 'image-cache'), c.cacheDiskBytes, (err) =>
+      logger.warn({ err }, 'image disk cache error'),
+    );
+    this.pool = new WorkPool(c.concurrency, c.queueLength, events.pool);
+    // Settings that change output bytes for the same request belong in every key.
+    this.fingerprint = `q${c.quality}.${c.crop}.${c.defaultWidth}x${c.defaultHeight}.${c.maxWidth}.${c.maxHeight}.${c.maxPixels}`;
+  }
+
+  /** Serves one request; throws PoolFullError (503) or NoSourceError (all sources failed). */
+  async serve(o: ImageOptions): Promise<Served> {
+    for (const [i, src] of this.sources.entries()) {
+      try {
+        const entry = src.pick(o.id);
+        const key = `${entry.key}|${optionsKey(o)}|${this.fingerprint}`;
+        let cache: Served['cache'] = 'memory';
+        let hit = this.memory.get(key) as { body: Buffer; meta: Meta } | undefined;
+        if (!hit) {
+          cache = 'disk';
+          hit = (await this.disk.get(key)) as { body: Buffer; meta: Meta } | undefined;
+          if (hit) this.memory.set(key, hit);
+        }
+        if (!hit) {
+          cache = 'miss';
+          hit = await this.once(key, async () => {
+            const started = process.hrtime.bigint();
+            const out = await this.pool.run(async () => render(await src.load(entry), o, this.c));
+            this.events.rendered?.(src.name, Number(process.hrtime.bigint() - started) / 1e9);
+            const etag = `"${createHash('sha256').update(out.body).digest('base64url').slice(0, 27)}"`;
+            const meta: Meta = {
+              id: entry.id,
+              width: out.width,
+              height: out.height,
+              etag,
+              type: CONTENT_TYPES[o.format],
+            };
+            const v = { body: out.body, meta };
+            this.memory.set(key, v);
+            void this.disk.set(key, v);
+            return v;
+          });
+        }
+        this.events.served?.(src.name, cache);
+        const m = hit.meta;
+        return {
+          body: hit.body,
+          contentType: m.type,
+          etag: m.etag,
+          id: m.id,
+          source: src.name,
+          width: m.width,
+          height: m.height,
+          cache,
+          degraded: i > 0,
+        };
+      } catch (err) {
+        if (err instanceof Error && err.name === 'PoolFullError') throw err;
+        this.events.sourceFailed?.(src.name, err);
+        this.logger.warn(
+          { source: src.name, err: { message: (err as Error).message } },
+          'image source failed; trying the next',
+        );
+      }
+    }
+    throw new NoSourceError();
+  }
+
+  /** Single flight: concurrent requests for the same key share one render. */
+  private once(key: string, fn: () => Promise<{ body: Buffer; meta: Meta }>) {
+    let p = this.inflight.get(key);
+    if (!p) {
+      p = fn().finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
+  /** The catalogue of the first source that has one to show. */
+  list(offset: number, limit: number): Catalogue & { source: SourceName | null } {
+    for (const src of this.sources) {
+      const c = src.list(offset, limit);
+      if (c.total > 0) return { ...c, source: src.name };
+    }
+    return { total: 0, items: [], source: null };
+  }
+
+  close(): void {
+    for (const s of this.sources) s.close?.();
+  }
+}

@@ -1,0 +1,223 @@
+// The operator's directory of images: scanned at start, rescanned on change events (debounced) and
+// periodically. Ids are file paths without extension; `<stem>.json` beside an image may carry
+// {author, license, url}. Oversized and unreadable files are skipped and logged, never served.
+import { type FSWatcher, watch } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join, relative, sep } from 'node:path';
+import type { Logger } from 'pino';
+import sharp from 'sharp';
+import { RASTER } from './render.ts';
+import {
+  type Catalogue,
+  type ImageSource,
+  indexOf,
+  type Loaded,
+  type SourceEntry,
+  SourceError,
+} from './source.ts';
+
+const IMAGE_EXT = new Set([
+  '.jpg',
+  '.jpeg',
+  '.png',
+  '.webp',
+  '.avif',
+  '.gif',
+  '.tif',
+  '.tiff',
+  '.heic',
+  '.heif',
+]);
+const MAX_SIDECAR = 64 * 1024;
+const MAX_FILES = 100_000;
+
+interface DirEntry extends SourceEntry {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface DirOptions {
+  dir: string;
+  maxSourceBytes: number;
+  maxSourcePixels: number;
+  rescanSec: number;
+  logger: Logger;
+}
+
+export class DirSource implements ImageSource {
+  readonly name = 'dir';
+  private entries: DirEntry[] = [];
+  private byId = new Map<string, DirEntry>();
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly o: DirOptions) {}
+
+  /** First scan, then watch. Resolves once the catalogue is loaded. */
+  async start(): Promise<void> {
+    await this.rescan();
+    try {
+      this.watcher = watch(this.o.dir, { recursive: true, persistent: false }, () => this.soon());
+      this.watcher.on('error', (err) => this.o.logger.warn({ err }, 'image dir watch failed'));
+    } catch (err) {
+      this.o.logger.warn({ err }, 'image dir cannot be watched; relying on periodic rescans');
+    }
+    if (this.o.rescanSec > 0) {
+      this.timer = setInterval(() => void this.rescan(), this.o.rescanSec * 1000);
+      this.timer.unref();
+    }
+  }
+
+  private soon(): void {
+    clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => void this.rescan(), 250);
+    this.debounce.unref();
+  }
+
+  /** Rescans now; a change during a scan triggers one more scan afterwards. */
+  rescan(): Promise<void> {
+    if (this.scanning) {
+      this.again = true;
+      return this.scanning;
+    }
+    this.scanning = this.scan()
+      .catch((err) => this.o.logger.warn({ err }, 'image dir scan failed'))
+      .finally(() => {
+        this.scanning = undefined;
+        if (this.again) {
+          this.again = false;
+          void this.rescan();
+        }
+      });
+    return this.scanning;
+  }
+
+  private async scan(): Promise<void> {
+    const names = (await readdir(this.o.dir, { recursive: true, withFileTypes: true }))
+      .filter((d) => d.isFile() && IMAGE_EXT.has(extname(d.name).toLowerCase()))
+      .map((d) => join(d.parentPath, d.name))
+      .sort()
+      .slice(0, MAX_FILES);
+    const old = new Map(this.entries.map((e) => [e.path, e]));
+    const next: DirEntry[] = [];
+    for (const path of names) {
+      const st = await stat(path).catch(() => undefined);
+      if (!st) continue;
+      const prev = old.get(path);
+      if (prev && prev.size === st.size && prev.mtimeMs === st.mtimeMs) {
+        next.push(prev);
+        continue;
+      }
+      const e = await this.inspect(path, st.size, st.mtimeMs);
+      if (e) next.push(e);
+    }
+    // Ids are paths without extension; a clash (a.jpg and a.png) keeps the extension on both.
+    const stems = new Map<string, number>();
+    for (const e of next)
+      stems.set(stemOf(this.o.dir, e.path), (stems.get(stemOf(this.o.dir, e.path)) ?? 0) + 1);
+    for (const e of next) {
+      const stem = stemOf(this.o.dir, e.path);
+      e.id = (stems.get(stem) ?? 0) > 1 ? relative(this.o.dir, e.path).split(sep).join('/') : stem;
+    }
+    next.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (next.length !== this.entries.length || next.some((e, i) => e !== this.entries[i]))
+      this.o.logger.info({ dir: this.o.dir, images: next.length }, 'image dir scanned');
+    this.entries = next;
+    this.byId = new Map(next.map((e) => [e.id, e]));
+  }
+
+  private async inspect(path: string, size: number, mtimeMs: number): Promise<DirEntry | undefined> {
+    const rel = relative(this.o.dir, path);
+    if (size > this.o.maxSourceBytes) {
+      this.o.logger.warn({ file: rel, size }, 'image skipped: file over the size cap');
+      return undefined;
+    }
+    try {
+      const m = await sharp(path, { limitInputPixels: this.o.maxSourcePixels }).metadata();
+      const w = m.autoOrient?.width ?? m.width;
+      const h = m.autoOrient?.height ?? m.height;
+      if (!m.format || !RASTER.has(m.format)) throw new Error(`format ${m.format} is not accepted`);
+      if (!w || !h || w * h > this.o.maxSourcePixels) throw new Error(`${w}x${h} over the pixel cap`);
+      const side = await sidecar(path);
+      return {
+        id: '',
+        key: `dir:${rel}:${size}:${mtimeMs}`,
+        path,
+        size,
+        mtimeMs,
+        width: w,
+        height: h,
+        ...side,
+      };
+    } catch (err) {
+      this.o.logger.warn(
+        { file: rel, err: { message: (err as Error).message } },
+        'image skipped: unreadable',
+      );
+      return undefined;
+    }
+  }
+
+  get count(): number {
+    return this.entries.length;
+  }
+
+  pick(id: string | null): SourceEntry {
+    const n = this.entries.length;
+    if (n === 0) throw new SourceError('image directory has no usable images');
+    if (id === null) return this.entries[Math.floor(Math.random() * n)]!;
+    return this.byId.get(id) ?? this.entries[indexOf(id, n)]!;
+  }
+
+  async load(entry: SourceEntry): Promise<Loaded> {
+    const e = entry as DirEntry;
+    const st = await stat(e.path).catch(() => undefined);
+    if (!st || st.size > this.o.maxSourceBytes)
+      throw new SourceError('image file vanished or grew past the cap');
+    return { kind: 'bytes', data: await readFile(e.path) };
+  }
+
+  list(offset: number, limit: number): Catalogue {
+    const items = this.entries
+      .slice(offset, offset + limit)
+      .map(({ path: _p, size: _s, mtimeMs: _m, ...e }) => e);
+    return { total: this.entries.length, items };
+  }
+
+  close(): void {
+    this.watcher?.close();
+    clearInterval(this.timer);
+    clearTimeout(this.debounce);
+  }
+}
+
+function stemOf(dir: string, path: string): string {
+  const rel = relative(dir, path).split(sep).join('/');
+  return rel.slice(0, rel.length - extname(rel).length);
+}
+
+async function sidecar(path: string): Promise<Pick<SourceEntry, 'author' | 'license' | 'url'>> {
+  const json = `${path.slice(0, path.length - extname(path).length)}.json`;
+  try {
+    const st = await stat(json);
+    if (st.size > MAX_SIDECAR) return {};
+    const v: unknown = JSON.parse(await readFile(json, 'utf8'));
+    if (typeof v !== 'object' || v === null) return {};
+    const r = v as Record<string, unknown>;
+    const s = (k: string) => (typeof r[k] === 'string' ? (r[k] as string).slice(0, 500) : undefined);
+    const out: Pick<SourceEntry, 'author' | 'license' | 'url'> = {};
+    const author = s('author');
+    const license = s('license') ?? s('licence');
+    const url = s('url');
+    if (author) out.author = author;
+    if (license) out.license = license;
+    if (url && /^https?:\/\//.test(url)) out.url = url;
+    return out;
+  } catch {
+    return {};
+  }
+}

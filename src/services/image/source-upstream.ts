@@ -1,0 +1,129 @@
+// An upstream origin behind a URL template (Picsum-style .../seed/{id}/{width}/{height}). Fetched
+// with undici under a deadline and a body cap, only from allowed hosts (redirects are followed by
+// hand so every hop is checked), and kept in the disk cache so an id stays byte-stable.
+import { request } from 'undici';
+import type { DiskLru } from './cache.ts';
+import {
+  type Catalogue,
+  type ImageSource,
+  type Loaded,
+  randomPoolId,
+  type SourceEntry,
+  SourceError,
+} from './source.ts';
+
+export interface UpstreamOptions {
+  template: string;
+  /** Allowed hosts (lower case); empty = the template's host only. */
+  hosts: string[];
+  width: number;
+  height: number;
+  timeoutMs: number;
+  maxBytes: number;
+  pool: number;
+  /** Disk cache for fetched originals (shared with processed results). */
+  disk: DiskLru;
+  userAgent: string;
+}
+
+const MAX_REDIRECTS = 4;
+
+export class UpstreamSource implements ImageSource {
+  readonly name = 'upstream';
+  private readonly hosts: Set<string>;
+
+  constructor(private readonly o: UpstreamOptions) {
+    const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
+    this.hosts = new Set(o.hosts.length ? o.hosts.map((h) => h.toLowerCase()) : [own]);
+    if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);
+  }
+
+  /** The URL for one id: the id is percent-encoded, so it can never change the path or host. */
+  urlFor(id: string): string {
+    return this.o.template
+      .replaceAll('{id}', encodeURIComponent(id))
+      .replaceAll('{width}', String(this.o.width))
+      .replaceAll('{height}', String(this.o.height));
+  }
+
+  pick(id: string | null): SourceEntry {
+    const pid = id ?? randomPoolId(this.o.pool);
+    return { id: pid, key: `up:${this.urlFor(pid)}`, width: this.o.width, height: this.o.height };
+  }
+
+  async load(entry: SourceEntry): Promise<Loaded> {
+    const cacheKey = `src:${entry.key}`;
+    const hit = await this.o.disk.get(cacheKey);
+    if (hit) return { kind: 'bytes', data: hit.body };
+    const data = await this.fetch(this.urlFor(entry.id));
+    await this.o.disk.set(cacheKey, { body: data, meta: {} });
+    return { kind: 'bytes', data };
+  }
+
+  private async fetch(first: string): Promise<Buffer> {
+    const signal = AbortSignal.timeout(this.o.timeoutMs);
+    let url = new URL(first);
+    for (let hop = 0; ; hop++) {
+      if (url.protocol !== 'https:' && url.protocol !== 'http:')
+        throw new SourceError('upstream redirect to a non-http URL');
+      if (!this.hosts.has(url.hostname.toLowerCase()))
+        throw new SourceError(`upstream host ${url.hostname} is not allowed`);
+      let res: Awaited<ReturnType<typeof request>>;
+      try {
+        res = await request(url, {
+          method: 'GET',
+          signal,
+          headers: { 'user-agent': this.o.userAgent, accept: 'image/webp,image/jpeg,image/*;q=0.8' },
+          headersTimeout: this.o.timeoutMs,
+          bodyTimeout: this.o.timeoutMs,
+        });
+      } catch (err) {
+        throw new SourceError(`upstream request failed: ${(err as Error).message}`, { cause: err });
+      }
+      const { statusCode, headers, body } = res;
+      if (statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string') {
+        await body.dump();
+        if (hop >= MAX_REDIRECTS) throw new SourceError('upstream redirected too many times');
+        url = new URL(headers.location, url);
+        continue;
+      }
+      if (statusCode !== 200) {
+        await body.dump();
+        throw new SourceError(`upstream answered ${statusCode}`);
+      }
+      const type = String(headers['content-type'] ?? '');
+      if (!type.startsWith('image/')) {
+        await body.dump();
+        throw new SourceError(`upstream sent ${type.slice(0, 60) || 'no content type'}, not an image`);
+      }
+      const declared = Number(headers['content-length'] ?? 0);
+      if (declared > this.o.maxBytes) {
+        body.destroy();
+        throw new SourceError(`upstream body of ${declared} bytes is over the cap`);
+      }
+      const chunks: Buffer[] = [];
+      let total = 0;
+      try {
+        for await (const chunk of body) {
+          total += (chunk as Buffer).length;
+          if (total > this.o.maxBytes) {
+            body.destroy();
+            throw new SourceError('upstream body is over the size cap');
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } catch (err) {
+        if (err instanceof SourceError) throw err;
+        throw new SourceError(`upstream body failed: ${(err as Error).message}`, { cause: err });
+      }
+      return Buffer.concat(chunks);
+    }
+  }
+
+  list(offset: number, limit: number): Catalogue {
+    const items: SourceEntry[] = [];
+    // No `url`: the template may carry an access key in its query.
+    for (let i = offset; i < Math.min(this.o.pool, offset + limit); i++) items.push(this.pick(String(i)));
+    return { total: this.o.pool, items };
+  }
+}
