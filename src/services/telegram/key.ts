@@ -1,0 +1,24 @@
+// Bot key handling: a lenient shape check (it goes into the upstream URL path, so nothing that could
+// change the path gets through) and a one-way id for rate-limit buckets and logs.
+import { createHash } from 'node:crypto';
+
+// spec digest §1: `<bot_id>:<secret>`, ~35 chars of [A-Za-z0-9_-]; lenient on the lengths.
+const BOT_KEY = /^\d{1,20}:[A-Za-z0-9_-]{20,80}$/;
+
+export function isBotKey(s: string): boolean {
+  return BOT_KEY.test(s);
+}
+
+/** A stable, non-reversible id of a bot key: the same on every instance (Redis-shared buckets). */
+export function keyId(key: string): string {
+  return createHash('sha256').update(`devutil-telegram:${key}`).digest('hex').slice(0, 24);
+}
+
+/** Replaces every occurrence of the key (and its URL-encoded form) in free text. */
+export function scrubKey(text: string, key: string): string {
+  if (!key) return text;
+  let out = text.split(key).join('[redacted]');
+  const enc = encodeURIComponent(key);
+  if (enc !== key) out = out.split(enc).join('[redacted]');
+  return out;
+}

@@ -1,0 +1,51 @@
+// Bot API outcomes -> truthful HTTP answers for relay callers (spec digest §4): Telegram's 4xx keep
+// their status and description, 429 carries Retry-After, upstream trouble is 502 and timeouts 504.
+import { AppError, badGateway, gatewayTimeout, tooMany } from '../../errors.ts';
+import type { CallResult } from './client.ts';
+
+/** A short label for logs and the `result` metric label (never the key, never a chat). */
+export function resultLabel(r: CallResult): string {
+  switch (r.kind) {
+    case 'ok':
+      return 'ok';
+    case 'api-error':
+      return r.errorCode >= 400 && r.errorCode < 500 ? String(r.errorCode) : '5xx';
+    case 'bad-response':
+      return 'bad_response';
+    case 'timeout':
+      return 'timeout';
+    case 'network':
+      return 'network';
+  }
+}
+
+export function toAppError(r: Exclude<CallResult, { kind: 'ok' }>, timeoutMs: number): AppError {
+  switch (r.kind) {
+    case 'api-error': {
+      if (r.errorCode === 429) return tooMany(r.description, r.retryAfter ?? 1, 'TELEGRAM_429');
+      let msg = r.description;
+      // spec digest §4: the caller must switch to the supergroup's id; tell them which.
+      if (r.migrateTo !== undefined) msg += ` (migrate_to_chat_id ${r.migrateTo})`;
+      const status = r.errorCode >= 400 && r.errorCode < 500 ? r.errorCode : 502;
+      return new AppError(
+        `TELEGRAM_${r.errorCode}`,
+        status,
+        status === 502 ? `telegram failed: ${msg}` : msg,
+      );
+    }
+    case 'bad-response':
+      return badGateway(
+        `telegram answered HTTP ${r.status} without a Bot API body (${r.reason})`,
+        'TELEGRAM_BAD_RESPONSE',
+      );
+    case 'timeout':
+      return r.phase === 'connect'
+        ? gatewayTimeout('telegram did not accept a connection in time', 'TELEGRAM_CONNECT_TIMEOUT')
+        : gatewayTimeout(
+            `telegram did not answer within ${timeoutMs} ms; the message may still have been sent`,
+            'TELEGRAM_TIMEOUT',
+          );
+    case 'network':
+      return badGateway(`could not reach telegram (${r.code})`, 'TELEGRAM_UNREACHABLE');
+  }
+}

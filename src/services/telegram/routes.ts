@@ -1,0 +1,107 @@
+// POST /rest/api/v1/telegram (seed 2.4/4.6): validate, charge the budgets (client IP, bot key,
+// Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy envelope.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, tooMany, unavailable } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import type { Rate } from '../../infra/schema.ts';
+import type { BotApiClient } from './client.ts';
+import type { TelegramMetrics } from './index.ts';
+import { keyId } from './key.ts';
+import { BadInput, planMessage, type SendPlan } from './message.ts';
+import { resultLabel, toAppError } from './outcome.ts';
+
+const bodySchema = {
+  type: 'object',
+  description:
+    'apiKey (bot token, required), chatId (id or @channel, required), msgText (string, or sendMessage ' +
+    'parameters with text), parseMode (MarkdownV2 | HTML | Markdown | none), escape (boolean)',
+} as const;
+
+export interface RouteDeps {
+  ctx: ServiceContext;
+  client: BotApiClient;
+  metrics: TelegramMetrics;
+}
+
+export async function telegramRoutes(
+  app: FastifyInstance,
+  { ctx, client, metrics }: RouteDeps,
+): Promise<void> {
+  const cfg = ctx.config.telegram;
+  const failOpen = ctx.config.redis.failMode === 'open';
+
+  // One budget; refusals say which one so callers know whether to slow down or spread out.
+  async function charge(req: FastifyRequest, bucket: string, id: string, rate: Rate, what: string) {
+    let d: Awaited<ReturnType<typeof ctx.limiter.take>>;
+    try {
+      d = await ctx.limiter.take(bucket, id, rate);
+    } catch (err) {
+      if (failOpen) {
+        req.log.warn(
+          { err: { message: (err as Error).message }, bucket },
+          'rate limit store failed; letting request through',
+        );
+        return;
+      }
+      throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
+    }
+    if (!d.allowed) {
+      metrics.refused.inc({ reason: bucket.slice('telegram-'.length) });
+      throw tooMany(
+        `${what}: ${rate.limit} messages per ${rate.windowMs / 1000}s; retry in ${d.resetSec}s`,
+        d.resetSec,
+      );
+    }
+  }
+
+  async function plan(req: FastifyRequest): Promise<SendPlan> {
+    try {
+      return planMessage(req.body, { defaultText: cfg.defaultText });
+    } catch (err) {
+      if (err instanceof BadInput) {
+        metrics.refused.inc({ reason: 'input' });
+        throw badRequest(err.message);
+      }
+      throw err;
+    }
+  }
+
+  app.post(
+    '/rest/api/v1/telegram',
+    {
+      bodyLimit: cfg.maxBodyBytes,
+      preHandler: ctx.limiter.hook('telegram-ip', cfg.rateLimit),
+      schema: { summary: 'Send a message through a Telegram bot', tags: ['telegram'], body: bodySchema },
+    },
+    async (req, reply) => {
+      const p = await plan(req);
+      const bot = keyId(p.key);
+      await charge(req, 'telegram-key', bot, cfg.keyRateLimit, 'rate limit for this bot key exceeded');
+      await charge(req, 'telegram-bot', bot, cfg.botRate, "telegram's per-bot pace exceeded");
+      await charge(
+        req,
+        'telegram-chat',
+        `${bot}:${p.chatId}`,
+        cfg.chatRate,
+        "telegram's per-chat pace exceeded",
+      );
+
+      const started = performance.now();
+      const r = await client.call(p.key, 'sendMessage', p.params);
+      const ms = performance.now() - started;
+      const result = resultLabel(r);
+      metrics.calls.inc({ result });
+      metrics.duration.observe({ result }, ms / 1000);
+      const fields = { bot: bot.slice(0, 8), chat: p.chatId, result, ms: Math.round(ms) };
+      if (r.kind === 'ok') {
+        req.log.info(fields, 'message relayed');
+        reply.header('cache-control', 'no-store');
+        return { status: 1, msg: 'message sent', data: r.result };
+      }
+      if (r.kind === 'network')
+        req.log.warn({ ...fields, code: r.code, detail: r.message }, 'telegram unreachable');
+      else req.log.info(fields, 'telegram refused');
+      throw toAppError(r, cfg.timeoutMs);
+    },
+  );
+}
