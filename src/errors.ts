@@ -147,6 +147,7 @@ function frameworkMessage(err: FastifyError): string {
 export function installErrorHandling(app: FastifyInstance): void {
   const shadow = FindMyWay<HTTPVersion.V1>({ ignoreTrailingSlash: false, caseSensitive: true });
   const seen = new Set<string>();
+  app.decorate('routeList', () => [...seen]);
   app.addHook('onRoute', (opts) => {
     const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
     for (const m of methods) {
@@ -201,5 +202,7 @@ export function installErrorHandling(app: FastifyInstance): void {
 declare module 'fastify' {
   interface FastifyInstance {
     envelopes: EnvelopeTable;
+    /** Every registered route as "METHOD /url/:param" (HEAD omitted), hidden ones included. */
+    routeList(): string[];
   }
 }
