@@ -3,7 +3,9 @@
 // names that point inward are refused on every hop.
 import { BlockList, isIPv4 } from 'node:net';
 
-const blocked = new BlockList();
+// Two lists: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 subnets too.
+const blocked4 = new BlockList();
+const blocked6 = new BlockList();
 const V4: [string, number][] = [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -36,8 +38,8 @@ const V6: [string, number][] = [
   ['fec0::', 10],
   ['ff00::', 8],
 ];
-for (const [n, b] of V4) blocked.addSubnet(n, b, 'ipv4');
-for (const [n, b] of V6) blocked.addSubnet(n, b, 'ipv6');
+for (const [n, b] of V4) blocked4.addSubnet(n, b, 'ipv4');
+for (const [n, b] of V6) blocked6.addSubnet(n, b, 'ipv6');
 
 /** The IPv4 address embedded in an IPv4-mapped, IPv4-compatible or NAT64 IPv6 address, if any. */
 function embeddedV4(addr: string): string | null {
@@ -52,10 +54,10 @@ function embeddedV4(addr: string): string | null {
 
 /** True when `addr` is loopback, private, link-local, CGNAT, multicast, reserved or documentation. */
 export function isBlockedAddress(addr: string): boolean {
-  if (isIPv4(addr)) return blocked.check(addr, 'ipv4');
+  if (isIPv4(addr)) return blocked4.check(addr, 'ipv4');
   const v4 = embeddedV4(addr);
   if (v4) return true; // every mapped/NAT64 form is refused: the embedded address is checked too
-  return blocked.check(addr, 'ipv6');
+  return blocked6.check(addr, 'ipv6');
 }
 
 export function isLoopback(addr: string): boolean {
