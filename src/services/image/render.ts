@@ -60,7 +60,7 @@ async function fromBytes(data: Buffer, o: ImageOptions, c: RenderConfig): Promis
   try {
     meta = await img.metadata();
   } catch (err) {
-    throw new SourceError('source is not a readable image', { cause: err });
+    throw new SourceError(`source is not a readable image: ${(err as Error).message}`, { cause: err });
   }
   if (!meta.format || !RASTER.has(meta.format)) throw new SourceError(`source format ${meta.format} refused`);
   const sw = meta.autoOrient?.width ?? meta.width;

@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import sharp from 'sharp';
+import { type PicsumFixture, startPicsumFixture } from '../../../test/fixtures/image/picsum.ts';
+import { freePort } from '../../../test/helpers/ports.ts';
+import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
+
+const URL_ = '/rest/api/v1/image';
+
+async function centre(body: Buffer): Promise<number[]> {
+  const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+  const i = (Math.floor(info.height / 2) * info.width + Math.floor(info.width / 2)) * info.channels;
+  return [data[i]!, data[i + 1]!, data[i + 2]!];
+}
+
+const near = (a: number[], b: number[], tol: number) => a.every((v, i) => Math.abs(v - b[i]!) <= tol);
+
+describe('upstream source against a local Picsum-style origin', () => {
+  let fx: PicsumFixture;
+  let app: FastifyInstance;
+  const logs = new LogCapture();
+  before(async () => {
+    fx = await startPicsumFixture({ hugeBytes: 150_000 });
+    app = await buildTestServer({
+      logs,
+      overrides: {
+        image: {
+          // The query stands for an access key some origins want; it must never reach a log or a client.
+          upstreamUrl: `${fx.url}/seed/{id}/{width}/{height}?client_id=sekrit-abc`,
+          upstreamWidth: 600,
+          upstreamHeight: 400,
+          upstreamTimeoutMs: 800,
+          maxSourceBytes: 100_000,
+          randomPool: 3,
+          rateLimit: 'off',
+        },
+      },
+    });
+  });
+  after(async () => {
+    await app.close();
+    await fx.close();
+  });
+
+  it('serves the upstream image, following its redirect, with the source proportions', async () => {
+    const r = await app.inject({ url: `${URL_}?id=hello&width=300` });
+    assert.equal(r.statusCode, 200);
+    assert.equal(r.headers['image-source'], 'upstream');
+    const m = await sharp(r.rawPayload).metadata();
+    assert.deepEqual([m.format, m.width, m.height], ['webp', 300, 200]);
+    // Centre of a left-to-right gradient from the colour to half of it: about 0.75 of the colour.
+    const want = fx.colour(fx.imageOf('hello')).map((c) => c * 0.75);
+    const got = await centre(r.rawPayload);
+    assert.ok(near(got, want, 25), `centre ${got} vs ${want}`);
+    assert.ok(
+      fx.seen.some((s) => s.startsWith(`127.0.0.1:${fx.port} /id/`)),
+      'followed the 302',
+    );
+  });
+
+  it('fetches an id once and serves other sizes of it from the cached original, byte-stable', async () => {
+    const before = fx.seen.filter((s) => s.includes('/seed/once/')).length;
+    const a = await app.inject({ url: `${URL_}?id=once&width=200&height=200` });
+    const b = await app.inject({ url: `${URL_}?id=once&width=120` });
+    const a2 = await app.inject({ url: `${URL_}?id=once&width=200&height=200` });
+    assert.equal(a.headers['image-source'], 'upstream');
+    assert.equal(b.headers['image-source'], 'upstream');
+    assert.ok(a.rawPayload.equals(a2.rawPayload));
+    assert.equal(fx.seen.filter((s) => s.includes('/seed/once/')).length - before, 1);
+  });
+
+  it('draws random requests from the configured pool of ids', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const r = await app.inject({ url: `${URL_}?width=40&height=40` });
+      assert.equal(r.headers['cache-control'], 'no-store');
+      assert.equal(r.headers['image-source'], 'upstream');
+      ids.add(r.headers['image-id'] as string);
+    }
+    for (const id of ids) assert.ok(['0', '1', '2'].includes(id), id);
+  });
+
+  const hostile: [string, string][] = [
+    ['evil-redirect', 'a redirect to a host outside the allow-list'],
+    ['scheme-redirect', 'a redirect to file://'],
+    ['loop', 'a redirect loop'],
+    ['html', 'an HTML page'],
+    ['error', 'a 500'],
+    ['huge', 'a declared body over the cap'],
+    ['chunked-huge', 'a chunked body over the cap'],
+    ['slow', 'a body that stalls past the deadline'],
+    ['bomb', 'a PNG claiming 60000x60000 pixels'],
+    ['svg', 'an SVG'],
+    ['garbage', 'bytes that are not an image'],
+  ];
+  for (const [seed, what] of hostile) {
+    it(`falls back to the generator on ${what}`, async () => {
+      const r = await app.inject({ url: `${URL_}?id=${seed}&width=64&height=48` });
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.headers['image-source'], 'generator');
+      assert.equal(r.headers['cache-control'], 'public, max-age=60');
+      const m = await sharp(r.rawPayload).metadata();
+      assert.deepEqual([m.width, m.height], [64, 48]);
+    });
+  }
+
+  it('never left the allowed host, counted the failures and kept the access key out of logs', async () => {
+    assert.ok(!fx.seen.some((s) => s.startsWith('localhost')), fx.seen.join('\n'));
+    const metrics = await app.inject({ url: '/metrics' });
+    const m = /devutil_image_source_failures_total\{source="upstream"\} (\d+)/.exec(metrics.body);
+    assert.ok(m && Number(m[1]) >= hostile.length, metrics.body.slice(0, 200));
+    assert.match(logs.text(), /image source failed; trying the next/);
+    assert.doesNotMatch(logs.text(), /sekrit/);
+    const list = await app.inject({ url: `${URL_}/list` });
+    assert.doesNotMatch(list.body, /sekrit/);
+    assert.equal(list.json().data.source, 'upstream');
+  });
+});
+
+describe('upstream configuration', () => {
+  it('falls back to the generator when the upstream is down', async () => {
+    const port = await freePort();
+    const app = await buildTestServer({
+      overrides: { image: { upstreamUrl: `http://127.0.0.1:${port}/seed/{id}/{width}/{height}` } },
+    });
+    try {
+      const r = await app.inject({ url: `${URL_}?id=down&width=32&height=32` });
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.headers['image-source'], 'generator');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses to start when the template host is not in the allow-list', async () => {
+    await assert.rejects(
+      buildTestServer({
+        overrides: {
+          image: { upstreamUrl: 'http://127.0.0.1:9/seed/{id}/1/1', upstreamHosts: ['picsum.photos'] },
+        },
+      }),
+      /not in the allowed hosts/,
+    );
+  });
+
+  it('refuses a template without {id} at config time', async () => {
+    await assert.rejects(
+      buildTestServer({ overrides: { image: { upstreamUrl: 'http://127.0.0.1:9/static.jpg' } } }),
+      /upstreamUrl/,
+    );
+  });
+});
