@@ -1,6 +1,7 @@
 // The one explicit list of HTTP utilities, in registration order. Each entry is a Fastify plugin
 // that receives the ServiceContext; a service whose config section has enabled=false is skipped.
 import type { ServiceDef } from '../infra/context.ts';
+import avatar from './avatar/index.ts';
 import files from './files/index.ts';
 import image from './image/index.ts';
 import ip from './ip/index.ts';
@@ -16,6 +17,7 @@ export const SERVICES: ServiceDef[] = [
   { name: 'telegram', plugin: telegram },
   { name: 'plantuml', plugin: plantuml },
   { name: 'image', plugin: image },
+  { name: 'avatar', plugin: avatar },
   // web stays LAST: its home page shows the utilities registered before it.
   { name: 'web', plugin: web },
 ];

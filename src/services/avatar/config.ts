@@ -1,5 +1,15 @@
-// Avatar section. DEVUTIL_AVATAR_HOST gives it its own virtual host.
-import { bool, str, url } from '../../infra/schema.ts';
+// Avatar section. DEVUTIL_AVATAR_HOST gives it its own virtual host; the rest are Gravatar-compatible
+// serving, mirroring, generation-cache and upload limits (docs/avatar.md).
+import { bool, bytes, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+
+const DEFAULTS = ['mp', 'identicon', 'monsterid', 'wavatar', 'retro', 'robohash', 'blank', 'color'] as const;
+
+/** `https://host/path-prefix`, `host/prefix` or `.suffix.host`: checked in redirect.ts. */
+function allowItem(s: string): string | null {
+  return /^(https?:\/\/)?\.?[a-z0-9.-]+(:\d+)?(\/\S*)?$/i.test(s)
+    ? null
+    : 'expected [https://]host[/path-prefix] or .domain-suffix';
+}
 
 export const avatarSection = {
   enabled: bool(true, { doc: 'serve Gravatar-compatible avatars under /avatar/' }),
@@ -8,4 +18,44 @@ export const avatarSection = {
     optional: true,
     doc: 'public URL whose /avatar/<hash> serves avatars (default: http(s)://<host> or <public_url>)',
   }),
+  upstream: str('https://secure.gravatar.com', {
+    pattern: /^(none|https?:\/\/[^\s/?#]+(\/[^\s?#]*)?)$/,
+    hint: 'an http(s) base URL or none',
+    doc: 'Gravatar-compatible service mirrored for hashes not uploaded here (none = mirroring off)',
+  }),
+  upstreamSize: int(512, { min: 16, max: 2048, doc: 'size fetched from the upstream once per hash' }),
+  upstreamTimeoutMs: int(4000, { min: 100, doc: 'give up on the upstream after this long' }),
+  upstreamMaxBytes: bytes(4 * 1024 ** 2, { min: 1024, doc: 'largest upstream image accepted' }),
+  mirrorMinTtlSec: int(300, {
+    min: 0,
+    doc: 'shortest time a mirrored image is fresh, whatever max-age says',
+  }),
+  mirrorMaxTtlSec: int(86_400, { min: 1, doc: 'longest time a mirrored image is fresh' }),
+  staleSec: int(7 * 86_400, {
+    min: 0,
+    doc: 'after expiry, serve the cached copy at once and refresh it in the background this long',
+  }),
+  missTtlSec: int(300, { min: 0, doc: 'how long an upstream "no such avatar" is remembered' }),
+  errorTtlSec: int(30, { min: 0, doc: 'how long an upstream failure stops further tries' }),
+  maxAgeSec: int(300, { min: 0, doc: 'Cache-Control max-age of avatar responses (Gravatar: 300)' }),
+  default: oneOf('mp', DEFAULTS, { doc: 'image served when no d= is given or d= is not usable' }),
+  redirectAllow: list([], {
+    item: allowItem,
+    doc: 'd=<url> targets answered with a 302: https://host/prefix, host/prefix or .domain (else the built-in default)',
+  }),
+  adminToken: str('', {
+    secret: true,
+    doc: 'Bearer token for PUT/DELETE /avatar/<hash> uploads (empty = uploads off)',
+  }),
+  uploadMaxBytes: bytes(10 * 1024 ** 2, { min: 1024, doc: 'largest uploaded image' }),
+  maxInputPixels: int(50_000_000, { min: 1, doc: 'largest decoded image (width x height) accepted' }),
+  memCacheBytes: bytes(64 * 1024 ** 2, { min: 0, doc: 'in-memory cache of encoded avatars' }),
+  diskCacheBytes: bytes(512 * 1024 ** 2, {
+    min: 0,
+    doc: 'disk cache of rendered avatars and mirrored originals (oldest pruned first)',
+  }),
+  renderConcurrency: int(4, { min: 1, max: 64, doc: 'images rendered at once' }),
+  renderQueue: int(256, { min: 0, doc: 'renders waiting for a slot before 503' }),
+  rateLimit: rate('off', { doc: 'per-client budget for avatar requests, e.g. 600/min' }),
+  adminRateLimit: rate('60/min', { doc: 'per-client budget for PUT/DELETE (also slows token guessing)' }),
 };

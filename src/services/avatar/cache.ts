@@ -1,0 +1,132 @@
+// Rendered avatars: a byte-budgeted in-memory LRU in front of a disk cache under the data directory.
+// Keys name the source version, size and format, so an entry never goes stale: a new upload or a
+// refreshed mirror copy simply makes a new key. The disk is pruned oldest-first over its budget.
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Least-recently-used map of buffers with a total byte budget. */
+export class MemoryLru {
+  private map = new Map<string, Buffer>();
+  private used = 0;
+  constructor(private readonly budget: number) {}
+
+  get(key: string): Buffer | undefined {
+    const v = this.map.get(key);
+    if (v) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+
+  set(key: string, value: Buffer): void {
+    if (value.length > this.budget / 4) return; // one huge image must not flush everything else
+    const old = this.map.get(key);
+    if (old) {
+      this.used -= old.length;
+      this.map.delete(key);
+    }
+    this.map.set(key, value);
+    this.used += value.length;
+    for (const [k, v] of this.map) {
+      if (this.used <= this.budget) break;
+      this.map.delete(k);
+      this.used -= v.length;
+    }
+  }
+
+  get bytes(): number {
+    return this.used;
+  }
+}
+
+/** Files under one directory, two-level fan-out by key digest, written atomically. */
+export class DiskCache {
+  private written = 0;
+  private pruning: Promise<void> | null = null;
+
+  constructor(
+    readonly dir: string,
+    private readonly budget: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  pathOf(key: string): string {
+    const d = createHash('sha256').update(key).digest('hex');
+    return join(this.dir, d.slice(0, 2), d.slice(2));
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    try {
+      return await readFile(this.pathOf(key));
+    } catch {
+      return null;
+    }
+  }
+
+  async set(key: string, value: Buffer): Promise<void> {
+    if (this.budget === 0) return;
+    const path = this.pathOf(key);
+    const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    try {
+      await mkdir(join(path, '..'), { recursive: true });
+      await writeFile(tmp, value);
+      await rename(tmp, path);
+    } catch (err) {
+      await unlink(tmp).catch(() => {});
+      this.onError(err);
+      return;
+    }
+    this.written += value.length;
+    // Scanning the tree is the expensive part: only after a tenth of the budget was written again.
+    if (this.written > this.budget / 10 && !this.pruning) {
+      this.written = 0;
+      this.pruning = prune(this.dir, this.budget)
+        .catch(this.onError)
+        .finally(() => {
+          this.pruning = null;
+        });
+    }
+  }
+
+  /** Waits for a running prune (tests, shutdown). */
+  async idle(): Promise<void> {
+    await this.pruning;
+  }
+}
+
+/** Deletes the oldest files (by mtime) until the tree holds at most 90% of `budget` bytes. */
+export async function prune(dir: string, budget: number): Promise<void> {
+  const files: { path: string; size: number; mtime: number }[] = [];
+  let total = 0;
+  let subdirs: string[];
+  try {
+    subdirs = await readdir(dir);
+  } catch {
+    return;
+  }
+  for (const sub of subdirs) {
+    let names: string[];
+    try {
+      names = await readdir(join(dir, sub));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const path = join(dir, sub, name);
+      try {
+        const st = await stat(path);
+        files.push({ path, size: st.size, mtime: st.mtimeMs });
+        total += st.size;
+      } catch {}
+    }
+  }
+  if (total <= budget) return;
+  files.sort((a, b) => a.mtime - b.mtime);
+  for (const f of files) {
+    if (total <= budget * 0.9) break;
+    await unlink(f.path).catch(() => {});
+    total -= f.size;
+  }
+}

@@ -1,0 +1,89 @@
+// Avatar utility: Gravatar-compatible image URLs served from uploads, an upstream mirror or our own
+// generators (issue 8). Wires the caches, the mirror, the blob-store uploads and the routes.
+import { join } from 'node:path';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceContext } from '../../infra/context.ts';
+import { DiskCache, prune } from './cache.ts';
+import { Mirror } from './mirror.ts';
+import { parseAllowList } from './redirect.ts';
+import { avatarRoutes } from './routes.ts';
+import { AvatarService } from './service.ts';
+import { Uploads } from './uploads.ts';
+
+const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
+  const cfg = ctx.config.avatar;
+  // Gravatar answers errors in plain text; the image routes answer 404s the same way.
+  app.envelopes.mount('/avatar', 'text');
+  const root = join(ctx.dataDir, 'avatar');
+  const log = ctx.logger.child({ svc: 'avatar' });
+
+  const served = ctx.metrics.counter('devutil_avatar_responses_total', 'avatar answers by source', [
+    'source',
+  ]);
+  const cache = ctx.metrics.counter('devutil_avatar_cache_total', 'rendered avatar lookups by layer', [
+    'layer',
+  ]);
+  const upstream = ctx.metrics.counter('devutil_avatar_upstream_total', 'upstream mirror fetches', [
+    'result',
+  ]);
+  const renderTime = ctx.metrics.histogram('devutil_avatar_render_seconds', 'time to render one avatar', []);
+
+  const mirror =
+    cfg.upstream === 'none'
+      ? null
+      : new Mirror({
+          upstream: cfg.upstream.replace(/\/+$/, ''),
+          size: cfg.upstreamSize,
+          timeoutMs: cfg.upstreamTimeoutMs,
+          maxBytes: cfg.upstreamMaxBytes,
+          maxPixels: cfg.maxInputPixels,
+          minTtlSec: cfg.mirrorMinTtlSec,
+          maxTtlSec: Math.max(cfg.mirrorMaxTtlSec, cfg.mirrorMinTtlSec),
+          staleSec: cfg.staleSec,
+          missTtlSec: cfg.missTtlSec,
+          errorTtlSec: cfg.errorTtlSec,
+          dir: join(root, 'mirror'),
+          logger: log,
+          userAgent: `devutil-avatar/${ctx.version}`,
+          onResult: (result) => upstream.inc({ result }),
+        });
+  // Looked up even with uploads switched off, so avatars stored earlier keep being served.
+  const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels);
+  const disk = new DiskCache(join(root, 'rendered'), cfg.diskCacheBytes, (err) =>
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
+  );
+  const svc = new AvatarService({
+    uploads,
+    mirror,
+    disk,
+    memBytes: cfg.memCacheBytes,
+    redirectRules: parseAllowList(cfg.redirectAllow),
+    maxPixels: cfg.maxInputPixels,
+    concurrency: cfg.renderConcurrency,
+    queue: cfg.renderQueue,
+    onCache: (layer) => cache.inc({ layer }),
+    onRender: (s) => renderTime.observe({}, s),
+  });
+
+  // Mirrored originals are pruned on a timer (rendered files prune themselves as they are written).
+  if (mirror) {
+    const timer = setInterval(() => {
+      prune(join(root, 'mirror'), cfg.diskCacheBytes).catch(() => {});
+    }, 10 * 60_000);
+    timer.unref();
+    app.addHook('onClose', async () => clearInterval(timer));
+  }
+  app.addHook('onClose', async () => disk.idle());
+
+  // Upload bodies: a raw image or a multipart form, buffered up to the upload limit (these parsers
+  // exist only inside this plugin).
+  const parser = { parseAs: 'buffer' as const, bodyLimit: cfg.uploadMaxBytes };
+  app.addContentTypeParser(/^image\/[a-z0-9.+-]+$/i, parser, (_req, body, done) => done(null, body));
+  app.addContentTypeParser(['application/octet-stream', 'multipart/form-data'], parser, (_req, body, done) =>
+    done(null, body),
+  );
+
+  avatarRoutes(app, ctx, svc, uploads, (source) => served.inc({ source }));
+};
+
+export default avatar;

@@ -1,0 +1,147 @@
+// GET/HEAD /avatar/<hash>[.ext] and /avatar/ (Gravatar's image URL), plus the operator's PUT and
+// DELETE for uploads. Thin: parsing is request.ts, the lookup order service.ts, storage uploads.ts.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import { checkAdmin, readUpload } from './admin.ts';
+import { QueueFull } from './queue.ts';
+import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
+import { parseHash } from './seed.ts';
+import type { AvatarService, Outcome } from './service.ts';
+import { UploadError, type Uploads } from './uploads.ts';
+
+export const MAX_SIZE = 2048;
+
+type Route = { Params: { file?: string }; Querystring: Record<string, unknown> };
+type Req = FastifyRequest<Route>;
+
+/** Weak comparison (RFC 9110 13.1.2), as If-None-Match requires. */
+function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
+}
+
+function notModified(req: Req, etag: string, lastModified: Date | null): boolean {
+  const inm = req.headers['if-none-match'];
+  if (inm !== undefined) return etagMatches(inm, etag);
+  const ims = req.headers['if-modified-since'];
+  if (!ims || !lastModified) return false;
+  const since = Date.parse(ims);
+  return !Number.isNaN(since) && Math.floor(lastModified.getTime() / 1000) * 1000 <= since;
+}
+
+export function avatarRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  svc: AvatarService,
+  uploads: Uploads | null,
+  served: (source: string) => void,
+): void {
+  const cfg = ctx.config.avatar;
+  const cacheControl = `max-age=${cfg.maxAgeSec}`;
+  const limit = ctx.limiter.hook('avatar', cfg.rateLimit);
+  const adminLimit = ctx.limiter.hook('avatar-admin', cfg.adminRateLimit);
+
+  async function send(req: Req, reply: FastifyReply, out: Outcome, name: string): Promise<unknown> {
+    reply.header('cache-control', cacheControl);
+    reply.header('expires', new Date(Date.now() + cfg.maxAgeSec * 1000).toUTCString());
+    reply.header('access-control-allow-origin', '*');
+    if (out.kind === 'not_found') {
+      served('not_found');
+      return reply.code(404).type('text/plain; charset=utf-8').send('404 Not Found\n');
+    }
+    if (out.kind === 'redirect') {
+      served('redirect');
+      return reply.code(302).header('location', out.location).send();
+    }
+    served(out.source);
+    reply.header('etag', out.etag);
+    if (out.lastModified) reply.header('last-modified', out.lastModified.toUTCString());
+    reply.header('x-avatar-source', out.source);
+    if (notModified(req, out.etag, out.lastModified)) return reply.code(304).send();
+    const body = await out.body();
+    const ext = out.contentType.slice('image/'.length).replace('jpeg', 'jpg');
+    reply.header('content-disposition', `inline; filename="${name}.${ext}"`);
+    return reply.code(200).type(out.contentType).send(body);
+  }
+
+  const get = async (req: Req, reply: FastifyReply) => {
+    const { hashText, format } = parseFile(req.params.file ?? '');
+    const q = parseQuery(hashText, format, req.query, { maxSize: MAX_SIZE, fallback: cfg.default });
+    const name = q.hash?.hex ?? 'avatar';
+    try {
+      return await send(req, reply, await svc.resolve(q), name);
+    } catch (err) {
+      if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
+      if (err instanceof AppError || q.force) throw err;
+      // A stored original that no longer decodes must not take the avatar down: serve the default.
+      req.log.warn({ err }, 'avatar source failed, serving the default');
+      return send(req, reply, await svc.resolve({ ...q, force: true }), name);
+    }
+  };
+  const config = { svc: 'avatar' };
+  for (const url of ['/avatar', '/avatar/', '/avatar/:file'])
+    app.get<Route>(url, { preHandler: limit, config }, get);
+
+  const target = (req: Req) => {
+    const parsed = parseHash(parseFile(req.params.file ?? '').hashText);
+    if (!parsed) throw badRequest('the path must end in an MD5 or SHA-256 hex hash');
+    return parsed;
+  };
+  const adminOnly = async (req: FastifyRequest) => {
+    if (!uploads || !cfg.adminToken) throw forbidden('uploads are disabled on this server');
+    checkAdmin(req.headers.authorization, cfg.adminToken);
+  };
+
+  app.put<Route>(
+    '/avatar/:file',
+    { preHandler: [adminLimit, adminOnly], config },
+    async (req: Req, reply) => {
+      const hash = target(req);
+      const { image, fields } = await readUpload(req.headers['content-type'], req.body);
+      const rawRating = (
+        fields['rating'] ??
+        fields['r'] ??
+        firstString(req.query['r'] ?? req.query['rating']) ??
+        'g'
+      ).toLowerCase();
+      if (!RATINGS.includes(rawRating as Rating)) throw badRequest('rating must be one of g, pg, r, x');
+      const email = fields['email'] ?? firstString(req.headers['x-avatar-email']) ?? null;
+      try {
+        const stored = await uploads!.put(hash.hex, hash.kind, email, image, rawRating as Rating);
+        req.log.info(
+          { sha256: stored.sha256, rating: stored.rating, width: stored.width },
+          'avatar uploaded',
+        );
+        return reply.code(201).send({
+          sha256: stored.sha256,
+          md5: stored.md5,
+          rating: stored.rating,
+          size: stored.width,
+          url: `${ctx.urls.avatar}/avatar/${hash.hex}`,
+        });
+      } catch (err) {
+        if (err instanceof UploadError) throw badRequest(err.message, 'BAD_IMAGE');
+        throw err;
+      }
+    },
+  );
+
+  app.delete<Route>(
+    '/avatar/:file',
+    { preHandler: [adminLimit, adminOnly], config },
+    async (req: Req, reply) => {
+      const hash = target(req);
+      if (!(await uploads!.delete(hash.hex, hash.kind))) throw notFound('no uploaded avatar for this hash');
+      req.log.info({ hash: hash.hex }, 'avatar deleted');
+      return reply.code(204).send();
+    },
+  );
+}
+
+function firstString(v: unknown): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  return typeof s === 'string' && s !== '' ? s : undefined;
+}

@@ -1,0 +1,155 @@
+// The lookup order of issue 8 / spec §7, framework-free: forced default -> uploaded here (if the
+// rating allows) -> mirrored upstream -> the default (404, an allow-listed 302, or a generator).
+// Rendered bytes are cached by (source version, size, format); the ETag is derived from that key,
+// so a conditional request is answered without rendering anything.
+import { createHash } from 'node:crypto';
+import { type DiskCache, MemoryLru } from './cache.ts';
+import { GENERATORS } from './gen/index.ts';
+import type { Mirror } from './mirror.ts';
+import { Semaphore } from './queue.ts';
+import { allowedRedirect, type parseAllowList } from './redirect.ts';
+import { MIME, renderArt, resizeImage } from './render.ts';
+import { type AvatarQuery, ratingAllows } from './request.ts';
+import { Seed } from './seed.ts';
+import type { Uploads } from './uploads.ts';
+
+/** Bump when any generator or encoder changes its output: it is part of every ETag and cache key. */
+export const RENDER_REV = 1;
+
+export type Source = 'upload' | 'mirror' | 'generated';
+
+export type Outcome =
+  | {
+      kind: 'image';
+      source: Source;
+      etag: string;
+      contentType: string;
+      lastModified: Date | null;
+      /** Renders (or reads from cache) the bytes; skipped for 304s. */
+      body(): Promise<Buffer>;
+    }
+  | { kind: 'redirect'; location: string }
+  | { kind: 'not_found' };
+
+export interface ServiceDeps {
+  uploads: Uploads | null;
+  mirror: Mirror | null;
+  disk: DiskCache;
+  memBytes: number;
+  redirectRules: ReturnType<typeof parseAllowList>;
+  maxPixels: number;
+  concurrency: number;
+  queue: number;
+  onCache?: (layer: 'memory' | 'disk' | 'render') => void;
+  onRender?: (seconds: number) => void;
+}
+
+export class AvatarService {
+  private mem: MemoryLru;
+  private sem: Semaphore;
+  private inflight = new Map<string, Promise<Buffer>>();
+
+  constructor(private readonly d: ServiceDeps) {
+    this.mem = new MemoryLru(d.memBytes);
+    this.sem = new Semaphore(d.concurrency, d.queue);
+  }
+
+  async resolve(q: AvatarQuery): Promise<Outcome> {
+    if (q.hash && !q.force) {
+      const up = this.d.uploads ? await this.d.uploads.find(q.hash.hex, q.hash.kind) : null;
+      if (up && ratingAllows(q.rating, up.rating)) {
+        const uploads = this.d.uploads!;
+        return this.image(q, 'upload', `up:${up.sha256}:${up.version}`, up.lastModified, () =>
+          uploads.load(up),
+        );
+      }
+      // A rated-out upload means "show the default", not "ask the upstream instead".
+      if (!up && this.d.mirror && q.mirror) {
+        const hit = await this.d.mirror.find(q.hash.hex, q.rating);
+        if (hit)
+          return this.image(
+            q,
+            'mirror',
+            `mi:${q.hash.hex}:${q.rating}:${hit.version}`,
+            hit.lastModified,
+            () => hit.load(),
+          );
+      }
+    }
+    const def = q.default;
+    if (def.kind === '404') return { kind: 'not_found' };
+    if (def.kind === 'url') {
+      const location = allowedRedirect(def.url, this.d.redirectRules);
+      if (location) return { kind: 'redirect', location };
+    }
+    // An off-list d=<url> gets the configured default, never a fetch or a redirect.
+    const name = def.kind === 'generate' ? def.name : q.fallback;
+    const gen = GENERATORS[name];
+    const extra = name === 'initials' ? `:${q.initials}` : '';
+    const key = `gen:${name}:${q.seedText}${extra}`;
+    return this.cached(q, 'generated', key, null, () =>
+      renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format),
+    );
+  }
+
+  private image(
+    q: AvatarQuery,
+    source: Source,
+    versionKey: string,
+    lastModified: Date,
+    original: () => Promise<Buffer>,
+  ): Outcome {
+    return this.cached(q, source, versionKey, lastModified, async () =>
+      resizeImage(await original(), q.size, q.format, this.d.maxPixels),
+    );
+  }
+
+  private cached(
+    q: AvatarQuery,
+    source: Source,
+    versionKey: string,
+    lastModified: Date | null,
+    render: () => Promise<Buffer>,
+  ): Outcome {
+    const key = `${RENDER_REV}|${versionKey}|${q.size}|${q.format}`;
+    const etag = `"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
+    return {
+      kind: 'image',
+      source,
+      etag,
+      contentType: MIME[q.format],
+      lastModified: lastModified && !Number.isNaN(lastModified.getTime()) ? lastModified : null,
+      body: () => this.bytes(key, render),
+    };
+  }
+
+  private async bytes(key: string, render: () => Promise<Buffer>): Promise<Buffer> {
+    const hot = this.mem.get(key);
+    if (hot) {
+      this.d.onCache?.('memory');
+      return hot;
+    }
+    let p = this.inflight.get(key);
+    if (!p) {
+      p = this.load(key, render).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
+  private async load(key: string, render: () => Promise<Buffer>): Promise<Buffer> {
+    const disk = await this.d.disk.get(key);
+    if (disk) {
+      this.d.onCache?.('disk');
+      this.mem.set(key, disk);
+      return disk;
+    }
+    this.d.onCache?.('render');
+    const started = process.hrtime.bigint();
+    const out = await this.sem.run(render);
+    this.d.onRender?.(Number(process.hrtime.bigint() - started) / 1e9);
+    this.mem.set(key, out);
+    void this.d.disk.set(key, out);
+    return out;
+  }
+}

@@ -1,0 +1,150 @@
+// Avatars uploaded here (issue 8 "Uploaded here"), kept in the shared blob store. The image lives
+// at avatars/<sha256> (normalised: square crop, at most 2048 px, EXIF stripped, re-encoded) and an
+// MD5 lookup goes through a tiny alias blob at avatars/<md5> naming that SHA-256. An upload by MD5
+// alone (no address given) gets the stand-in key sha256("md5:" + md5), so the layout stays one.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import sharp, { type Metadata, type OutputInfo } from 'sharp';
+import type { BlobStore } from '../../infra/blob-store.ts';
+import type { Rating } from './request.ts';
+import { emailHashes, type HashKind } from './seed.ts';
+
+export const MAX_SIDE = 2048;
+/** Lookups are remembered this long: it bounds how stale another instance's view can be. */
+const LOOKUP_TTL_MS = 10_000;
+const LOOKUP_MAX = 20_000;
+
+export interface UploadRef {
+  sha256: string;
+  rating: Rating;
+  version: string;
+  lastModified: Date;
+}
+
+export interface StoredUpload extends UploadRef {
+  md5: string | null;
+  width: number;
+}
+
+export class UploadError extends Error {}
+
+export class Uploads {
+  private memo = new Map<string, { ref: UploadRef | null; until: number }>();
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly maxPixels: number,
+  ) {}
+
+  async find(hex: string, kind: HashKind): Promise<UploadRef | null> {
+    const now = Date.now();
+    const m = this.memo.get(hex);
+    if (m && m.until > now) return m.ref;
+    let sha = hex;
+    if (kind === 'md5') {
+      const alias = await this.blobs.head(`avatars/${hex}`);
+      sha = alias?.meta['sha256'] ?? '';
+    }
+    const info = sha ? await this.blobs.head(`avatars/${sha}`) : null;
+    const ref: UploadRef | null = info
+      ? {
+          sha256: sha,
+          rating: (info.meta['rating'] as Rating | undefined) ?? 'g',
+          version: `${info.lastModified.getTime()}-${info.size}`,
+          lastModified: info.lastModified,
+        }
+      : null;
+    this.memo.delete(hex);
+    this.memo.set(hex, { ref, until: now + LOOKUP_TTL_MS });
+    if (this.memo.size > LOOKUP_MAX) this.memo.delete(this.memo.keys().next().value as string);
+    return ref;
+  }
+
+  async load(ref: UploadRef): Promise<Buffer> {
+    const got = await this.blobs.get(`avatars/${ref.sha256}`);
+    if (!got) throw new UploadError('uploaded avatar vanished');
+    const chunks: Buffer[] = [];
+    for await (const c of got.body) chunks.push(c as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  /** Normalises and stores an image for a hash (and, when given, both hashes of the address). */
+  async put(
+    hex: string,
+    kind: HashKind,
+    email: string | null,
+    input: Buffer,
+    rating: Rating,
+  ): Promise<StoredUpload> {
+    let md5: string | null = kind === 'md5' ? hex : null;
+    let sha = kind === 'sha256' ? hex : null;
+    if (email !== null) {
+      const h = emailHashes(email);
+      if (h[kind] !== hex) throw new UploadError('the address does not match the hash in the path');
+      md5 = h.md5;
+      sha = h.sha256;
+    }
+    sha ??= createHash('sha256').update(`md5:${md5}`).digest('hex');
+    const { data, info } = await normalise(input, this.maxPixels);
+    const meta: Record<string, string> = { rating, width: String(info.width), type: 'image/webp' };
+    if (md5) meta['md5'] = md5;
+    const stored = await this.blobs.put(`avatars/${sha}`, Readable.from([data]), meta);
+    if (md5) await this.blobs.put(`avatars/${md5}`, Readable.from([Buffer.alloc(0)]), { sha256: sha });
+    this.forget(sha, md5);
+    return {
+      sha256: sha,
+      md5,
+      rating,
+      width: info.width,
+      version: `${stored.lastModified.getTime()}-${stored.size}`,
+      lastModified: stored.lastModified,
+    };
+  }
+
+  /** Removes the image and its MD5 alias; true if there was one. */
+  async delete(hex: string, kind: HashKind): Promise<boolean> {
+    let sha = hex;
+    let md5: string | null = kind === 'md5' ? hex : null;
+    if (kind === 'md5') {
+      const alias = await this.blobs.head(`avatars/${hex}`);
+      sha = alias?.meta['sha256'] ?? '';
+    }
+    const info = sha ? await this.blobs.head(`avatars/${sha}`) : null;
+    md5 ??= info?.meta['md5'] ?? null;
+    const removed = sha ? await this.blobs.delete(`avatars/${sha}`) : false;
+    const aliasRemoved = md5 ? await this.blobs.delete(`avatars/${md5}`) : false;
+    this.forget(sha, md5);
+    return removed || aliasRemoved;
+  }
+
+  private forget(sha: string, md5: string | null): void {
+    this.memo.delete(sha);
+    if (md5) this.memo.delete(md5);
+  }
+}
+
+/** Square centre crop (attention-weighted), at most MAX_SIDE, orientation applied, metadata gone. */
+export async function normalise(
+  input: Buffer,
+  maxPixels: number,
+): Promise<{ data: Buffer; info: OutputInfo }> {
+  let meta: Metadata;
+  try {
+    meta = await sharp(input, { limitInputPixels: maxPixels }).metadata();
+  } catch {
+    throw new UploadError('not an image this service can read');
+  }
+  if (!['jpeg', 'png', 'gif', 'webp', 'avif', 'heif', 'tiff'].includes(meta.format ?? ''))
+    throw new UploadError('unsupported image format; use PNG, JPEG, GIF or WebP');
+  const side = Math.min(meta.width ?? 0, meta.height ?? 0, MAX_SIDE);
+  if (side < 1) throw new UploadError('image has no pixels');
+  try {
+    return await sharp(input, { limitInputPixels: maxPixels, failOn: 'error' })
+      .rotate()
+      .resize(side, side, { fit: 'cover', position: 'attention' })
+      .webp({ quality: 92, alphaQuality: 100 })
+      .toBuffer({ resolveWithObject: true });
+  } catch {
+    throw new UploadError('image could not be decoded');
+  }
+}
