@@ -3,30 +3,86 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
+import { relayBackground } from '../../src/relay/index.ts';
 import { SERVICES } from '../../src/services/index.ts';
 import { decode64 } from '../../web/src/plantuml-encode.ts';
-import { type Running, startTestServer } from '../helpers/server.ts';
+import { freePort } from '../helpers/ports.ts';
+import { type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { type Browser, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
 const has = (name: string) => SERVICES.some((s) => s.name === name);
 const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay'];
+const BOT_KEY = '123456:AAE-WEB-e2e-secret-key-0123456789';
+
+/** A minimal Telegram Bot API stand-in: records sendMessage calls and answers like Telegram. */
+function fakeTelegram(): Promise<{ server: Server; url: string; calls: Record<string, unknown>[] }> {
+  const calls: Record<string, unknown>[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      const params = JSON.parse(body || '{}') as Record<string, unknown>;
+      calls.push({ path: req.url, ...params });
+      const ok = req.url === `/bot${BOT_KEY}/sendMessage`;
+      res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(
+          ok
+            ? {
+                ok: true,
+                result: {
+                  message_id: 7,
+                  from: { id: 123456, is_bot: true, first_name: 'Web', username: 'web_bot' },
+                  chat: { id: Number(params['chat_id']), type: 'private', first_name: 'Ada' },
+                  date: 1_700_000_000,
+                  text: params['text'],
+                },
+              }
+            : { ok: false, error_code: 401, description: 'Unauthorized' },
+        ),
+      );
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls }),
+    ),
+  );
+}
 
 describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
   let srv: Running;
   let browser: Browser;
+  let telegram: Awaited<ReturnType<typeof fakeTelegram>>;
+  let relay: { close(): Promise<void> } | null = null;
   before(async () => {
-    srv = await startTestServer();
+    telegram = await fakeTelegram();
+    const overrides: Overrides = {
+      telegram: { apiBase: telegram.url },
+      relay: { port: await freePort(), statusPort: 0, host: '127.0.0.1' },
+    };
+    // No outside internet in tests: the avatar service must not wait for the real Gravatar.
+    if (has('avatar')) overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
+    srv = await startTestServer({ overrides });
+    if (srv.app.hasRoute({ method: 'GET', url: '/rest/api/v1/relay' }))
+      relay = await relayBackground.start(srv.app.ctx);
     browser = await launch();
   });
   after(async () => {
     await browser?.close();
+    await relay?.close();
     await srv?.close();
+    telegram?.server.close();
   });
 
   async function open(): Promise<{ page: Page; errors: string[] }> {
@@ -46,6 +102,10 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     // The script ran: copy buttons are revealed and the JS-only buttons enabled.
     assert.equal(await page.locator('html.js').count(), 1);
     assert.equal(await page.locator('#ip-refresh').isEnabled(), true);
+    if (has('image')) {
+      const w = await page.locator('#image-preview').evaluate((i) => (i as HTMLImageElement).naturalWidth);
+      assert.equal(w, 640, 'the random image preview loaded');
+    }
     mkdirSync(OUT, { recursive: true });
     await page.screenshot({ path: join(OUT, 'web-home.png'), fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
@@ -203,6 +263,57 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.waitForFunction(() =>
       (document.getElementById('uml-txt')?.textContent ?? '').includes('User'),
     );
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+  it('sends a message through the relay form and keeps the bot key out of URLs and storage', async (t) => {
+    if (!has('telegram')) return t.skip('telegram service not registered yet');
+    const { page, errors } = await open();
+    const urls: string[] = [];
+    page.on('request', (r) => urls.push(r.url()));
+    await page.fill('#tg-key', BOT_KEY);
+    await page.fill('#tg-chat', '4242');
+    await page.fill('#tg-text', 'Deploy done (100%)!');
+    await page.click('#tg-send');
+    await page.waitForFunction(() => document.getElementById('tg-status')?.dataset['kind'] === 'ok');
+    const reply = JSON.parse((await page.textContent('#tg-json')) ?? '{}');
+    assert.equal(reply.status, 1);
+    assert.equal(reply.data.message_id, 7);
+    const call = telegram.calls.at(-1);
+    assert.equal(call?.['chat_id'], '4242');
+    assert.equal(call?.['parse_mode'], 'MarkdownV2');
+    assert.equal(call?.['text'], 'Deploy done \\(100%\\)\\!', 'escaped for MarkdownV2');
+    for (const u of urls) assert.doesNotMatch(u, /WEB-e2e-secret-key/);
+    const stored = await page.evaluate(
+      () =>
+        JSON.stringify({ ...localStorage }) +
+        JSON.stringify({ ...sessionStorage }) +
+        document.cookie +
+        location.href,
+    );
+    assert.doesNotMatch(stored, /WEB-e2e-secret-key/);
+    await page.fill('#tg-key', '999:AAE-wrong-key-0123456789abcdef');
+    await page.click('#tg-send');
+    await page.waitForFunction(() => document.getElementById('tg-status')?.dataset['kind'] === 'error');
+    assert.match((await page.textContent('#tg-status')) ?? '', /401.*Unauthorized/);
+    // The 401 is the expected answer here; only that one resource error may appear.
+    assert.deepEqual(
+      errors.filter((e) => !/status of 401/.test(e)),
+      [],
+    );
+    await page.close();
+  });
+
+  it('shows the relay URI and live status', async (t) => {
+    if (!relay) return t.skip('relay status route not registered yet');
+    const { page, errors } = await open();
+    await page.waitForFunction(() => document.getElementById('relay-status')?.dataset['kind'] === 'ok');
+    const uri = await page.inputValue('#relay-uri');
+    const api = (await (await fetch(`${srv.url}/rest/api/v1/relay`)).json()) as { data: { uri: string } };
+    assert.equal(uri, api.data.uri);
+    assert.match(uri, /^relay:\/\/127\.0\.0\.1:\d+\/\?id=[A-Z0-9-]{63}/);
+    assert.equal(await page.textContent('#relay-sessions'), '0');
+    assert.match((await page.textContent('#relay-bytes')) ?? '', /^\d/);
     assert.deepEqual(errors, []);
     await page.close();
   });
