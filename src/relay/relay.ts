@@ -58,6 +58,11 @@ function invitationAddress(host: string): Buffer {
   return Buffer.alloc(0);
 }
 
+/** relay://<host>:<port>/?id=<DEVICE_ID> (IPv6 hosts bracketed). */
+export function relayUri(host: string, port: number, deviceId: string): string {
+  return `relay://${isIP(host) === 6 ? `[${host}]` : host}:${port}/?id=${deviceId}`;
+}
+
 export class Relay implements Hub {
   readonly joined = new Map<string, ProtocolConn>();
   readonly conns = new Set<ProtocolConn>();
@@ -138,9 +143,7 @@ export class Relay implements Hub {
   }
 
   get uri(): string {
-    const h = this.settings.publicHost;
-    const host = isIP(h) === 6 ? `[${h}]` : h;
-    return `relay://${host}:${this.invitationPort}/?id=${this.identity.deviceId}`;
+    return relayUri(this.settings.publicHost, this.invitationPort, this.identity.deviceId);
   }
 
   /** Protocol connections plus active pipe directions over the configured maximum (digest §8). */

@@ -7,6 +7,7 @@ import image from './image/index.ts';
 import ip from './ip/index.ts';
 import plantuml from './plantuml/index.ts';
 import proxy from './proxy/index.ts';
+import relay from './relay/index.ts';
 import telegram from './telegram/index.ts';
 import web from './web/index.ts';
 
@@ -17,6 +18,7 @@ export const SERVICES: ServiceDef[] = [
   { name: 'telegram', plugin: telegram },
   { name: 'plantuml', plugin: plantuml },
   { name: 'image', plugin: image },
+  { name: 'relay', plugin: relay },
   { name: 'avatar', plugin: avatar },
   // web stays LAST: its home page shows the utilities registered before it.
   { name: 'web', plugin: web },

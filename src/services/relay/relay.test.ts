@@ -1,0 +1,57 @@
+// GET /rest/api/v1/relay without an in-process relay: 503 before the identity exists, then the URI
+// from the stored identity; v1 envelopes for errors and wrong methods.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildTestServer } from '../../../test/helpers/server.ts';
+import { loadOrCreateIdentity } from '../../relay/identity.ts';
+
+describe('relay HTTP endpoint (relay in another worker)', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({
+      overrides: {
+        server: { publicUrl: 'https://dev.example.org' },
+        relay: { port: 22067, statusPort: 0 },
+      },
+    });
+  });
+  after(() => app.close());
+
+  it('answers 503 in the v1 envelope until the relay identity exists', async () => {
+    const res = await app.inject({ method: 'GET', url: '/rest/api/v1/relay' });
+    assert.equal(res.statusCode, 503);
+    assert.deepEqual(res.json(), {
+      status: 0,
+      message: 'the relay has not created its identity yet',
+      data: null,
+    });
+  });
+
+  it('then serves relay://<public host>:<port>/?id=<device ID> from the stored identity', async () => {
+    const id = loadOrCreateIdentity(app.ctx.dataDir);
+    const res = await app.inject({ method: 'GET', url: '/rest/api/v1/relay' });
+    assert.equal(res.statusCode, 200);
+    const body = res.json();
+    assert.equal(body.status, 1);
+    assert.equal(body.data.uri, `relay://dev.example.org:22067/?id=${id.deviceId}`);
+    assert.equal(body.data.running, false);
+    assert.equal(body.data.stats, null);
+    assert.match(body.data.note, /another worker/);
+  });
+
+  const hostile: [string, string, number][] = [
+    ['POST', '/rest/api/v1/relay', 405],
+    ['DELETE', '/rest/api/v1/relay', 405],
+    ['GET', '/rest/api/v1/relay/../../etc/passwd', 404],
+    ['GET', '/rest/api/v1/relay/%00', 404],
+  ];
+  for (const [method, url, code] of hostile) {
+    it(`answers ${method} ${url} with ${code} in the v1 envelope`, async () => {
+      const res = await app.inject({ method: method as 'GET', url });
+      assert.equal(res.statusCode, code);
+      assert.equal(res.json().status, 0);
+      assert.doesNotMatch(res.body, /\/tmp|at .*\.ts/);
+    });
+  }
+});
