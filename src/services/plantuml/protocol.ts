@@ -1,0 +1,106 @@
+// The worker's length-prefixed protocol (java/DevutilPlantumlWorker.java): request frames out,
+// reply frames in, parsed incrementally from the child's stdout.
+
+export type Op = 'render' | 'map' | 'check' | 'language' | 'info';
+
+export interface WorkerRequest {
+  op: Op;
+  /** png, svg, txt (Unicode art), atxt, eps, epstext, pdf. */
+  format?: string;
+  index?: number;
+  dark?: boolean;
+  source?: string;
+}
+
+export interface DiagramError {
+  /** 0-based line counted from @startuml, like plantuml-server. */
+  line: number;
+  message: string;
+}
+
+export interface WorkerReply {
+  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception';
+  description?: string;
+  errors: DiagramError[];
+  width?: number;
+  height?: number;
+  exception?: string;
+  /** Engine facts (hello and info replies). */
+  version?: string;
+  compileTime?: number;
+  java?: string;
+  body: Buffer;
+}
+
+export function encodeRequest(r: WorkerRequest): Buffer {
+  const clean = (s: string) => s.replace(/[\t\n]/g, ' ');
+  const head = [r.op, clean(r.format ?? 'png'), String(r.index ?? 0), r.dark ? '1' : '0'].join('\t');
+  const payload = Buffer.from(`${head}\n${r.source ?? ''}`, 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(payload.length);
+  return Buffer.concat([len, payload]);
+}
+
+const STATUSES = new Set(['ok', 'error', 'nodiagram', 'badindex', 'exception']);
+
+export function parseReply(frame: Buffer): WorkerReply {
+  const metaLen = frame.readUInt32BE(0);
+  const meta = frame.subarray(4, 4 + metaLen).toString('utf8');
+  const reply: WorkerReply = { status: 'exception', errors: [], body: frame.subarray(4 + metaLen) };
+  for (const line of meta.split('\n')) {
+    const tab = line.indexOf('\t');
+    if (tab === -1) continue;
+    const key = line.slice(0, tab);
+    const value = line.slice(tab + 1);
+    switch (key) {
+      case 'status':
+        if (STATUSES.has(value)) reply.status = value as WorkerReply['status'];
+        break;
+      case 'error': {
+        // "<line> <message>": the worker flattens tabs in values to spaces.
+        const m = /^(-?\d+) (.*)$/.exec(value);
+        reply.errors.push({ line: m ? Number(m[1]) : 0, message: m ? m[2]! : value });
+        break;
+      }
+      case 'width':
+      case 'height':
+      case 'compileTime':
+        reply[key] = Number(value);
+        break;
+      case 'description':
+      case 'exception':
+      case 'version':
+      case 'java':
+        reply[key] = value;
+        break;
+    }
+  }
+  return reply;
+}
+
+/** Splits a byte stream into frames; `push` returns every frame completed by the chunk. */
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly maxFrame: number) {}
+
+  push(chunk: Buffer): Buffer[] {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    const frames: Buffer[] = [];
+    for (;;) {
+      if (this.size < 4) break;
+      let buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+      this.chunks = [buf];
+      const len = buf.readUInt32BE(0);
+      if (len > this.maxFrame) throw new Error(`worker frame too large: ${len}`);
+      if (this.size < 4 + len) break;
+      frames.push(buf.subarray(4, 4 + len));
+      buf = buf.subarray(4 + len);
+      this.chunks = buf.length ? [buf] : [];
+      this.size = buf.length;
+    }
+    return frames;
+  }
+}

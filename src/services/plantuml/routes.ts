@@ -1,0 +1,135 @@
+// plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), plus Kroki's
+// routes for Kroki clients. Thin: decode -> engine -> diagram-reply.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { badRequest, notFound } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import { httpError, sendDiagram } from './diagram-reply.ts';
+import { DecodeError, decodeDiagram, encodeDiagram, normalizeSource } from './encoding.ts';
+import type { PlantumlEngine } from './engine.ts';
+import { formatFromAccept, formatOf } from './formats.ts';
+
+type Params = { fmt: string; index?: string; encoded?: string };
+
+const MAX_INDEX = 10_000;
+
+export function decodeOrThrow(encoded: string, maxBytes: number): string {
+  try {
+    return normalizeSource(decodeDiagram(encoded, maxBytes));
+  } catch (err) {
+    if (err instanceof DecodeError) throw badRequest(err.message, 'BAD_ENCODING');
+    throw err;
+  }
+}
+
+function bodyText(body: unknown, maxBytes: number): string {
+  if (!Buffer.isBuffer(body) || body.length === 0)
+    throw badRequest('send the diagram text as the request body');
+  if (body.length > maxBytes) throw badRequest('diagram source is too large', 'TOO_LARGE');
+  return body.toString('utf8'); // UTF-8 whatever the charset says (digest section 1 quirk fixed)
+}
+
+function parseIndex(s: string | undefined): number {
+  if (s === undefined) return 0;
+  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX) throw notFound('no such diagram route');
+  return Number(s);
+}
+
+export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
+  const cfg = ctx.config.plantuml;
+  const preHandler = ctx.limiter.hook('plantuml', cfg.rateLimit);
+  const opts = { cacheHeaders: cfg.cacheHeaders };
+  const hide = { hide: true };
+
+  // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit: cfg.maxSourceBytes + 64 * 1024 },
+    (_r, b, done) => done(null, b),
+  );
+
+  async function diagram(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, source: string) {
+    const { fmt: word, index } = req.params;
+    const mapper = req.headers['x-preferred-color-mapper'];
+    const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
+    if (!fmt) throw notFound(`unknown format ${word.slice(0, 40)}`);
+    const idx = parseIndex(index);
+    reply.header('access-control-allow-origin', '*');
+    if (fmt.op === 'check') {
+      let line: string;
+      try {
+        line = await engine.check(source);
+      } catch (err) {
+        throw httpError(err);
+      }
+      return reply.type(fmt.contentType).send(line);
+    }
+    return sendDiagram(req, reply, engine, fmt, idx, source, opts);
+  }
+
+  const get = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
+    diagram(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes));
+  const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
+    diagram(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
+
+  const schema = { ...hide };
+  app.get<{ Params: Params }>('/plantuml/:fmt/:encoded', { preHandler, schema }, get);
+  app.get<{ Params: Params }>('/plantuml/:fmt/:index/:encoded', { preHandler, schema }, get);
+  app.post<{ Params: Params }>('/plantuml/:fmt', { preHandler, schema }, post);
+  app.post<{ Params: Params }>('/plantuml/:fmt/:index', { preHandler, schema }, post);
+
+  // /coder: text <-> encoded, no cache headers.
+  app.get<{ Params: { encoded: string } }>('/plantuml/coder/:encoded', { schema }, async (req, reply) => {
+    reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+    return decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+  });
+  app.post('/plantuml/coder', { schema }, async (req, reply) => {
+    reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+    return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
+  });
+
+  app.get('/plantuml/language', { preHandler, schema }, async (_req, reply) => {
+    let text: string;
+    try {
+      text = await engine.language();
+    } catch (err) {
+      throw httpError(err);
+    }
+    // [quirk] the server's content type for /language.
+    return reply.header('access-control-allow-origin', '*').type('text/text').send(text);
+  });
+
+  // Kroki: GET /plantuml/{fmt}/{deflate+base64url} is served above (the decoder falls back to
+  // Kroki's encoding); a Kroki client whose base URL is ours/plantuml adds one more segment.
+  const kroki = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, source: string) => {
+    const fmt = formatOf(req.params.fmt, undefined, true);
+    if (fmt?.op !== 'render') throw notFound(`unknown format ${req.params.fmt.slice(0, 40)}`);
+    return sendDiagram(req, reply, engine, fmt, 0, source, { ...opts, kroki: true });
+  };
+  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', { preHandler, schema }, (req, reply) =>
+    kroki(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes)),
+  );
+  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', { preHandler, schema }, (req, reply) =>
+    kroki(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
+  );
+  app.post('/plantuml/plantuml', { preHandler, schema }, (req, reply) => {
+    const r = req as FastifyRequest<{ Params: Params }>;
+    r.params.fmt = formatFromAccept(req.headers.accept);
+    return kroki(r, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
+  });
+  // Kroki's POST / with JSON {diagram_source, diagram_type, output_format}.
+  app.post('/plantuml/', { preHandler, schema }, (req, reply) => {
+    let json: { diagram_source?: unknown; diagram_type?: unknown; output_format?: unknown };
+    try {
+      json = JSON.parse(bodyText(req.body, cfg.maxSourceBytes));
+    } catch {
+      throw badRequest('expected JSON {"diagram_source", "diagram_type", "output_format"}');
+    }
+    if (typeof json.diagram_source !== 'string') throw badRequest('diagram_source must be a string');
+    if (json.diagram_type !== undefined && json.diagram_type !== 'plantuml')
+      throw badRequest('only diagram_type "plantuml" is served here');
+    const r = req as FastifyRequest<{ Params: Params }>;
+    r.params.fmt = typeof json.output_format === 'string' ? json.output_format : 'svg';
+    return kroki(r, reply, normalizeSource(json.diagram_source));
+  });
+}

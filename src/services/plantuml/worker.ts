@@ -1,0 +1,158 @@
+// One warm JVM running the worker entry point. It is its own process group, so a kill on timeout
+// also ends the `dot` children it spawned (digest section 6: only killing stops a runaway render).
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { delimiter } from 'node:path';
+import { minimalEnv, WORKER_CLASS } from './java.ts';
+import { encodeRequest, FrameReader, parseReply, type WorkerReply, type WorkerRequest } from './protocol.ts';
+
+export interface WorkerOptions {
+  java: string;
+  jar: string;
+  classDir: string;
+  heapBytes: number;
+  /** The profile the engine runs (see engineProfile). */
+  profile: string;
+  urlAllowlist: readonly string[];
+  limitSize: number;
+  onStderr?: (line: string) => void;
+}
+
+export class WorkerExited extends Error {
+  constructor(
+    readonly code: number | null,
+    readonly signal: string | null,
+  ) {
+    super(`worker exited (code ${code}, signal ${signal})`);
+  }
+}
+
+/**
+ * Our INTERNET means the official server's profile with URL includes confined to the allow-list
+ * (issue 7); the engine's own INTERNET lets any named host on ports 80/443 through, and its
+ * ALLOWLIST profile is exactly "local files no, URLs only allow-listed, stdlib yes".
+ */
+export function engineProfile(profile: string): string {
+  return profile === 'INTERNET' ? 'ALLOWLIST' : profile;
+}
+
+export function javaArgs(o: WorkerOptions): string[] {
+  return [
+    `-Xmx${Math.floor(o.heapBytes / (1024 * 1024))}m`,
+    '-Xss8m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=4',
+    '-Djava.awt.headless=true',
+    '-Dfile.encoding=UTF-8',
+    // System properties must come before the main class, or the engine takes them as defines.
+    `-DPLANTUML_SECURITY_PROFILE=${engineProfile(o.profile)}`,
+    `-DPLANTUML_LIMIT_SIZE=${o.limitSize}`,
+    `-Dplantuml.allowlist.url=${o.urlAllowlist.join(';')}`,
+    '-cp',
+    `${o.jar}${delimiter}${o.classDir}`,
+    WORKER_CLASS,
+  ];
+}
+
+export class JavaWorker {
+  readonly proc: ChildProcessWithoutNullStreams;
+  /** Resolves with the hello frame (engine version, build time) once the JVM is warm enough to take work. */
+  readonly ready: Promise<WorkerReply>;
+  private pending: { resolve: (r: WorkerReply) => void; reject: (e: Error) => void } | null = null;
+  private exited: WorkerExited | null = null;
+  private exitListeners: ((e: WorkerExited) => void)[] = [];
+
+  constructor(o: WorkerOptions) {
+    this.proc = spawn(o.java, javaArgs(o), { detached: true, env: minimalEnv(), stdio: 'pipe' });
+    const reader = new FrameReader(256 * 1024 * 1024);
+    let helloResolve: (r: WorkerReply) => void = () => {};
+    let helloReject: (e: Error) => void = () => {};
+    this.ready = new Promise((res, rej) => {
+      helloResolve = res;
+      helloReject = rej;
+    });
+    this.ready.catch(() => {});
+    let hello = true;
+    this.proc.stdout.on('data', (chunk: Buffer) => {
+      let frames: Buffer[];
+      try {
+        frames = reader.push(chunk);
+      } catch {
+        this.kill();
+        return;
+      }
+      for (const f of frames) {
+        const reply = parseReply(f);
+        if (hello) {
+          hello = false;
+          helloResolve(reply);
+          continue;
+        }
+        const p = this.pending;
+        this.pending = null;
+        p?.resolve(reply);
+      }
+    });
+    let errBuf = '';
+    this.proc.stderr.on('data', (d: Buffer) => {
+      errBuf += d.toString();
+      const lines = errBuf.split('\n');
+      errBuf = lines.pop() ?? '';
+      if (errBuf.length > 8192) errBuf = '';
+      for (const l of lines) if (l.trim()) o.onStderr?.(l.slice(0, 500));
+    });
+    this.proc.stdin.on('error', () => {}); // EPIPE after a crash: the exit handler reports it
+    const onGone = (code: number | null, signal: string | null) => {
+      if (this.exited) return;
+      this.exited = new WorkerExited(code, signal);
+      helloReject(this.exited);
+      const p = this.pending;
+      this.pending = null;
+      p?.reject(this.exited);
+      for (const l of this.exitListeners) l(this.exited);
+    };
+    this.proc.on('exit', onGone);
+    this.proc.on('error', (err) => {
+      helloReject(err);
+      onGone(null, null);
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  get alive(): boolean {
+    return this.exited === null;
+  }
+
+  onExit(fn: (e: WorkerExited) => void): void {
+    if (this.exited) fn(this.exited);
+    else this.exitListeners.push(fn);
+  }
+
+  /** Sends one request; the caller (the pool) never overlaps requests on one worker. */
+  request(req: WorkerRequest): Promise<WorkerReply> {
+    if (this.exited) return Promise.reject(this.exited);
+    if (this.pending) return Promise.reject(new Error('worker busy'));
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.proc.stdin.write(encodeRequest(req));
+    });
+  }
+
+  /** Kills the JVM and its whole process group (dot children included). */
+  kill(): void {
+    const pid = this.proc.pid;
+    if (pid === undefined || this.exited) return;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      this.proc.kill('SIGKILL');
+    }
+  }
+
+  /** Resolves once the process is gone. */
+  waitExit(): Promise<void> {
+    return new Promise((resolve) => this.onExit(() => resolve()));
+  }
+}
