@@ -191,8 +191,11 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     const email = 'Ada.Lovelace@Example.org';
     const hash = createHash('sha256').update(email.toLowerCase()).digest('hex');
     await page.fill('#avatar-email', email);
+    await page.waitForFunction(
+      (h) => (document.getElementById('avatar-url') as HTMLInputElement).value.includes(h),
+      hash,
+    );
     const img = page.locator('#avatar-previews img').nth(1);
-    await img.waitFor();
     await page.waitForFunction(() =>
       Array.from(document.querySelectorAll<HTMLImageElement>('#avatar-previews img')).every(
         (i) => i.complete && i.naturalWidth > 0,

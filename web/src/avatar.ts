@@ -13,13 +13,9 @@ export function initAvatar(cfg: PageConfig): void {
   if (!email || !def || !box || !url) return;
 
   const update = async () => {
-    const value = email.value.trim();
-    if (!value) {
-      box.replaceChildren();
-      url.value = '';
-      setStatus('avatar-status', '');
-      return;
-    }
+    // Until the user types, show what the placeholder address would get, so the section is not empty.
+    const typed = email.value.trim();
+    const value = typed || email.placeholder;
     const { hash, algo } = await emailHash(value);
     const d = def.value;
     const extra = d === 'initials' ? `&name=${encodeURIComponent(value.split('@')[0] ?? '')}` : '';
@@ -38,7 +34,8 @@ export function initAvatar(cfg: PageConfig): void {
       }),
     );
     url.value = `${cfg.avatar}/avatar/${hash}?s=80&d=${encodeURIComponent(d)}${extra}`;
-    setStatus('avatar-status', `${algo === 'sha256' ? 'SHA-256' : 'MD5'} hash: ${hash}`, 'ok');
+    const what = typed ? '' : ` (example for ${value})`;
+    setStatus('avatar-status', `${algo === 'sha256' ? 'SHA-256' : 'MD5'} hash${what}: ${hash}`, 'ok');
   };
   email.addEventListener(
     'input',
@@ -49,4 +46,5 @@ export function initAvatar(cfg: PageConfig): void {
     e.preventDefault();
     void update();
   });
+  void update();
 }

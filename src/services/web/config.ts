@@ -2,5 +2,5 @@
 import { bool } from '../../infra/schema.ts';
 
 export const webSection = {
-  enabled: bool(true, { doc: 'serve the home page and the /docs API reference' }),
+  enabled: bool(true, { doc: 'serve the home page (/) and its assets (/assets/)' }),
 };
