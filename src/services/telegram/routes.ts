@@ -100,7 +100,9 @@ export async function telegramRoutes(
       }
       if (r.kind === 'network')
         req.log.warn({ ...fields, code: r.code, detail: r.message }, 'telegram unreachable');
-      else req.log.info(fields, 'telegram refused');
+      else if (r.kind === 'api-error')
+        req.log.info({ ...fields, description: r.description }, 'telegram refused');
+      else req.log.warn(fields, 'telegram failed');
       throw toAppError(r, cfg.timeoutMs);
     },
   );
