@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const WORKER_CLASS = 'DevutilPlantumlWorker';
@@ -58,7 +58,9 @@ export function minimalEnv(): NodeJS.ProcessEnv {
 export async function detectJava(java: string): Promise<JavaInfo> {
   const r = await run(java, ['-XshowSettings:properties', '-version'], 20_000);
   if (r.spawnError || r.code !== 0) {
-    const why = r.spawnError ? `${java} not found` : `${java} -version failed`;
+    // The launcher's name only: a server path must not reach clients.
+    const name = basename(java);
+    const why = r.spawnError ? `${name} not found` : `${name} -version failed`;
     return { ok: false, reason: `diagram rendering needs Java 17+ (${why})` };
   }
   const version = /java\.version = (\S+)/.exec(r.err)?.[1] ?? /version "([^"]+)"/.exec(r.err)?.[1] ?? '';
@@ -86,7 +88,22 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
     info.home && existsSync(join(info.home, 'bin', 'javac')) ? join(info.home, 'bin', 'javac') : 'javac';
   const tmp = `${dir}.tmp-${process.pid}`;
   mkdirSync(tmp, { recursive: true });
-  const r = await run(javac, ['-nowarn', '--release', '17', '-cp', jar, '-d', tmp, WORKER_SOURCE], 120_000);
+  const r = await run(
+    javac,
+    [
+      '-J-XX:TieredStopAtLevel=1',
+      '-J-XX:+UseSerialGC',
+      '-nowarn',
+      '--release',
+      '17',
+      '-cp',
+      jar,
+      '-d',
+      tmp,
+      WORKER_SOURCE,
+    ],
+    120_000,
+  );
   if (r.spawnError || r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
     if (r.spawnError)

@@ -53,6 +53,7 @@ public final class DevutilPlantumlWorker {
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
         final DataInputStream in = new DataInputStream(System.in);
 
+        warmUp();
         // Announce readiness with the engine facts the server needs (version, build time).
         final Reply hello = new Reply();
         hello.put("status", "ok");
@@ -85,6 +86,27 @@ public final class DevutilPlantumlWorker {
             }
             write(out, reply);
             if (fatal) System.exit(3); // the heap may be broken: let the pool replace us
+        }
+    }
+
+    /**
+     * Loads and JIT-warms the common code paths before taking work, so a fresh worker's first real
+     * render is not the one that pays for class loading (and does not eat its timeout).
+     */
+    private static void warmUp() {
+        final String[] sources = {
+            "@startuml\nA -> B : warm\n@enduml",
+            "@startuml\nclass A\nA --> B\n@enduml",
+            "@startuml\nstart\n:warm;\nstop\n@enduml",
+        };
+        for (String src : sources) {
+            for (FileFormat f : new FileFormat[] { FileFormat.PNG, FileFormat.SVG }) {
+                try {
+                    new SourceStringReader(src).outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
+                } catch (Throwable t) {
+                    System.err.println("devutil worker: warm-up failed: " + t);
+                }
+            }
         }
     }
 

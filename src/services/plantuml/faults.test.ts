@@ -1,0 +1,135 @@
+// Timeouts, killed workers and a full queue do not take the service down. One small pool (one
+// worker, a short timeout) for the whole file.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
+import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { toolSkip } from '../../../test/helpers/tools.ts';
+
+/** PIDs of this test process's PlantUML worker JVMs. */
+function workerPids(): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.includes('DevutilPlantumlWorker'))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return cond();
+}
+
+/** A 144-class diagram with random links: its layout runs for minutes (digest section 11). */
+function pathological(): string {
+  let seed = 7;
+  const rnd = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const lines = ['@startuml'];
+  for (let i = 0; i < 144; i++) lines.push(`class C${i} {\n +f${i}() : int\n}`);
+  for (let i = 0; i < 144; i++) for (let k = 0; k < 4; k++) lines.push(`C${i} --> C${rnd(144)}`);
+  lines.push('@enduml');
+  return lines.join('\n');
+}
+
+describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () => {
+  let app: FastifyInstance;
+  let inc: IncludeServer;
+  const dataDir = tempDir(); // shared, so the worker entry point is compiled once
+  before(async () => {
+    inc = await startIncludeServer();
+    app = await buildTestServer({
+      overrides: {
+        server: { dataDir },
+        plantuml: { workers: 1, queueSize: 1, timeoutMs: 3000, urlAllowlist: [`${inc.url}/`] },
+      },
+    });
+  });
+  after(async () => {
+    await app?.close();
+    await inc?.close();
+  });
+
+  const post = (url: string, payload: string) =>
+    app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'text/plain' } });
+
+  it('kills a render that passes the timeout (JVM and dot), answers 504, and the next request works', async () => {
+    const warm = await post('/plantuml/txt', 'A -> B : warm');
+    assert.equal(warm.statusCode, 200);
+    const [pid] = workerPids();
+    assert.ok(pid);
+    const r = await post('/plantuml/svg', pathological());
+    assert.equal(r.statusCode, 504);
+    assert.match(r.body, /timed out/);
+    assert.ok(await until(() => !groupAlive(pid)), 'the worker process group (JVM + dot) is gone');
+    const next = await post('/plantuml/txt', 'A -> B : after the timeout');
+    assert.equal(next.statusCode, 200);
+    assert.match(next.body, /after the timeout/);
+    assert.notEqual(workerPids()[0], pid);
+  });
+
+  it('retries a request whose worker was killed mid-render on a fresh worker', async () => {
+    await post('/plantuml/txt', 'A -> B : make sure a worker is up');
+    const [pid] = workerPids();
+    assert.ok(pid);
+    inc.hold = true;
+    const held = inc.nextHeld();
+    const pending = post('/plantuml/txt', `@startuml\n!include ${inc.url}/slow-kill.puml\n@enduml`);
+    await held; // the worker is now inside the render, waiting for the include
+    process.kill(pid, 'SIGKILL');
+    inc.release();
+    const r = await pending;
+    assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+    assert.match(r.body, /Carol/);
+    assert.ok((inc.hits.get('/slow-kill.puml') ?? 0) >= 2, 'the include was fetched again by the new worker');
+    const [next] = workerPids();
+    assert.ok(next && next !== pid);
+  });
+
+  it('answers 503 with Retry-After when the queue is full, and serves the queued work after', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    inc.hold = true;
+    const held = inc.nextHeld();
+    const first = post('/plantuml/txt', `@startuml\n!include ${inc.url}/slow-queue.puml\n@enduml`);
+    await held;
+    const queued = post('/plantuml/txt', 'A -> B : queued behind');
+    await new Promise((r) => setImmediate(r));
+    const refused = await post('/plantuml/txt', 'A -> B : one too many');
+    assert.equal(refused.statusCode, 503);
+    assert.equal(refused.headers['retry-after'], '1');
+    assert.match(refused.headers['content-type'] as string, /^text\/plain/);
+    inc.release();
+    const [a, b] = await Promise.all([first, queued]);
+    assert.equal(a.statusCode, 200);
+    assert.equal(b.statusCode, 200);
+    assert.match(b.body, /queued behind/);
+  });
+
+  it('leaves no worker JVM behind when the app closes', async () => {
+    const extra = await buildTestServer({ overrides: { server: { dataDir }, plantuml: { workers: 1 } } });
+    const before = new Set(workerPids());
+    const r = await extra.inject({ url: '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
+    assert.equal(r.statusCode, 200);
+    const mine = workerPids().filter((p) => !before.has(p));
+    assert.equal(mine.length, 1);
+    await extra.close();
+    assert.ok(await until(() => !groupAlive(mine[0]!)));
+  });
+});
