@@ -87,8 +87,11 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
 
   async function open(): Promise<{ page: Page; errors: string[] }> {
     const page = await browser.context.newPage();
+    // Generous: CI runs this beside every other suite on two cores, and the first diagram
+    // preview waits for a cold PlantUML JVM.
+    page.setDefaultTimeout(60_000);
     const errors = collectErrors(page);
-    await page.goto(`${srv.url}/`);
+    await page.goto(`${srv.url}/`, { waitUntil: 'domcontentloaded' });
     await page.waitForLoadState('networkidle');
     return { page, errors };
   }
@@ -138,7 +141,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     const noJs = await launch({ javaScriptEnabled: false });
     try {
       const page = await noJs.context.newPage();
-      await page.goto(`${srv.url}/`);
+      await page.goto(`${srv.url}/`, { waitUntil: 'domcontentloaded' });
       for (const id of SECTIONS) assert.equal(await page.locator(`section#${id} .lead`).isVisible(), true);
       assert.equal(await page.locator('#ip-value').textContent(), '127.0.0.1');
       assert.match((await page.locator('#ip pre').first().textContent()) ?? '', /rest\/api\/v1\/ip/);
@@ -216,6 +219,25 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.setInputFiles('#upload-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: content });
     assert.equal(await page.inputValue('#upload-key'), 'notes.txt');
     await page.fill('#upload-key', 'web-e2e-notes.txt');
+    // Throttle uploads (Chromium's network emulation) so the bar must pass through partial values.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: 2 * 1024 * 1024,
+    });
+    await page.evaluate(() => {
+      const seen: string[] = [];
+      (window as unknown as { seen: string[] }).seen = seen;
+      const pct = document.getElementById('upload-pct')!;
+      new MutationObserver(() => seen.push(pct.textContent ?? '')).observe(pct, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
+    });
     await page.click('#upload-go');
     await page.locator('#upload-result').waitFor({ state: 'visible' });
     assert.equal(
@@ -224,7 +246,13 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     );
     assert.equal(await page.textContent('#upload-pct'), '100%');
     const events = Number(await page.locator('#upload-progress').getAttribute('data-events'));
-    assert.ok(events >= 1, 'upload progress events reached the bar');
+    assert.ok(events >= 2, `upload progress events reached the bar (${events})`);
+    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    assert.ok(
+      seen.some((p) => /^([1-9]|[1-9]\d)%$/.test(p)),
+      `the bar showed a partial value on the way: ${seen.join(' ')}`,
+    );
+    await cdp.detach();
     const json = JSON.parse((await page.textContent('#upload-json')) ?? '{}');
     assert.equal(json.success, true);
     assert.equal(json.data.key, 'web-e2e-notes.txt');
@@ -253,7 +281,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.waitForFunction(
       (n) => Number(document.getElementById('uml-img')?.dataset['rendered'] ?? '0') > n,
       rendered,
-      { timeout: 30_000 },
+      { timeout: 60_000 },
     );
     const url = await page.inputValue('#uml-url');
     assert.ok(url.startsWith(`${srv.url}/plantuml/svg/`), url);
