@@ -1,8 +1,11 @@
 // Reverse proxy: an allow-listed accelerator for git, apt, pip, curl and browsers (seed 1.3, 4.7).
 import { BlockList, isIPv4 } from 'node:net';
+import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
 import { MOUNTS } from '../../infra/hosts.ts';
+import { DiskCache } from './cache.ts';
+import { CacheStore } from './cache-store.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
 import { AllowList } from './target.ts';
@@ -35,9 +38,27 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.addHook('onClose', async () => {
     await agent.close();
   });
+  const results = ctx.metrics.counter('devutil_proxy_cache_requests_total', 'proxy cache lookups by result', [
+    'result',
+  ]);
+  const bytes = ctx.metrics.counter('devutil_proxy_bytes_total', 'proxied body bytes by source', ['source']);
+  const used = ctx.metrics.gauge('devutil_proxy_cache_bytes', 'bytes held by the proxy cache');
+  const store =
+    cfg.cacheMaxBytes > 0
+      ? new CacheStore(cfg.cacheDir || join(ctx.dataDir, 'proxy-cache'), cfg.cacheMaxBytes)
+      : null;
+  const cache = store
+    ? new DiskCache(store, cfg.indexTtlSec * 1000, {
+        onResult: (result) => results.inc({ result }),
+        onBytes: (source, n) => {
+          bytes.inc({ source }, n);
+          used.set(store.total);
+        },
+      })
+    : null;
   await proxyRoutes(app, ctx, {
     allow,
-    cache: null,
+    cache,
     clientAllowed: clientFilter(cfg.clients),
     fwd: {
       agent,
