@@ -286,6 +286,28 @@ describe('relay timers and limits', () => {
     }
   });
 
+  it('closes both ends of a paired session that stays idle past the network timeout', async () => {
+    // Pings every 100 ms keep the joined connection itself alive (its Pongs count as traffic).
+    const relay = await startRelay({ networkTimeoutMs: 400, pingIntervalMs: 100 });
+    try {
+      const a = clientIdentity();
+      const j = await joinRelay(H, relay.port, a);
+      const { client, server } = await invite(relay, j.stream, a, clientIdentity());
+      const sa = await joinSession(H, relay.port, server.key);
+      const sb = await joinSession(H, relay.port, client.key);
+      const got = readN(sa, 3);
+      sb.write('hi!');
+      assert.equal((await got).toString(), 'hi!');
+      await Promise.all([closedSock(sa), closedSock(sb)]);
+      assert.equal(relay.status().numActiveSessions, 0);
+      assert.equal(relay.status().bytesProxied, 3);
+      assert.equal(j.stream.sock.destroyed, false); // closed as idle, not because A left
+      j.stream.close();
+    } finally {
+      await relay.close();
+    }
+  });
+
   it('sends RelayFull to joins over the connection limit', async () => {
     const relay = await startRelay({ maxConnections: 1 });
     try {

@@ -35,7 +35,6 @@ export interface RelaySettings {
 }
 
 export interface RelayEvents {
-  onBytes?(n: number): void;
   onSessionStart?(): void;
   onRefused?(reason: string): void;
 }
@@ -68,7 +67,6 @@ export class Relay implements Hub {
   readonly conns = new Set<ProtocolConn>();
   readonly sessions: SessionTable;
   readonly startTime = new Date();
-  bytesProxied = 0;
   port = 0;
   statusPort = 0;
   private listener: Listener | null = null;
@@ -103,13 +101,9 @@ export class Relay implements Hub {
       maxMessageBytes: settings.maxMessageBytes,
       limits: this.limits,
       logger,
-      onBytes: (n) => {
-        this.bytesProxied += n;
-        events.onBytes?.(n);
-      },
       ...(events.onSessionStart ? { onSessionStart: events.onSessionStart } : {}),
     });
-    this.sampler = new RateSampler(() => this.bytesProxied);
+    this.sampler = new RateSampler(() => this.sessions.bytesProxied());
   }
 
   static async start(
@@ -140,6 +134,11 @@ export class Relay implements Hub {
       throw err;
     }
     return r;
+  }
+
+  /** Bytes read from session sockets so far, each direction counted once (strelaysrv's figure). */
+  get bytesProxied(): number {
+    return this.sessions.bytesProxied();
   }
 
   get uri(): string {

@@ -13,6 +13,11 @@ interface Session {
   devices: [Buffer, Buffer];
   keys: [string, string];
   sockets: [Socket | null, Socket | null];
+  /** bytesRead of each socket when it joined (the join request is not proxied data). */
+  base: [number, number];
+  /** Idle tracking: bytes seen at the last sweep and when they last changed. */
+  seen: number;
+  lastChange: number;
   active: boolean;
   closed: boolean;
   bucket: TokenBucket | null;
@@ -25,8 +30,6 @@ export interface SessionOptions {
   maxMessageBytes: number;
   limits: RateLimits;
   logger: Logger;
-  /** Called with every chunk size read from a session socket (stats, metrics). */
-  onBytes(n: number): void;
   onSessionStart?(): void;
 }
 
@@ -35,10 +38,46 @@ export class SessionTable {
   private sessions = new Set<Session>();
   private nextId = 1;
   activeSessions = 0;
+  /** Bytes proxied by sessions that have ended. */
+  private closedBytes = 0;
+  private readonly sweeper: NodeJS.Timeout;
   /** Session-mode sockets still in their first-message handshake. */
   handshaking = new Set<Socket>();
 
-  constructor(private readonly o: SessionOptions) {}
+  constructor(private readonly o: SessionOptions) {
+    // Idle sessions are found by a coarse sweep over byte counters rather than a per-socket timer
+    // that every chunk would have to refresh (the pipe's hot path stays free of bookkeeping).
+    const every = Math.max(50, Math.min(5000, Math.floor(o.networkTimeoutMs / 4)));
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  /** Bytes read from session sockets so far (live sessions included), each direction once. */
+  bytesProxied(): number {
+    let n = this.closedBytes;
+    for (const s of this.sessions) if (s.active) n += this.sessionBytes(s);
+    return n;
+  }
+
+  private sessionBytes(s: Session): number {
+    const [a, b] = s.sockets;
+    return (a ? a.bytesRead - s.base[0] : 0) + (b ? b.bytesRead - s.base[1] : 0);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const s of this.sessions) {
+      if (!s.active) continue;
+      const [a, b] = s.sockets as [Socket, Socket];
+      const n = a.bytesRead + a.bytesWritten + b.bytesRead + b.bytesWritten;
+      if (n !== s.seen) {
+        s.seen = n;
+        s.lastChange = now;
+      } else if (now - s.lastChange >= this.o.networkTimeoutMs) {
+        this.close(s, 'idle');
+      }
+    }
+  }
 
   get pendingKeys(): number {
     return this.pending.size;
@@ -56,6 +95,9 @@ export class SessionTable {
       devices: [target, requester],
       keys: [serverKey.toString('hex'), clientKey.toString('hex')],
       sockets: [null, null],
+      base: [0, 0],
+      seen: 0,
+      lastChange: 0,
       active: false,
       closed: false,
       bucket: this.o.limits.sessionBucket(),
@@ -102,6 +144,7 @@ export class SessionTable {
       sock.pause();
       const rest = dec.rest();
       if (rest.length) sock.unshift(rest); // bytes after the request already belong to the pipe
+      session.base[side] = sock.bytesRead - rest.length;
       this.handshaking.delete(sock);
       sock.setTimeout(0);
       sock.write(encode(response(Responses.success)));
@@ -120,22 +163,30 @@ export class SessionTable {
     const [a, b] = s.sockets as [Socket, Socket];
     if (s.timer) clearTimeout(s.timer);
     s.active = true;
+    s.lastChange = Date.now();
     this.activeSessions++;
     this.o.onSessionStart?.();
-    this.pump(s, a, b);
-    this.pump(s, b, a);
+    const limited = s.bucket !== null || this.o.limits.global !== null;
+    for (const [src, dst] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      // Unlimited: stream.pipe() is the cheapest back-pressured copy Node has.
+      if (limited) this.pumpLimited(s, src, dst);
+      else src.pipe(dst, { end: false });
+      // Half-close: forward the FIN after what is buffered, then drop both sockets.
+      src.on('end', () => dst.end(() => this.close(s, 'peer finished')));
+    }
     a.resume();
     b.resume();
   }
 
-  private pump(s: Session, src: Socket, dst: Socket): void {
-    src.setTimeout(this.o.networkTimeoutMs, () => this.close(s, 'idle'));
+  /** Copy with token buckets: forward each chunk, then hold reads until drained and paid for. */
+  private pumpLimited(s: Session, src: Socket, dst: Socket): void {
     src.on('data', (chunk: Buffer) => {
-      this.o.onBytes(chunk.length);
       const wait = this.o.limits.delay(chunk.length, s.bucket);
       const flushed = dst.write(chunk);
       if (flushed && wait <= 0) return;
-      // Back-pressure: stop reading until the other side drained and the buckets allow more.
       src.pause();
       let holds = (flushed ? 0 : 1) + (wait > 0 ? 1 : 0);
       const release = () => {
@@ -144,8 +195,6 @@ export class SessionTable {
       if (!flushed) dst.once('drain', release);
       if (wait > 0) setTimeout(release, wait).unref();
     });
-    // Half-close: forward the FIN after what is buffered, then drop both sockets.
-    src.on('end', () => dst.end(() => this.close(s, 'peer finished')));
   }
 
   private close(s: Session, why: string): void {
@@ -155,7 +204,10 @@ export class SessionTable {
     this.pending.delete(s.keys[0]);
     this.pending.delete(s.keys[1]);
     this.sessions.delete(s);
-    if (s.active) this.activeSessions--;
+    if (s.active) {
+      this.activeSessions--;
+      this.closedBytes += this.sessionBytes(s);
+    }
     for (const sock of s.sockets) sock?.destroy();
     this.o.logger.debug({ session: s.id, why }, 'relay session closed');
   }
@@ -176,6 +228,7 @@ export class SessionTable {
   }
 
   closeAll(): void {
+    clearInterval(this.sweeper);
     for (const s of this.sessions) this.close(s, 'shutdown');
     for (const sock of this.handshaking) sock.destroy();
   }
