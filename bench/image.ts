@@ -1,0 +1,166 @@
+// Random image (issue 4). (1) Uncached: 1920x1080 WebP (attention crop, Q80) from a 4000x3000
+// JPEG, devutil over HTTP with caches off vs the `vipsthumbnail` CLI doing the same resize and
+// encode (Debian libvips-tools), images/s; target >= 0.8x. (2) Cached: the same WebP from
+// devutil's memory cache vs nginx serving the file; target >= 0.5x req/s.
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { artSvg } from '../src/services/image/generator.ts';
+import { report, requireCommand, startDevutil, startNginx, tempFile, wrk } from './lib.ts';
+
+requireCommand('vipsthumbnail', 'libvips-tools');
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 15);
+const FILES = 32;
+const cores = availableParallelism();
+const work = mkdtempSync(join(tmpdir(), 'devutil-bench-image-'));
+chmodSync(work, 0o755); // nginx workers run as nobody
+const srcDir = join(work, 'src');
+mkdirSync(srcDir);
+
+// A photo-like 4000x3000 JPEG: generated art with Gaussian noise overlaid, so the decoder has
+// real entropy to chew on (a smooth gradient would flatter both sides).
+const art = await sharp(Buffer.from(artSvg('bench', 4000, 3000)))
+  .composite([
+    {
+      input: await sharp({
+        create: {
+          width: 4000,
+          height: 3000,
+          channels: 3,
+          background: '#808080',
+          noise: { type: 'gaussian', mean: 128, sigma: 12 },
+        },
+      })
+        .png()
+        .toBuffer(),
+      blend: 'overlay',
+    },
+  ])
+  .jpeg({ quality: 90 })
+  .toBuffer();
+for (let i = 0; i < FILES; i++) writeFileSync(join(srcDir, `f${i}.jpg`), art);
+console.log(
+  `source: 4000x3000 JPEG, ${(art.length / 1024 / 1024).toFixed(2)} MiB, ${FILES} copies; ${cores} cores`,
+);
+
+/** vipsthumbnail over `n` files per process, `procs` processes at once; returns images/s. */
+async function vipsRate(procs: number, n: number): Promise<number> {
+  const out = join(work, `vips-${procs}`);
+  mkdirSync(out, { recursive: true });
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: procs }, (_, p) => {
+      const files = Array.from({ length: n }, (_, i) => join(srcDir, `f${(p * n + i) % FILES}.jpg`));
+      const proc = spawn(
+        'vipsthumbnail',
+        [
+          ...files,
+          '--size',
+          '1920x1080',
+          '--smartcrop',
+          'attention',
+          '-o',
+          `${out}/%s-${p}.webp[Q=80,effort=4,strip]`,
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
+      return new Promise<void>((resolve, reject) =>
+        proc.on('exit', (code) =>
+          code === 0 ? resolve() : reject(new Error(`vipsthumbnail exited ${code}`)),
+        ),
+      );
+    }),
+  );
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  return (procs * n) / secs;
+}
+
+const script = tempFile(
+  'ids.lua',
+  `counter = 0\nrequest = function()\n  counter = counter + 1\n  return wrk.format(nil, "/rest/api/v1/image?id=f" .. (counter % ${FILES}))\nend\n`,
+);
+
+try {
+  // (1) uncached
+  const dev = await startDevutil({
+    DEVUTIL_LOG_LEVEL: 'error',
+    DEVUTIL_IMAGE_DIR: srcDir,
+    DEVUTIL_IMAGE_RATE_LIMIT: 'off',
+    DEVUTIL_IMAGE_CACHE_MEMORY_BYTES: '0',
+    DEVUTIL_IMAGE_CACHE_DISK_BYTES: '0',
+    DEVUTIL_IMAGE_QUEUE_LENGTH: '256',
+  });
+  let uncached: ReturnType<typeof wrk>;
+  try {
+    const check = await fetch(`${dev.url}/rest/api/v1/image?id=f0`);
+    const meta = await sharp(Buffer.from(await check.arrayBuffer())).metadata();
+    console.log(
+      `devutil answers ${check.status} ${meta.format} ${meta.width}x${meta.height} from ${check.headers.get('image-source')}`,
+    );
+    wrk(dev.url, { durationSec: 3, connections: cores, script });
+    uncached = wrk(dev.url, { durationSec: seconds, connections: cores, script });
+  } finally {
+    await dev.close();
+  }
+  await vipsRate(1, 4); // warm the page cache and the binary
+  const vipsOneProc = await vipsRate(1, 24);
+  const vipsPerCore = await vipsRate(cores, 12);
+  const vipsBest = Math.max(vipsOneProc, vipsPerCore);
+  console.log(
+    `vipsthumbnail: 1 process ${vipsOneProc.toFixed(2)} img/s, ${cores} processes ${vipsPerCore.toFixed(2)} img/s`,
+  );
+  report('uncached 1920x1080 WebP from a 4000x3000 JPEG', 'vipsthumbnail', [
+    {
+      metric: 'images per second',
+      unit: 'img/s',
+      devutil: uncached.rps,
+      anchor: vipsBest,
+      higherIsBetter: true,
+      target: 0.8,
+    },
+  ]);
+  console.log(
+    `devutil latency p50 ${uncached.p50ms.toFixed(0)} ms, p99 ${uncached.p99ms.toFixed(0)} ms, errors ${uncached.errors}`,
+  );
+
+  // (2) cached: the same bytes from devutil's memory cache and from nginx's disk (page cache).
+  const dev2 = await startDevutil({
+    DEVUTIL_LOG_LEVEL: 'error',
+    DEVUTIL_IMAGE_DIR: srcDir,
+    DEVUTIL_IMAGE_RATE_LIMIT: 'off',
+  });
+  const www = join(work, 'www');
+  mkdirSync(www);
+  let ngx: Awaited<ReturnType<typeof startNginx>> | undefined;
+  try {
+    const path = '/rest/api/v1/image?id=f1';
+    const body = Buffer.from(await (await fetch(dev2.url + path)).arrayBuffer());
+    writeFileSync(join(www, 'f1.webp'), body);
+    ngx = await startNginx(`location / { root ${www}; types { image/webp webp; } }`, '', '/f1.webp');
+    const conn = 64;
+    wrk(dev2.url + path, { durationSec: 3, connections: conn });
+    const d = wrk(dev2.url + path, { durationSec: seconds, connections: conn });
+    wrk(`${ngx.url}/f1.webp`, { durationSec: 3, connections: conn });
+    const n = wrk(`${ngx.url}/f1.webp`, { durationSec: seconds, connections: conn });
+    report(`cached ${Math.round(body.length / 1024)} KiB WebP`, 'nginx', [
+      {
+        metric: 'throughput',
+        unit: 'req/s',
+        devutil: d.rps,
+        anchor: n.rps,
+        higherIsBetter: true,
+        target: 0.5,
+      },
+      { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: n.p99ms, higherIsBetter: false },
+    ]);
+    if (d.errors || n.errors) console.log(`errors: devutil ${d.errors}, nginx ${n.errors}`);
+  } finally {
+    await dev2.close();
+    await ngx?.close();
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+  execFileSync('true');
+}
