@@ -297,6 +297,39 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     assert.deepEqual(errors, []);
     await page.close();
   });
+  it('updates the random image preview and its URL from the controls, and refreshes the IP', async (t) => {
+    const { page, errors } = await open();
+    await page.click('#ip-refresh');
+    await page.waitForFunction(() => document.getElementById('ip-status')?.dataset['kind'] === 'ok');
+    assert.equal(await page.textContent('#ip-value'), '127.0.0.1');
+    if (!has('image')) return t.skip('image service not registered yet');
+    await page.fill('#image-width', '300');
+    await page.fill('#image-height', '200');
+    await page.fill('#image-id', 'web-e2e');
+    await page.check('#image-gray');
+    await page.waitForFunction(() => {
+      const img = document.getElementById('image-preview') as HTMLImageElement;
+      return img.complete && img.naturalWidth === 300 && img.src.includes('grayscale=1');
+    });
+    assert.equal(
+      await page.locator('#image-preview').evaluate((i) => (i as HTMLImageElement).naturalHeight),
+      200,
+    );
+    assert.equal(
+      await page.inputValue('#image-url'),
+      `${srv.url}/rest/api/v1/image?width=300&height=200&id=web-e2e&grayscale=1`,
+    );
+    await page.fill('#image-width', '0');
+    await page.waitForFunction(() => document.getElementById('image-status')?.dataset['kind'] === 'error');
+    assert.match((await page.textContent('#image-status')) ?? '', /width/i);
+    // The refused preview is the expected 400 here.
+    assert.deepEqual(
+      errors.filter((e) => !/status of 400/.test(e)),
+      [],
+    );
+    await page.close();
+  });
+
   it('sends a message through the relay form and keeps the bot key out of URLs and storage', async (t) => {
     if (!has('telegram')) return t.skip('telegram service not registered yet');
     const { page, errors } = await open();
