@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { TOKEN } from '../fixtures/proxy/github.ts';
+import { installLfs, LFS_AUTH, TOKEN } from '../fixtures/proxy/github.ts';
 import { ok, run } from '../fixtures/proxy/run.ts';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
 import { LogCapture, tempDir } from '../helpers/server.ts';
@@ -109,5 +109,17 @@ describe('proxy: git smart HTTP', { skip: toolSkip('git') }, () => {
       assert.equal(s.headers.cookie, undefined);
       assert.equal(s.headers['x-forwarded-for'], undefined);
     }
+  });
+
+  it('pulls LFS objects through the proxy (batch hrefs rewritten)', {
+    skip: toolSkip('git-lfs', ['version']),
+  }, async () => {
+    const { content } = installLfs(w.net, w.dir);
+    const lfs = ['-c', 'filter.lfs.process=git-lfs filter-process', '-c', 'filter.lfs.required=true'];
+    const a = await clone(`${w.base}/github.com/o/lfs`, lfs);
+    assert.ok(readFileSync(join(a, 'big.bin')).equals(content));
+    const objectGets = w.net.seen.filter((s) => s.host === 'objects.githubusercontent.com');
+    assert.ok(objectGets.length > 0 && objectGets.every((s) => s.headers.authorization === LFS_AUTH));
+    assert.ok(!logs.text().includes('lfs-fixture-secret'), 'the LFS header value never reaches the logs');
   });
 });
