@@ -3,7 +3,7 @@
 // Uploads whose metadata is only known at the end (finalize) go to a staging key first and are
 // published by a server-side CopyObject with the final metadata: the object appears complete or not.
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable, Transform } from 'node:stream';
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -103,6 +103,18 @@ export class S3BlobStore implements BlobStore {
     const abortController = new AbortController();
     const onAbort = () => abortController.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
+    let size = 0;
+    // Counting in a Transform (not a 'data' listener, which would switch the body to flowing mode).
+    const counted = pipeline(
+      body,
+      new Transform({
+        transform(c: Buffer, _e, cb) {
+          size += c.length;
+          cb(null, c);
+        },
+      }),
+      () => {},
+    );
     const up = new Upload({
       client: this.client,
       // 8 MiB parts, two in flight: memory stays bounded whatever the object size.
@@ -113,13 +125,9 @@ export class S3BlobStore implements BlobStore {
       params: {
         Bucket: this.bucket,
         Key: key,
-        Body: body,
+        Body: counted,
         Metadata: Object.fromEntries(Object.entries(meta).map(([k, v]) => [k, enc(v)])),
       },
-    });
-    let size = 0;
-    body.on('data', (c: Buffer) => {
-      size += c.length;
     });
     try {
       await up.done();

@@ -9,7 +9,7 @@ export const filesSection = {
   codec: oneOf('br', ['br', 'gzip', 'none'] as const, {
     doc: 'compression for stored files (br chosen by measurement, see docs/files.md)',
   }),
-  level: int(5, { min: 1, max: 11, doc: 'codec level (brotli quality 1-11, gzip 1-9)' }),
+  level: int(4, { min: 1, max: 11, doc: 'codec level (brotli quality 1-11, gzip 1-9)' }),
   minSavingPercent: int(10, {
     min: 0,
     max: 99,

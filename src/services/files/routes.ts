@@ -1,0 +1,173 @@
+// POST/GET/HEAD/DELETE /api/file/<key> (seed 2.1, 4.1, 4.2): thin HTTP layer over FileStore.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { badRequest, notFound, tooLarge } from '../../errors.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import { accepts } from './codec.ts';
+import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
+import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
+import type { FileStore, StoredFile } from './store.ts';
+
+/** Multipart framing around the file part: boundaries, part headers, a few small fields. */
+const FRAMING_SLACK = 64 * 1024;
+const LINGER_MS = 2000;
+// Stored HTML, SVG and scripts must never run on our origin, whatever a browser decides.
+const CSP = "default-src 'none'; sandbox";
+
+type KeyReq = FastifyRequest<{ Params: { '*': string } }>;
+
+function keyOf(req: KeyReq): string {
+  const key = req.params['*'];
+  if (!validKey(key))
+    throw badRequest(
+      'invalid key: use 1-128 characters of A-Z a-z 0-9 . _ - not starting with "."',
+      'BAD_KEY',
+    );
+  return key;
+}
+
+/** The owner token from X-Owner-Token or Authorization: Bearer. */
+function tokenOf(req: FastifyRequest): string | undefined {
+  const h = req.headers['x-owner-token'];
+  if (typeof h === 'string' && h.trim()) return h.trim();
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return m?.[1];
+}
+
+const etagOf = (f: StoredFile, encoded: boolean) =>
+  `"${f.sha256.slice(0, 32)}${encoded ? `-${f.encoding}` : ''}"`;
+
+export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, files: FileStore): Promise<void> {
+  const cfg = ctx.config.files;
+  const limit = ctx.limiter.hook('files', cfg.rateLimit);
+  const uploads = ctx.metrics.counter('devutil_files_uploads_total', 'file uploads by outcome', ['result']);
+  const bytesIn = ctx.metrics.counter('devutil_files_upload_bytes_total', 'bytes uploaded (original)', []);
+
+  // A refused upload is answered before its body is read. Closing at once would make the kernel reset
+  // the connection and lose the answer, so drain briefly (lingering close), then cut it off.
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.method !== 'POST' || reply.statusCode < 400 || req.raw.complete) return;
+    const timer = setTimeout(() => req.raw.socket?.destroy(), LINGER_MS);
+    timer.unref();
+    req.raw.once('end', () => clearTimeout(timer));
+    req.raw.resume();
+  });
+
+  app.post('/api/file/*', { preHandler: limit, schema: { hide: true } }, async (req: KeyReq, reply) => {
+    const key = keyOf(req);
+    if (!req.isMultipart()) throw badRequest('expected multipart/form-data with one file part named "file"');
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > cfg.maxBytes + FRAMING_SLACK)
+      throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
+    // busboy only truncates at its limit (the error would surface when the body ends): one byte more
+    // lets the store's own meter see the excess as it arrives and answer 413 at once.
+    const parts = req.parts({
+      limits: { fileSize: cfg.maxBytes + 1, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 32 },
+    });
+    const it = parts[Symbol.asyncIterator]();
+    let first: Awaited<ReturnType<typeof it.next>>['value'];
+    for (;;) {
+      const r = await it.next();
+      if (r.done) break;
+      if (r.value.type === 'file') {
+        first = r.value;
+        break;
+      }
+    }
+    if (first?.type !== 'file') throw badRequest('missing the file part named "file"', 'NO_FILE');
+    if (first.fieldname !== 'file') {
+      first.file.resume();
+      throw badRequest('the file part must be named "file"', 'NO_FILE');
+    }
+    // Whatever follows the file: fields are ignored, a second file refuses the whole upload.
+    const rest = (async () => {
+      for (;;) {
+        const r = await it.next();
+        if (r.done) return;
+        if (r.value.type === 'file') {
+          r.value.file.resume();
+          throw badRequest('send exactly one file part', 'TWO_FILES');
+        }
+      }
+    })();
+    rest.catch(() => {});
+    const aborted = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) aborted.abort();
+    });
+    try {
+      const out = await files.upload({
+        key,
+        file: first.file,
+        filename: sanitizeFilename(first.filename, key),
+        declaredType: first.mimetype,
+        token: tokenOf(req),
+        signal: aborted.signal,
+        afterBody: () => rest,
+      });
+      uploads.inc({ result: 'stored' });
+      bytesIn.inc({}, out.info.size);
+      if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
+      reply.header('cache-control', 'no-store');
+      return { success: true, message: 'file uploaded', data: { key, file_info: out.info } };
+    } catch (err) {
+      first.file.resume();
+      uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
+      throw err;
+    }
+  });
+
+  const download = async (req: KeyReq, reply: FastifyReply) => {
+    const key = keyOf(req);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const file = await files.find(key);
+      if (!file) throw notFound('no file with this key');
+      const encoded = file.encoding !== 'identity' && accepts(req.headers['accept-encoding'], file.encoding);
+      const etag = etagOf(file, encoded);
+      reply.header('etag', etag);
+      reply.header('last-modified', file.lastModified.toUTCString());
+      reply.header('cache-control', 'no-cache');
+      reply.header('accept-ranges', 'bytes');
+      reply.header('content-disposition', contentDisposition(file.filename));
+      reply.header('content-security-policy', CSP);
+      if (file.encoding !== 'identity') reply.header('vary', 'accept-encoding');
+      const headers = req.headers as Record<string, string | undefined>;
+      if (notModified(headers, [etagOf(file, false), etagOf(file, true)], file.lastModified))
+        return reply.code(304).send();
+      reply.type(file.mimetype);
+      const range = rangeStillValid(headers['if-range'], etag, file.lastModified)
+        ? parseRange(headers['range'], file.size)
+        : ({ kind: 'none' } as const);
+      if (range.kind === 'unsatisfiable') {
+        reply.header('content-range', `bytes */${file.size}`);
+        reply.removeHeader('content-type');
+        reply.removeHeader('content-disposition');
+        return reply.code(416).send();
+      }
+      // Ranges address the decoded bytes, so `curl -C -` resumes the same file it started.
+      const raw = encoded && range.kind === 'none';
+      const length = range.kind === 'range' ? range.end - range.start + 1 : raw ? file.stored : file.size;
+      if (raw) reply.header('content-encoding', file.encoding);
+      if (range.kind === 'range') {
+        reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${file.size}`);
+      }
+      reply.header('content-length', length);
+      if (req.method === 'HEAD' || length === 0) return reply.send();
+      const body = await files.open(file, { raw, ...(range.kind === 'range' ? { range } : {}) });
+      if (body) return reply.send(body);
+    }
+    throw notFound('no file with this key');
+  };
+
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/api/file/*',
+    schema: { hide: true },
+    handler: download,
+  });
+
+  app.delete('/api/file/*', { schema: { hide: true } }, async (req: KeyReq) => {
+    const key = keyOf(req);
+    await files.remove(key, tokenOf(req));
+    return { success: true, message: 'file deleted', data: { key } };
+  });
+}

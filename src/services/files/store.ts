@@ -1,0 +1,325 @@
+// The file store behind /api/file: streams an upload through hashing, limits and (when it pays)
+// compression into the blob store, owns owner tokens, quota accounting and retention.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { pipeline, type Readable, Transform } from 'node:stream';
+import type { Logger } from 'pino';
+import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
+import { BlobExistsError, type BlobInfo, type BlobStore } from '../../infra/blob-store.ts';
+import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
+import { ratio } from './names.ts';
+import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
+
+export interface FilesOptions {
+  maxBytes: number;
+  quotaBytes: number;
+  codec: Codec;
+  level: number;
+  minSavingPercent: number;
+  maxAgeSec: number;
+  minAgeSec: number;
+}
+
+export interface FileInfo {
+  filename: string;
+  mimetype: string;
+  size: number;
+  original_size: number;
+  compressed: boolean;
+  compressed_size: number;
+  compression_ratio: string;
+}
+
+export interface StoredFile {
+  key: string;
+  filename: string;
+  mimetype: string;
+  /** Original length. */
+  size: number;
+  /** Bytes in the store. */
+  stored: number;
+  encoding: Encoding;
+  sha256: string;
+  lastModified: Date;
+}
+
+export interface UploadInput {
+  key: string;
+  file: Readable;
+  filename: string;
+  declaredType: string | undefined;
+  /** The caller's owner token, if any (X-Owner-Token or Authorization: Bearer). */
+  token: string | undefined;
+  signal?: AbortSignal;
+  /** Resolves when the rest of the request is read and valid; rejecting aborts the upload. */
+  afterBody?: () => Promise<void>;
+}
+
+const SAMPLE = 64 * 1024;
+const NS = 'files/';
+export const insufficientStorage = () => new AppError('STORAGE_FULL', 507, 'storage quota is full');
+
+const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
+
+function tokenMatches(token: string | undefined, storedHash: string | undefined): boolean {
+  if (!token || !storedHash) return false;
+  const a = Buffer.from(hashToken(token), 'hex');
+  const b = Buffer.from(storedHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function toStored(key: string, info: BlobInfo): StoredFile {
+  const m = info.meta;
+  const enc = m['encoding'];
+  return {
+    key,
+    filename: m['filename'] ?? key,
+    mimetype: m['mimetype'] ?? 'application/octet-stream',
+    size: Number(m['size'] ?? info.size),
+    stored: info.size,
+    encoding: enc === 'br' || enc === 'gzip' ? enc : 'identity',
+    sha256: m['sha256'] ?? '',
+    lastModified: info.lastModified,
+  };
+}
+
+export class FileStore {
+  /** Bytes this instance believes the stored files take (for the quota); -1 until counted. */
+  private used = -1;
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly o: FilesOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Seconds a file of `stored` bytes lives: fixed, or 0x0.st's cubic size rule; 0 = forever. */
+  retentionSec(stored: number): number {
+    const { maxAgeSec: max, minAgeSec: min } = this.o;
+    if (max <= 0) return 0;
+    if (min <= 0 || min >= max) return max;
+    const x = Math.min(1, stored / this.o.maxBytes);
+    return min + (min - max) * (x - 1) ** 3;
+  }
+
+  expired(stored: number, lastModified: Date, now = Date.now()): boolean {
+    const r = this.retentionSec(stored);
+    return r > 0 && now - lastModified.getTime() > r * 1000;
+  }
+
+  async usage(): Promise<number> {
+    if (this.used < 0) {
+      let n = 0;
+      for await (const e of this.blobs.list(NS)) n += e.size;
+      this.used = n;
+    }
+    return this.used;
+  }
+
+  private account(delta: number): void {
+    if (this.used >= 0) this.used = Math.max(0, this.used + delta);
+  }
+
+  /** The live file under `key`, or null (absent or past its retention). */
+  async find(key: string): Promise<StoredFile | null> {
+    const info = await this.blobs.head(NS + key);
+    if (!info) return null;
+    if (this.expired(info.size, info.lastModified)) return null;
+    return toStored(key, info);
+  }
+
+  /** Stored bytes (for a client that accepts the stored encoding) or decoded bytes, optionally a range of them. */
+  async open(
+    file: StoredFile,
+    o: { raw: boolean; range?: { start: number; end: number } },
+  ): Promise<Readable | null> {
+    if (file.encoding === 'identity' || o.raw) {
+      const got = await this.blobs.get(NS + file.key, o.range);
+      if (!got || got.info.meta['sha256'] !== file.sha256) {
+        got?.body.destroy();
+        return null; // replaced between head and get: the caller starts over
+      }
+      return got.body;
+    }
+    const got = await this.blobs.get(NS + file.key);
+    if (!got || got.info.meta['sha256'] !== file.sha256) {
+      got?.body.destroy();
+      return null;
+    }
+    const decoded = pipeline(got.body, decoder(file.encoding), () => {});
+    return o.range ? pipeline(decoded, slice(o.range.start, o.range.end), () => {}) : decoded;
+  }
+
+  async upload(inp: UploadInput): Promise<{ info: FileInfo; ownerToken?: string }> {
+    const key = NS + inp.key;
+    const existing = await this.blobs.head(key);
+    let ownerHash: string;
+    let ownerToken: string | undefined;
+    const live = existing && !this.expired(existing.size, existing.lastModified);
+    if (live) {
+      if (!tokenMatches(inp.token, existing.meta['owner']))
+        throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
+      ownerHash = existing.meta['owner'] ?? '';
+    } else {
+      if (existing && (await this.blobs.delete(key))) this.account(-existing.size);
+      ownerToken = randomBytes(24).toString('base64url');
+      ownerHash = hashToken(ownerToken);
+    }
+    const { maxBytes, quotaBytes } = this.o;
+    const used = quotaBytes > 0 ? await this.usage() : 0;
+    if (quotaBytes > 0 && used >= quotaBytes) throw insufficientStorage();
+
+    const it = inp.file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const head: Buffer[] = [];
+    let headLen = 0;
+    let ended = false;
+    try {
+      while (headLen < SAMPLE) {
+        const r = await it.next();
+        if (r.done) {
+          ended = true;
+          break;
+        }
+        head.push(r.value);
+        headLen += r.value.length;
+      }
+    } catch (err) {
+      throw this.mapError(err);
+    }
+    const sample = Buffer.concat(head).subarray(0, SAMPLE);
+    const mimetype = usableDeclaredType(inp.declaredType) ?? sniff(sample, inp.filename);
+    const codec = this.o.codec;
+    const compress =
+      codec !== 'none' &&
+      headLen > 0 &&
+      !alreadyCompressed(mimetype) &&
+      sampleSaving(codec, this.o.level, sample) * 100 >= this.o.minSavingPercent;
+
+    const hash = createHash('sha256');
+    let original = 0;
+    async function* source(): AsyncGenerator<Buffer> {
+      for (const c of head) yield c;
+      while (!ended) {
+        const r = await it.next();
+        if (r.done) break;
+        yield r.value;
+      }
+    }
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        original += chunk.length;
+        if (original > maxBytes) return cb(tooLarge(`file exceeds the upload limit of ${maxBytes} bytes`));
+        if (quotaBytes > 0 && used + original > quotaBytes) return cb(insufficientStorage());
+        hash.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    const src = pipeline(source, meter, () => {}) as unknown as Readable;
+    const body = compress ? pipeline(src, encoder(codec as 'br' | 'gzip', this.o.level), () => {}) : src;
+    const encoding: Encoding = compress ? (codec as Encoding) : 'identity';
+    const meta = { filename: inp.filename, mimetype, encoding, owner: ownerHash };
+    let stored: BlobInfo;
+    try {
+      stored = await this.blobs.put(key, body, meta, {
+        ifAbsent: !live,
+        ...(inp.signal ? { signal: inp.signal } : {}),
+        finalize: async () => {
+          await inp.afterBody?.();
+          return { size: String(original), sha256: hash.digest('hex'), created: new Date().toISOString() };
+        },
+      });
+    } catch (err) {
+      throw this.mapError(err);
+    }
+    this.account(stored.size - (live && existing ? existing.size : 0));
+    let file = toStored(inp.key, stored);
+    if (compress && stored.size > original * (1 - this.o.minSavingPercent / 100)) {
+      file = await this.storeDecoded(file);
+    }
+    this.log.debug(
+      { key: inp.key, size: original, stored: file.stored, encoding: file.encoding },
+      'file stored',
+    );
+    return {
+      info: {
+        filename: file.filename,
+        mimetype: file.mimetype,
+        size: file.size,
+        original_size: file.size,
+        compressed: file.encoding !== 'identity',
+        compressed_size: file.stored,
+        compression_ratio: file.encoding === 'identity' ? '0.00%' : ratio(file.size, file.stored),
+      },
+      ...(ownerToken ? { ownerToken } : {}),
+    };
+  }
+
+  private mapError(err: unknown): unknown {
+    if (err instanceof BlobExistsError) return conflict('a file with this key exists', 'KEY_EXISTS');
+    if (err instanceof AppError) return err;
+    // @fastify/multipart's per-file limit (FST_REQ_FILE_TOO_LARGE) and friends carry 413.
+    if ((err as { statusCode?: number } | null)?.statusCode === 413)
+      return tooLarge(`file exceeds the upload limit of ${this.o.maxBytes} bytes`);
+    return err;
+  }
+
+  /**
+   * The sample promised a saving the whole file did not deliver: replace the (valid) compressed
+   * copy by the plain bytes, decoded from the store, unless someone replaced the file meanwhile.
+   */
+  private async storeDecoded(file: StoredFile): Promise<StoredFile> {
+    const body = await this.open(file, { raw: false });
+    if (!body) return file;
+    const cur = await this.blobs.head(NS + file.key);
+    if (!cur || cur.meta['sha256'] !== file.sha256) {
+      body.destroy();
+      return file;
+    }
+    const info = await this.blobs.put(NS + file.key, body, { ...cur.meta, encoding: 'identity' });
+    this.account(info.size - file.stored);
+    return toStored(file.key, info);
+  }
+
+  async remove(key: string, token: string | undefined): Promise<void> {
+    const info = await this.blobs.head(NS + key);
+    if (!info || this.expired(info.size, info.lastModified)) {
+      throw new AppError('NOT_FOUND', 404, 'no file with this key');
+    }
+    if (!tokenMatches(token, info.meta['owner']))
+      throw forbidden('deleting needs the owner token', 'BAD_TOKEN');
+    if (await this.blobs.delete(NS + key)) this.account(-info.size);
+  }
+
+  /** Deletes every expired file; returns how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    if (this.o.maxAgeSec <= 0) return 0;
+    let n = 0;
+    for await (const e of this.blobs.list(NS)) {
+      if (!this.expired(e.size, e.lastModified, now)) continue;
+      if (await this.blobs.delete(e.key)) {
+        this.account(-e.size);
+        n++;
+      }
+    }
+    return n;
+  }
+}
+
+/** Passes only bytes [start, end] (inclusive) of the stream, then ends it. */
+function slice(start: number, end: number): Transform {
+  let pos = 0;
+  const t: Transform = new Transform({
+    transform(chunk: Buffer, _e, cb) {
+      const from = Math.max(0, start - pos);
+      const to = Math.min(chunk.length, end - pos + 1);
+      pos += chunk.length;
+      if (to > from) t.push(chunk.subarray(from, to));
+      if (pos > end) {
+        t.push(null);
+        // Nothing more is needed: stop decoding the rest.
+        return cb();
+      }
+      cb();
+    },
+  });
+  return t;
+}
