@@ -20,6 +20,9 @@ export const telegramSection = {
   defaultText: str('devutil relay: connectivity check', {
     doc: 'text sent when msgText is absent (escaped for the parse mode)',
   }),
+  honourRetryAfter: bool(true, {
+    doc: "after Telegram's 429, answer 429 for that bot and chat until its retry_after has passed",
+  }),
   rateLimit: rate('30/min', { doc: 'messages per client IP' }),
   keyRateLimit: rate('60/min', { doc: 'messages per bot key, whoever sends them' }),
   botRate: rate('30/s', { doc: "Telegram's pacing per bot: answer 429 early above this" }),

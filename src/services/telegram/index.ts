@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Counter, Histogram } from 'prom-client';
 import type { ServiceContext } from '../../infra/context.ts';
 import { BotApiClient } from './client.ts';
+import { MemoryPauses, RedisPauses } from './pauses.ts';
 import { telegramRoutes } from './routes.ts';
 
 export interface TelegramMetrics {
@@ -38,11 +39,12 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ),
     refused: ctx.metrics.counter(
       'devutil_telegram_refused_total',
-      'relay calls refused before reaching Telegram, by reason (input, key, bot, chat)',
+      'relay calls refused before reaching Telegram, by reason (input, key, bot, chat, paused)',
       ['reason'],
     ),
   };
-  await telegramRoutes(app, { ctx, client, metrics });
+  const pauses = ctx.redis ? new RedisPauses(ctx.redis, ctx.config.redis.keyPrefix) : new MemoryPauses();
+  await telegramRoutes(app, { ctx, client, metrics, pauses });
 };
 
 export default telegram;

@@ -163,4 +163,28 @@ describe('telegram relay budgets in Redis', { skip: toolSkip('redis-server') }, 
     assert.equal(keys.join('\n').includes(secret), false);
     assert.equal(keys.join('\n').includes(BOT.token.split(':')[0]!), false, 'not even the bot id');
   });
+
+  it("shares Telegram's retry_after pause through Redis, keyed by the hashed key", async () => {
+    fake.fault({ kind: 'flood', retryAfter: 9 });
+    const payload = { apiKey: BOT.token, chatId: CHATS.group!.id, msgText: 'x' };
+    assert.equal((await app.inject({ method: 'POST', url: URL_PATH, payload })).statusCode, 429);
+    const key = (await client.keys('*tg-pause:*'))[0] ?? '';
+    assert.ok(key.endsWith(`tg-pause:${keyId(BOT.token)}:${CHATS.group!.id}`), key);
+    const ttl = await client.pttl(key);
+    assert.ok(ttl > 0 && ttl <= 9000, String(ttl));
+    // A second instance sharing the Redis refuses too, without calling Telegram.
+    const second = await buildTestServer({
+      redis: client,
+      overrides: { ...OTHERS_OFF, telegram: { apiBase: fake.url } },
+    });
+    try {
+      const before = fake.received.length;
+      const r = await second.inject({ method: 'POST', url: URL_PATH, payload });
+      assert.equal(r.statusCode, 429);
+      assert.match(r.json().msg, /pause this chat/);
+      assert.equal(fake.received.length, before);
+    } finally {
+      await second.close();
+    }
+  });
 });

@@ -9,6 +9,7 @@ import type { TelegramMetrics } from './index.ts';
 import { keyId } from './key.ts';
 import { BadInput, planMessage, type SendPlan } from './message.ts';
 import { resultLabel, toAppError } from './outcome.ts';
+import type { Pauses } from './pauses.ts';
 
 const bodySchema = {
   type: 'object',
@@ -21,11 +22,12 @@ export interface RouteDeps {
   ctx: ServiceContext;
   client: BotApiClient;
   metrics: TelegramMetrics;
+  pauses: Pauses;
 }
 
 export async function telegramRoutes(
   app: FastifyInstance,
-  { ctx, client, metrics }: RouteDeps,
+  { ctx, client, metrics, pauses }: RouteDeps,
 ): Promise<void> {
   const cfg = ctx.config.telegram;
   const failOpen = ctx.config.redis.failMode === 'open';
@@ -50,6 +52,26 @@ export async function telegramRoutes(
       throw tooMany(
         `${what}: ${rate.limit} messages per ${rate.windowMs / 1000}s; retry in ${d.resetSec}s`,
         d.resetSec,
+      );
+    }
+  }
+
+  // A chat Telegram told us to leave alone: answer its remaining retry_after ourselves.
+  async function checkPause(req: FastifyRequest, id: string) {
+    if (!cfg.honourRetryAfter) return;
+    let left = 0;
+    try {
+      left = await pauses.remaining(id);
+    } catch (err) {
+      req.log.warn({ err: { message: (err as Error).message } }, 'pause store failed; not pausing');
+    }
+    if (left > 0) {
+      metrics.refused.inc({ reason: 'paused' });
+      const sec = Math.ceil(left / 1000);
+      throw tooMany(
+        `telegram asked to pause this chat (retry_after); retry in ${sec}s`,
+        sec,
+        'TELEGRAM_PAUSED',
       );
     }
   }
@@ -86,6 +108,9 @@ export async function telegramRoutes(
         "telegram's per-chat pace exceeded",
       );
 
+      const chatId = `${bot}:${p.chatId}`;
+      await checkPause(req, chatId);
+
       const started = performance.now();
       const r = await client.call(p.key, 'sendMessage', p.params);
       const ms = performance.now() - started;
@@ -98,6 +123,10 @@ export async function telegramRoutes(
         reply.header('cache-control', 'no-store');
         return { status: 1, msg: 'message sent', data: r.result };
       }
+      if (r.kind === 'api-error' && r.errorCode === 429 && cfg.honourRetryAfter)
+        await pauses.pause(chatId, (r.retryAfter ?? 1) * 1000).catch((err: Error) => {
+          req.log.warn({ err: { message: err.message } }, 'could not record the retry_after pause');
+        });
       if (r.kind === 'network')
         req.log.warn({ ...fields, code: r.code, detail: r.message }, 'telegram unreachable');
       else if (r.kind === 'api-error')

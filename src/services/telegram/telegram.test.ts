@@ -189,11 +189,25 @@ describe('telegram relay', () => {
   });
 
   it("answers Telegram's 429 with 429 and Retry-After from parameters.retry_after", async () => {
+    const flooded = { id: 100200399, type: 'private' as const, first_name: 'Flood' };
+    fake.chats.push(flooded);
     fake.fault({ kind: 'flood', retryAfter: 7 });
-    const r = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' });
+    const r = await post({ apiKey: BOT.token, chatId: flooded.id, msgText: 'x' });
     assert.equal(r.statusCode, 429);
     assert.equal(r.headers['retry-after'], '7');
     assert.deepEqual(r.json(), { status: 0, msg: 'Too Many Requests: retry after 7', data: null });
+  });
+
+  it('honours retry_after: that chat gets 429 from the relay itself until it has passed', async () => {
+    const before = fake.received.length;
+    const r = await post({ apiKey: BOT.token, chatId: 100200399, msgText: 'x' });
+    assert.equal(r.statusCode, 429);
+    assert.match(r.json().msg, /telegram asked to pause this chat/);
+    const left = Number(r.headers['retry-after']);
+    assert.ok(left >= 1 && left <= 7, String(left));
+    assert.equal(fake.received.length, before, 'Telegram was not called again');
+    const other = await post({ apiKey: BOT.token, chatId: CHATS.group!.id, msgText: 'x' });
+    assert.equal(other.statusCode, 200, 'other chats are not paused');
   });
 
   it('answers 504 when Telegram is too slow and 502 when it closes the connection', async () => {
