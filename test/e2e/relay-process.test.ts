@@ -1,0 +1,139 @@
+// The relay as users run it: `devutil serve` prints the relay URI at start-up, keeps the same device
+// ID across restarts of the same data directory, never logs the join token, and closes the relay
+// port on SIGTERM. In cluster mode only worker 1 runs it; the other workers still answer the API.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { clientIdentity, joinRelay } from '../../src/relay/client.ts';
+import { freePort } from '../helpers/ports.ts';
+import { tempDir } from '../helpers/server.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const BIN = join(ROOT, 'bin/devutil.js');
+const URI = /relay listening: (relay:\/\/\S+)"/;
+
+interface Started {
+  proc: ChildProcess;
+  uri: string;
+  log: () => string;
+}
+
+async function serve(env: Record<string, string>): Promise<Started> {
+  const proc = spawn(process.execPath, [BIN, 'serve'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (c) => {
+    out += c;
+  });
+  proc.stderr?.on('data', (c) => {
+    out += c;
+  });
+  const until = Date.now() + 30_000;
+  while (Date.now() < until && !URI.test(out) && proc.exitCode === null)
+    await new Promise((r) => setTimeout(r, 100));
+  const m = URI.exec(out);
+  if (!m?.[1]) {
+    proc.kill('SIGKILL');
+    throw new Error(`no relay URI in the start-up log:\n${out}`);
+  }
+  return { proc, uri: m[1], log: () => out };
+}
+
+function stop(p: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (p.exitCode !== null) return resolve(p.exitCode);
+    p.once('exit', (code) => resolve(code));
+    p.kill('SIGTERM');
+    setTimeout(() => p.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = connect({ host: '127.0.0.1', port }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+
+describe('relay in the devutil process', () => {
+  it('prints the URI, keeps the device ID across a restart and hides the token', async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const relayPort = await freePort();
+    const env = {
+      DEVUTIL_PORT: String(port),
+      DEVUTIL_HOST: '127.0.0.1',
+      DEVUTIL_PUBLIC_URL: 'https://relay.example.org',
+      DEVUTIL_DATA_DIR: dataDir,
+      DEVUTIL_LOG_LEVEL: 'info',
+      DEVUTIL_RELAY_HOST: '127.0.0.1',
+      DEVUTIL_RELAY_PORT: String(relayPort),
+      DEVUTIL_RELAY_STATUS_PORT: '0',
+      DEVUTIL_RELAY_TOKEN: 'tok-9f8e7d6c5b',
+    };
+    const first = await serve(env);
+    let firstUri = '';
+    try {
+      firstUri = first.uri;
+      assert.match(firstUri, /^relay:\/\/relay\.example\.org:\d+\/\?id=([A-Z2-7]{7}-){7}[A-Z2-7]{7}$/);
+      assert.ok(firstUri.includes(`:${relayPort}/`));
+      const api = await (await fetch(`http://127.0.0.1:${port}/rest/api/v1/relay`)).json();
+      assert.equal(api.data.uri, firstUri);
+      const j = await joinRelay('127.0.0.1', relayPort, clientIdentity(), 'tok-9f8e7d6c5b');
+      assert.deepEqual(j.reply, { type: 'response', code: 0, message: 'success' });
+      j.stream.close();
+    } finally {
+      assert.equal(await stop(first.proc), 0);
+    }
+    assert.equal(await portOpen(relayPort), false, 'the relay port must close on SIGTERM');
+    const second = await serve(env);
+    try {
+      assert.equal(second.uri, firstUri);
+    } finally {
+      await stop(second.proc);
+    }
+    assert.ok(!(first.log() + second.log()).includes('tok-9f8e7d6c5b'), 'the token reached the log');
+  });
+
+  it('runs the relay once in cluster mode and answers the API from every worker', async () => {
+    const port = await freePort();
+    const relayPort = await freePort();
+    const statusPort = await freePort();
+    const s = await serve({
+      DEVUTIL_PORT: String(port),
+      DEVUTIL_HOST: '127.0.0.1',
+      DEVUTIL_DATA_DIR: tempDir(),
+      DEVUTIL_LOG_LEVEL: 'info',
+      DEVUTIL_WORKERS: '2',
+      DEVUTIL_RELAY_HOST: '127.0.0.1',
+      DEVUTIL_RELAY_PORT: String(relayPort),
+      DEVUTIL_RELAY_STATUS_PORT: String(statusPort),
+    });
+    try {
+      assert.equal(s.log().match(/relay listening/g)?.length, 1);
+      // Fresh connections go round-robin over both workers; each answers with the URI and live stats
+      // (worker 1 in-process, worker 2 through the status port, saying so in a note).
+      const notes = new Set<boolean>();
+      for (let i = 0; i < 6; i++) {
+        const r = await fetch(`http://127.0.0.1:${port}/rest/api/v1/relay`, {
+          headers: { connection: 'close' },
+        });
+        const body = await r.json();
+        assert.equal(r.status, 200, JSON.stringify(body));
+        assert.equal(body.data.uri, s.uri);
+        assert.equal(body.data.running, true);
+        assert.equal(typeof body.data.stats.bytesProxied, 'number');
+        notes.add(typeof body.data.note === 'string');
+      }
+      assert.deepEqual([...notes].sort(), [false, true], 'both workers should have answered');
+    } finally {
+      assert.equal(await stop(s.proc), 0);
+    }
+  });
+});
