@@ -4,10 +4,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type Built, buildAssets, DIST_DIR, type Manifest, sourceHash } from '../../../web/build.ts';
+import { type Coding, precompress } from './encoding.ts';
 
 export interface Asset {
   body: Buffer;
   type: string;
+  /** The same bytes brotli- and gzip-compressed, when that saves anything (SVG icons, CSS, JS). */
+  coded: Partial<Record<Coding, Buffer>>;
 }
 
 export interface Assets {
@@ -42,7 +45,12 @@ function readDist(): Built | null {
 
 function toAssets(built: Built, origin: Assets['origin']): Assets {
   const byName = new Map<string, Asset>();
-  for (const [name, body] of built.contents) byName.set(name, { body, type: typeOf(name) });
+  for (const [name, body] of built.contents) {
+    const all = precompress(body);
+    const coded: Asset['coded'] = {};
+    for (const c of ['br', 'gzip'] as const) if (all[c].length < body.length) coded[c] = all[c];
+    byName.set(name, { body, type: typeOf(name), coded });
+  }
   const f = built.manifest.files;
   return {
     paths: {

@@ -3,6 +3,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
 import { type Assets, loadAssets } from './assets.ts';
+import { type Coding, gzipPage, negotiate } from './encoding.ts';
 import { PAGE_CSP, renderPage, UTILITIES, type Utility } from './page.ts';
 
 function secure(reply: FastifyReply): FastifyReply {
@@ -43,8 +44,9 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     : null;
 
   app.get('/', { schema: { hide: true } }, async (req, reply) => {
-    secure(reply).header('cache-control', 'no-store').type('text/html; charset=utf-8');
-    return renderPage({
+    secure(reply).header('cache-control', 'no-store').header('vary', 'accept-encoding');
+    reply.type('text/html; charset=utf-8');
+    const page = renderPage({
       urls: ctx.urls,
       enabled,
       clientIp: req.clientIp,
@@ -54,6 +56,9 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       relay: { port: ctx.config.relay.port },
       assets: paths,
     });
+    if (negotiate(req.headers['accept-encoding'], ['gzip']) === null) return page;
+    reply.header('content-encoding', 'gzip');
+    return gzipPage(page);
   });
 
   app.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, async (req, reply) => {
@@ -63,11 +68,16 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       return 'no such asset\n';
     }
     // Names carry a content hash, so a response never goes stale.
+    const coding = negotiate(req.headers['accept-encoding'], Object.keys(asset.coded) as Coding[]);
+    const coded = coding ? asset.coded[coding] : undefined;
     secure(reply)
       .header('cache-control', 'public, max-age=31536000, immutable')
-      .header('content-length', asset.body.length)
+      .header('vary', 'accept-encoding')
       .type(asset.type);
-    return asset.body;
+    if (coding && coded) reply.header('content-encoding', coding);
+    const body = coded ?? asset.body;
+    reply.header('content-length', body.length);
+    return body;
   });
 };
 

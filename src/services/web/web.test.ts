@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { SERVICES } from '../index.ts';
+import { negotiate } from './encoding.ts';
 import { escapeHtml, html } from './html.ts';
 
 // Sections of utilities that have not landed yet say so instead of showing examples.
@@ -68,6 +70,41 @@ describe('home page (server side)', () => {
     assert.match(c.headers['content-type'] as string, /^text\/css/);
     assert.match(c.body, /prefers-color-scheme:\s*dark/);
     assert.doesNotMatch(c.body, /@import|url\(https?:/, 'external CSS resource');
+  });
+
+  it('serves assets brotli or gzip encoded when accepted, identical once decoded', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const js = /src="(\/assets\/[^"]+\.js)"/.exec(body)?.[1] ?? '';
+    const plain = await app.inject({ url: js });
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const br = await app.inject({ url: js, headers: { 'accept-encoding': 'gzip, deflate, br' } });
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(br.headers.vary, 'accept-encoding');
+    assert.ok(br.rawPayload.length < plain.rawPayload.length / 2);
+    assert.deepEqual(brotliDecompressSync(br.rawPayload), plain.rawPayload);
+    const gz = await app.inject({ url: js, headers: { 'accept-encoding': 'gzip, br;q=0' } });
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.deepEqual(gunzipSync(gz.rawPayload), plain.rawPayload);
+    const page = await app.inject({ url: '/', headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(page.headers['content-encoding'], 'gzip');
+    assert.match(gunzipSync(page.rawPayload).toString(), /<!doctype html>/);
+  });
+
+  it('negotiates Accept-Encoding with q-values and wildcards', () => {
+    assert.equal(negotiate(undefined), null);
+    assert.equal(negotiate('identity'), null);
+    assert.equal(negotiate('gzip'), 'gzip');
+    assert.equal(negotiate('br;q=0, gzip;q=0.5'), 'gzip');
+    assert.equal(negotiate('*'), 'br');
+    assert.equal(negotiate('*;q=0'), null);
+    assert.equal(negotiate('br', ['gzip']), null);
+    assert.equal(negotiate('gzip;q=bogus'), null);
+  });
+
+  it('does not reflect the query string or the path into the page', async () => {
+    const r = await app.inject({ url: '/?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E&x="><img src=x>' });
+    assert.equal(r.statusCode, 200);
+    assert.doesNotMatch(r.body, /alert\(1\)|<img src=x>/);
   });
 
   const hostile = [
