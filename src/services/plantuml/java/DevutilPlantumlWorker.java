@@ -53,6 +53,7 @@ public final class DevutilPlantumlWorker {
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
         final DataInputStream in = new DataInputStream(System.in);
 
+        watchParent();
         warmUp();
         // Announce readiness with the engine facts the server needs (version, build time).
         final Reply hello = new Reply();
@@ -65,6 +66,8 @@ public final class DevutilPlantumlWorker {
             try {
                 len = in.readInt();
             } catch (EOFException e) {
+                // The server went away (even by SIGKILL): exit even if engine threads linger.
+                System.exit(0);
                 return;
             }
             if (len < 0 || len > MAX_REQUEST) {
@@ -84,9 +87,31 @@ public final class DevutilPlantumlWorker {
                 reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
                 fatal = t instanceof VirtualMachineError;
             }
-            write(out, reply);
+            try {
+                write(out, reply);
+            } catch (java.io.IOException e) {
+                System.exit(1); // the server closed the pipe
+            }
             if (fatal) System.exit(3); // the heap may be broken: let the pool replace us
         }
+    }
+
+    /** Exits when the server process is gone (even killed mid-render), so no JVM is orphaned. */
+    private static void watchParent() {
+        final long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+        final Thread t = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                final long now = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+                if (now != parent) Runtime.getRuntime().halt(0);
+            }
+        }, "devutil-parent-watch");
+        t.setDaemon(true);
+        t.start();
     }
 
     /**

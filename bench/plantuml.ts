@@ -1,0 +1,210 @@
+// Diagram rendering (issue 7) against the engine's own PicoWeb server (`java -jar <same jar>
+// -picoweb:PORT:127.0.0.1`), same corpus, same URLs (/plantuml/{svg,png}/<encoded> works on both):
+// uncached req/s and p99 at concurrency 1, 4, 16 (every request a new diagram), cached req/s,
+// peak RSS (devutil = node + every worker JVM), cold start to the first diagram. Prints ratios.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
+import { defaultJar } from '../src/services/plantuml/java.ts';
+import { freePort } from '../test/helpers/ports.ts';
+import { type Proc, report, rssOf, startDevutil, tempFile, wrk } from './lib.ts';
+
+const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 8);
+const CORPUS_DIR = new URL('../test/fixtures/plantuml/corpus/', import.meta.url).pathname;
+const corpus = readdirSync(CORPUS_DIR)
+  .filter((f) => f.endsWith('.puml'))
+  .map((f) => readFileSync(join(CORPUS_DIR, f), 'utf8'));
+const jar = defaultJar();
+const FORMATS = ['svg', 'png'];
+
+/** `n` distinct diagram URLs: the corpus round-robin, each with its own comment line. */
+function uniquePaths(tag: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => {
+    const src = corpus[i % corpus.length]!.replace(/\n/, `\n' bench ${tag} ${i}\n`);
+    return `/plantuml/${FORMATS[i % FORMATS.length]}/${encodeDiagram(src)}`;
+  });
+}
+
+/** A wrk script walking `paths` in order (one wrk thread, so one counter). */
+function walker(paths: string[]): string {
+  const file = tempFile('paths.txt', `${paths.join('\n')}\n`);
+  return tempFile(
+    'walk.lua',
+    `local paths = {}
+init = function(args) for line in io.lines("${file}") do paths[#paths + 1] = line end end
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", paths[(i - 1) % #paths + 1])
+end
+`,
+  );
+}
+
+function childPids(pid: number): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .map(Number)
+    .filter((n) => n > 0);
+}
+
+/** Samples the RSS of a process tree every 100 ms; returns a stop() giving the peak in MiB. */
+function rssPeak(pid: number): () => number {
+  let peak = 0;
+  const tree = (p: number): number[] => [p, ...childPids(p).flatMap(tree)];
+  const t = setInterval(() => {
+    let sum = 0;
+    for (const p of tree(pid)) {
+      try {
+        sum += rssOf(p);
+      } catch {}
+    }
+    peak = Math.max(peak, sum);
+  }, 100);
+  return () => {
+    clearInterval(t);
+    return peak / 1024 / 1024;
+  };
+}
+
+async function waitOk(url: string, ms = 120_000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      await r.arrayBuffer();
+      if (r.status === 200) return;
+    } catch {}
+    if (Date.now() > until) throw new Error(`${url} gave no diagram in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
+  const port = await freePort();
+  const proc = spawn('java', ['-Djava.awt.headless=true', '-jar', jar, `-picoweb:${port}:127.0.0.1`], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    port,
+    pid: proc.pid ?? 0,
+    proc,
+    close: () =>
+      new Promise((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.kill('SIGKILL');
+      }),
+  };
+}
+
+const HELLO = `/plantuml/svg/${encodeDiagram('Bob -> Alice : hello')}`;
+
+// Cold start: process start to the first rendered diagram.
+const t0 = Date.now();
+const pico = await startPicoweb();
+await waitOk(pico.url + HELLO);
+const picoCold = Date.now() - t0;
+// One data dir for both devutil starts: the first compiles the worker entry point, the second reuses it.
+const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
+const devEnv = { DEVUTIL_PLANTUML_WORKERS: process.env['BENCH_WORKERS'] ?? '2', DEVUTIL_DATA_DIR: dataDir };
+const t1 = Date.now();
+const dev = await startDevutil(devEnv);
+await waitOk(dev.url + HELLO);
+const devColdFresh = Date.now() - t1;
+console.log(`devutil cold start incl. the one-time worker compile (fresh data dir): ${devColdFresh} ms`);
+const devRss = rssPeak(dev.pid);
+const picoRss = rssPeak(pico.pid);
+
+// Sanity: every corpus diagram renders (200) on both servers before anything is measured.
+for (const p of uniquePaths('sanity', corpus.length * FORMATS.length)) {
+  for (const base of [dev.url, pico.url]) {
+    const r = await fetch(base + p);
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`${base}${p.slice(0, 40)}… answered ${r.status}`);
+  }
+}
+
+const rows: Parameters<typeof report>[2] = [];
+for (const c of [1, 4, 16]) {
+  const n = 20_000;
+  const warm = walker(uniquePaths(`warm${c}`, 400));
+  wrk(dev.url, { connections: c, durationSec: 2, script: warm });
+  wrk(pico.url, { connections: c, durationSec: 2, script: warm });
+  const d = wrk(dev.url, { connections: c, durationSec: SECONDS, script: walker(uniquePaths(`dev${c}`, n)) });
+  const p = wrk(pico.url, {
+    connections: c,
+    durationSec: SECONDS,
+    script: walker(uniquePaths(`pico${c}`, n)),
+  });
+  if (d.requests > n || p.requests > n) console.log('warning: more requests than distinct URLs');
+  console.log(
+    `c=${c}: devutil ${d.requests} req (${d.errors} non-2xx), picoweb ${p.requests} req (${p.errors} non-2xx)`,
+  );
+  rows.push(
+    {
+      metric: `uncached c=${c}`,
+      devutil: d.rps,
+      anchor: p.rps,
+      unit: 'req/s',
+      higherIsBetter: true,
+      target: 1.5,
+    },
+    {
+      metric: `uncached p99 c=${c}`,
+      devutil: d.p99ms,
+      anchor: p.p99ms,
+      unit: 'ms',
+      higherIsBetter: false,
+      target: 1,
+    },
+  );
+}
+
+const cachedPaths = uniquePaths('cached', corpus.length * FORMATS.length);
+for (const p of cachedPaths) await waitOk(dev.url + p, 30_000);
+const cachedScript = walker(cachedPaths);
+for (const c of [1, 4, 16]) {
+  const d = wrk(dev.url, { connections: c, durationSec: Math.ceil(SECONDS / 2), script: cachedScript });
+  const p = wrk(pico.url, { connections: c, durationSec: Math.ceil(SECONDS / 2), script: cachedScript });
+  rows.push({
+    metric: `cached c=${c}`,
+    devutil: d.rps,
+    anchor: p.rps,
+    unit: 'req/s',
+    higherIsBetter: true,
+    target: 20,
+  });
+}
+rows.push({
+  metric: 'peak RSS (node + pool vs JVM)',
+  devutil: devRss(),
+  anchor: picoRss(),
+  unit: 'MiB',
+  higherIsBetter: false,
+});
+await dev.close();
+await pico.close();
+
+// Warm data dir: the worker class is compiled once per data dir and engine version.
+// A diagram not in the disk cache, so the first answer really comes from a JVM.
+const COLD = `/plantuml/svg/${encodeDiagram('Carol -> Dave : cold start')}`;
+const t2 = Date.now();
+const dev2 = await startDevutil(devEnv);
+await waitOk(dev2.url + COLD);
+const devCold = Date.now() - t2;
+await dev2.close();
+rows.push({
+  metric: 'cold start to first diagram',
+  devutil: devCold,
+  anchor: picoCold,
+  unit: 'ms',
+  higherIsBetter: false,
+});
+rmSync(dataDir, { recursive: true, force: true });
+
+report(`PlantUML, ${corpus.length}-diagram corpus, svg+png`, 'picoweb', rows);
