@@ -11,12 +11,31 @@ import { BadInput, planMessage, type SendPlan } from './message.ts';
 import { resultLabel, toAppError } from './outcome.ts';
 import type { Pauses } from './pauses.ts';
 
+// Documented in OpenAPI in full, but only "is an object" is checked by the framework: planMessage
+// validates the fields itself, without Ajv's type coercion (which would turn msgText 5 into "5").
 const bodySchema = {
   type: 'object',
-  description:
-    'apiKey (bot token, required), chatId (id or @channel, required), msgText (string, or sendMessage ' +
-    'parameters with text), parseMode (MarkdownV2 | HTML | Markdown | none), escape (boolean)',
+  required: ['apiKey', 'chatId'],
+  properties: {
+    apiKey: { type: 'string', description: 'the bot token, <digits>:<secret>' },
+    chatId: {
+      type: ['string', 'integer'],
+      description: 'numeric chat id (groups negative, channels -100...) or @channelname',
+    },
+    msgText: {
+      type: ['string', 'object'],
+      description:
+        'the text (MarkdownV2 by default), or sendMessage parameters with text; other fields are forwarded',
+    },
+    parseMode: { type: 'string', enum: ['MarkdownV2', 'HTML', 'Markdown', 'none'], default: 'MarkdownV2' },
+    escape: { type: 'boolean', description: 'escape a plain text for the parse mode', default: false },
+  },
 } as const;
+
+const objectOnly = () => (data: unknown) =>
+  typeof data === 'object' && data !== null && !Array.isArray(data)
+    ? { value: data }
+    : { error: badRequest('body must be a JSON object') };
 
 export interface RouteDeps {
   ctx: ServiceContext;
@@ -93,6 +112,7 @@ export async function telegramRoutes(
     {
       bodyLimit: cfg.maxBodyBytes,
       preHandler: ctx.limiter.hook('telegram-ip', cfg.rateLimit),
+      validatorCompiler: objectOnly,
       schema: { summary: 'Send a message through a Telegram bot', tags: ['telegram'], body: bodySchema },
     },
     async (req, reply) => {
