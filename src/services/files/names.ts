@@ -42,7 +42,7 @@ function rfc5987(s: string): string {
  * bytes: curl -OJ ignores `filename*` and saves those bytes verbatim, so it keeps the Unicode name.
  */
 export function contentDisposition(filename: string): string {
-  const safe = filename.replace(/["\\]/g, '_');
+  const safe = filename.replace(/[\u0000-\u001f\u007f"\\]/g, '_');
   if (/^[\x20-\x7e]*$/.test(safe) && !safe.includes('%')) return `attachment; filename="${safe}"`;
   // Node writes header strings as latin1: this string's code units are the name's UTF-8 bytes.
   const utf8 = Buffer.from(safe, 'utf8').toString('latin1');

@@ -49,8 +49,8 @@ function startsWith(b: Buffer, sig: number[], at = 0): boolean {
 function looksLikeText(b: Buffer): boolean {
   if (b.length === 0) return false;
   if (b.includes(0)) return false;
-  // A multi-byte character cut at the end of the sample is fine; invalid UTF-8 elsewhere is not.
-  const s = new TextDecoder('utf-8', { fatal: false }).decode(b.subarray(0, Math.max(0, b.length - 4)));
+  // stream: true holds back a multi-byte character cut at the end of the sample instead of flagging it.
+  const s = new TextDecoder('utf-8').decode(b, { stream: true });
   return !s.includes('\ufffd');
 }
 
