@@ -284,6 +284,24 @@ describe('avatar service', () => {
       assert.equal(again.statusCode, 404);
     });
 
+    it('stores an MD5-only upload (no address) and finds it by that MD5', async () => {
+      const hash = 'e'.repeat(32);
+      const img = await photo(20, 20, { r: 250, g: 250, b: 0 });
+      const put = await app.inject({
+        method: 'PUT',
+        url: `/avatar/${hash}.png`,
+        payload: img,
+        headers: { 'content-type': 'application/octet-stream', ...auth },
+      });
+      assert.equal(put.statusCode, 201, put.body);
+      assert.equal(put.json().md5, hash);
+      assert.match(put.json().sha256, /^[0-9a-f]{64}$/);
+      const r = await app.inject({ url: `/avatar/${hash.toUpperCase()}?d=404&s=7` });
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.headers['x-avatar-source'], 'upload');
+      assert.deepEqual(await dims(r.rawPayload), [7, 7, 'png']);
+    });
+
     it('refuses bad uploads with a one-line reason', async () => {
       const img = await photo(8, 8, { r: 1, g: 2, b: 3 });
       const cases: [string, Buffer | string, Record<string, string>, number][] = [

@@ -82,8 +82,9 @@ export function avatarRoutes(
     }
   };
   const config = { svc: 'avatar' };
-  for (const url of ['/avatar', '/avatar/', '/avatar/:file'])
-    app.get<Route>(url, { preHandler: limit, config }, get);
+  // No hook at all when unlimited: this is the hot path of every page that shows avatars.
+  const getOpts = cfg.rateLimit.limit > 0 ? { preHandler: limit, config } : { config };
+  for (const url of ['/avatar', '/avatar/', '/avatar/:file']) app.get<Route>(url, getOpts, get);
 
   const target = (req: Req) => {
     const parsed = parseHash(parseFile(req.params.file ?? '').hashText);

@@ -1,0 +1,93 @@
+// Avatars: a cached avatar from devutil vs nginx serving the same PNG file (target >= 0.5x), then
+// the uncached identicon rate at 80 and 512 px (every request a new hash, so each one is drawn,
+// encoded and written to the caches). Both servers single-process, access logs off, same wrk load.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GENERATORS } from '../src/services/avatar/gen/index.ts';
+import { renderArt } from '../src/services/avatar/render.ts';
+import { Seed } from '../src/services/avatar/seed.ts';
+import { report, startDevutil, startNginx, tempFile, wrk } from './lib.ts';
+
+const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
+const connections = 64;
+const HASH = '0bc83cb571cd1c50ba6f3e8a78ef1346';
+
+// A wrk script that asks for a fresh random MD5-shaped hash on every request.
+const uncached = (size: number) =>
+  tempFile(
+    `uncached-${size}.lua`,
+    `math.randomseed(${size})
+request = function()
+  local h = string.format("%08x%08x%08x%08x", math.random(0, 0x7fffffff), math.random(0, 0x7fffffff), math.random(0, 0x7fffffff), math.random(0, 0x7fffffff))
+  return wrk.format("GET", "/avatar/" .. h .. "?d=identicon&s=${size}")
+end
+`,
+  );
+
+/** Identicons drawn and PNG-encoded per second in this process, no HTTP (context). */
+async function inProcessRate(size: number, n: number): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const seed = new Seed(i.toString(16).padStart(32, '0'));
+    await renderArt(GENERATORS.identicon(seed, size, { initials: '' }), size, 'png');
+  }
+  return n / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+const dev = await startDevutil({
+  DEVUTIL_LOG_LEVEL: 'error',
+  DEVUTIL_AVATAR_UPSTREAM: 'none',
+  DEVUTIL_AVATAR_RENDER_QUEUE: '10000',
+});
+const root = mkdtempSync(join(tmpdir(), 'devutil-avatar-nginx-'));
+const cachedPath = `/avatar/${HASH}?d=identicon&s=80`;
+const png = Buffer.from(await (await fetch(dev.url + cachedPath)).arrayBuffer());
+writeFileSync(join(root, HASH), png);
+const ngx = await startNginx(
+  `location /avatar/ { alias ${root}/; default_type image/png; add_header Cache-Control "max-age=300"; etag on; }`,
+  '',
+  `/avatar/${HASH}`,
+);
+try {
+  wrk(dev.url + cachedPath, { durationSec: 2, connections });
+  wrk(`${ngx.url}/avatar/${HASH}`, { durationSec: 2, connections });
+  const d = wrk(dev.url + cachedPath, { durationSec, connections });
+  const n = wrk(`${ngx.url}/avatar/${HASH}`, { durationSec, connections });
+  report(`cached avatar, 80 px identicon PNG (${png.length} B)`, 'nginx static', [
+    { metric: 'throughput', unit: 'req/s', devutil: d.rps, anchor: n.rps, higherIsBetter: true, target: 0.5 },
+    { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: n.p99ms, higherIsBetter: false },
+    { metric: 'p50 latency', unit: 'ms', devutil: d.p50ms, anchor: n.p50ms, higherIsBetter: false },
+  ]);
+  const rows = [];
+  for (const size of [80, 512]) {
+    const u = wrk(dev.url, { durationSec, connections: 16, script: uncached(size) });
+    if (u.errors) console.log(`uncached ${size}px: ${u.errors} errors`);
+    rows.push({ size, u });
+  }
+  report('uncached identicons over HTTP (each request a new hash)', 'devutil cached', [
+    ...rows.map(({ size, u }) => ({
+      metric: `identicon ${size}px`,
+      unit: 'img/s',
+      devutil: u.rps,
+      anchor: d.rps,
+      higherIsBetter: true,
+    })),
+    ...rows.map(({ size, u }) => ({
+      metric: `identicon ${size}px p99`,
+      unit: 'ms',
+      devutil: u.p99ms,
+      anchor: d.p99ms,
+      higherIsBetter: false,
+    })),
+  ]);
+  const r80 = await inProcessRate(80, 400);
+  const r512 = await inProcessRate(512, 100);
+  console.log(
+    `\ncontext: one process drawing + encoding identicons, no HTTP: 80px ${r80.toFixed(0)}/s, 512px ${r512.toFixed(0)}/s (512/80: ${(r512 / r80).toFixed(2)}x)`,
+  );
+} finally {
+  await dev.close();
+  await ngx.close();
+  rmSync(root, { recursive: true, force: true });
+}
