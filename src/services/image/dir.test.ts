@@ -30,7 +30,7 @@ describe('image directory source', () => {
   before(async () => {
     dir = tempDir('devutil-image-dir-');
     await makeImageDir(dir);
-    app = await buildTestServer({ logs, overrides: { image: { dir, rateLimit: 'off', dirRescanSec: 0 } } });
+    app = await buildTestServer({ logs, overrides: { image: { dir, rateLimit: 'off', dirRescanSec: 1 } } });
   });
   after(async () => app.close());
 
