@@ -3,7 +3,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import type { LookupFunction } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
 import { isBlockedAddress, isLoopback } from './netguard.ts';
 
@@ -50,13 +50,12 @@ export interface UpstreamOptions {
 }
 
 export function createAgent(o: UpstreamOptions): Agent {
+  // One secure context for every connection: passing `ca` to each tls.connect would parse the
+  // whole root store per handshake (it dominated CPU under load).
   const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
-  const base = buildConnector({ timeout: o.connectTimeoutMs, ...(ca ? { ca } : {}) });
-  const guarded = buildConnector({
-    timeout: o.connectTimeoutMs,
-    lookup: guardedLookup,
-    ...(ca ? { ca } : {}),
-  });
+  const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
+  const base = buildConnector({ timeout: o.connectTimeoutMs, ...tls });
+  const guarded = buildConnector({ timeout: o.connectTimeoutMs, lookup: guardedLookup, ...tls });
   return new Agent({
     keepAliveTimeout: 10_000,
     connections: 64,
