@@ -201,7 +201,7 @@ const waves: Style = (x) => {
       d += ` L${f1(px)} ${f1(y0 + amp * Math.sin(ph + (k * Math.PI * 2 * j) / 48))}`;
     }
     d += ` L${W} ${H} Z`;
-    s += `<path d="${d}" fill="${p.c(i, 30 + (45 * i) / n)}" opacity="${rng.float(0.35, 0.7).toFixed(2)}"/>`;
+    s += `<path d="${d}" fill="${p.c(i % 2, 28 + (50 * i) / n)}" opacity="${rng.float(0.65, 0.92).toFixed(2)}"/>`;
   }
   return s;
 };
