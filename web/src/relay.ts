@@ -28,13 +28,22 @@ function bytes(v: unknown): string {
 export function initRelay(): void {
   const uri = byId<HTMLInputElement>('relay-uri');
   if (!uri) return;
-  const poll = async () => {
-    if (document.hidden) return;
+  // Poll every 5 s while the relay answers; back off to 30 s while it does not (e.g. starting up).
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const schedule = (ok: boolean) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void poll(), ok ? 5000 : 30_000);
+  };
+  const poll = async (): Promise<void> => {
+    if (document.hidden) return schedule(true);
     try {
       const r = await fetch('/rest/api/v1/relay', { cache: 'no-store' });
-      if (r.status === 404)
-        return setStatus('relay-status', 'The relay is not running on this server.', 'error');
-      const body = (await r.json()) as Json;
+      const body = (await r.json().catch(() => ({}))) as Json;
+      if (!r.ok) {
+        const why = typeof body['message'] === 'string' ? body['message'] : `HTTP ${r.status}`;
+        setStatus('relay-status', `Relay status unavailable: ${why}`, 'error');
+        return schedule(false);
+      }
       const data = (typeof body['data'] === 'object' && body['data'] ? body['data'] : body) as Json;
       const stats = (typeof data['stats'] === 'object' && data['stats'] ? data['stats'] : data) as Json;
       const u = pick(data, 'uri', 'relayUri', 'url');
@@ -46,16 +55,19 @@ export function initRelay(): void {
       set('relay-sessions', num(pick(stats, 'numActiveSessions', 'sessions', 'activeSessions')));
       set('relay-conns', num(pick(stats, 'numConnections', 'connections')));
       set('relay-bytes', bytes(pick(stats, 'bytesProxied', 'bytes', 'bytesRelayed')));
-      setStatus(
-        'relay-status',
-        r.ok ? `Live, updated ${new Date().toLocaleTimeString()}.` : 'Relay unavailable.',
-        r.ok ? 'ok' : 'error',
-      );
+      const note = typeof data['note'] === 'string' ? data['note'] : '';
+      if (data['running'] !== false)
+        setStatus('relay-status', `Live, updated ${new Date().toLocaleTimeString()}.`, 'ok');
+      else if (note) setStatus('relay-status', `${note.charAt(0).toUpperCase()}${note.slice(1)}.`, 'info');
+      else setStatus('relay-status', 'The relay is not running.', 'error');
+      schedule(true);
     } catch (err) {
       setStatus('relay-status', `Status unavailable: ${(err as Error).message}`, 'error');
+      schedule(false);
     }
   };
   void poll();
-  setInterval(() => void poll(), 5000);
-  document.addEventListener('visibilitychange', () => void poll());
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden) void poll();
+  });
 }
