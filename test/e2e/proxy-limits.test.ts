@@ -13,15 +13,22 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
   let limited: Running;
   let privateProxy: Running;
   let closed: Running;
+  let single: Running;
   before(async () => {
     w = await startWorld({ git: false });
     capped = await startProxy(w.net, { proxy: { maxResponseBytes: 5000, maxRequestBytes: 1000 } });
     limited = await startProxy(w.net, { proxy: { rateLimit: '3/min' } });
     privateProxy = await startProxy(w.net, { proxy: { secret: 's3cretPrefix', host: 'proxy.test' } });
     closed = await startProxy(w.net, { proxy: { clients: ['10.0.0.0/8'] } });
+    single = await startProxy(w.net, { proxy: { maxConcurrent: 1 } });
+    // Held open so that two requests overlap on the proxy.
+    w.net.on('media.githubusercontent.com', async (_req, res) => {
+      await new Promise((r) => setTimeout(r, 500));
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('slow\n');
+    });
   });
   after(async () => {
-    await Promise.all([capped, limited, privateProxy, closed].map((s) => s?.close()));
+    await Promise.all([capped, limited, privateProxy, closed, single].map((s) => s?.close()));
     await w?.close();
   });
 
@@ -97,5 +104,12 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
     const r = await curl([`${closed.url}/proxy/raw.githubusercontent.com/o/r/main/README.md`]);
     assert.equal(r.status, 403);
     assert.match(r.body.toString(), /not open to your address/);
+  });
+
+  it('answers 429 past the per-IP concurrent stream limit', async () => {
+    const url = `${single.url}/proxy/media.githubusercontent.com/slow`;
+    const rs = await Promise.all([curl([url]), curl([url])]);
+    assert.deepEqual(rs.map((r) => r.status).sort(), [200, 429]);
+    assert.equal((await curl([url])).status, 200, 'the slot is released afterwards');
   });
 });
