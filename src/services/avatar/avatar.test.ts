@@ -248,6 +248,15 @@ describe('avatar service', () => {
         assert.notEqual(r.headers.etag, before.headers.etag);
         assert.ok(r.headers['last-modified']);
       }
+      const lm = (await app.inject({ url: `/avatar/${md5}?s=50` })).headers['last-modified'] as string;
+      const ims = await app.inject({ url: `/avatar/${md5}?s=50`, headers: { 'if-modified-since': lm } });
+      assert.equal(ims.statusCode, 304);
+      const older = new Date(Date.parse(lm) - 60_000).toUTCString();
+      const changed = await app.inject({
+        url: `/avatar/${md5}?s=50`,
+        headers: { 'if-modified-since': older },
+      });
+      assert.equal(changed.statusCode, 200);
       const forced = await app.inject({ url: `/avatar/${md5}?d=identicon&s=50&f=y` });
       assert.equal(forced.headers['x-avatar-source'], 'generated');
       const big = await app.inject({ url: `/avatar/${md5}.jpg?s=512` });
@@ -352,6 +361,27 @@ describe('avatar service', () => {
       assert.equal(r.headers['set-cookie'], undefined);
     });
   }
+
+  it('refuses renders past the queue with 503 and Retry-After instead of piling up', async () => {
+    const busy = await buildTestServer({
+      overrides: { avatar: { upstream: 'none', renderConcurrency: 1, renderQueue: 0 } },
+    });
+    try {
+      const all = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          busy.inject({ url: `/avatar/${i.toString(16).padStart(32, '0')}?d=robohash&s=2048` }),
+        ),
+      );
+      const codes = all.map((r) => r.statusCode);
+      assert.ok(codes.includes(200), codes.join());
+      assert.ok(codes.includes(503), codes.join());
+      const refused = all.find((r) => r.statusCode === 503)!;
+      assert.ok(Number(refused.headers['retry-after']) >= 1);
+      assert.match(refused.headers['content-type'] as string, /^text\/plain/);
+    } finally {
+      await busy.close();
+    }
+  });
 
   it('answers unsupported methods with 405 and Allow in plain text', async () => {
     const r = await app.inject({ method: 'POST', url: `/avatar/${MD5}` });
