@@ -50,6 +50,8 @@ export class ImageService {
   readonly memory: MemoryLru;
   readonly disk: DiskLru;
   readonly pool: WorkPool;
+  /** Upstream fetches: their own bounded pool, so waiting on the network holds no sharp slot. */
+  readonly fetches: WorkPool;
   private inflight = new Map<string, Promise<{ body: Buffer; meta: Meta }>>();
   private readonly fingerprint: string;
   sources: ImageSource[] = [];
@@ -65,6 +67,7 @@ export class ImageService {
       logger.warn({ err }, 'image disk cache error'),
     );
     this.pool = new WorkPool(c.concurrency, c.queueLength, events.pool);
+    this.fetches = new WorkPool(c.concurrency * 4, c.queueLength);
     // Settings that change output bytes for the same request belong in every key.
     this.fingerprint = `q${c.quality}.${c.crop}.${c.defaultWidth}x${c.defaultHeight}.${c.maxWidth}.${c.maxHeight}.${c.maxPixels}`;
   }
@@ -86,7 +89,11 @@ export class ImageService {
           cache = 'miss';
           hit = await this.once(key, async () => {
             const started = process.hrtime.bigint();
-            const out = await this.pool.run(async () => render(await src.load(entry), o, this.c));
+            const out = src.remote
+              ? await this.fetches
+                  .run(() => src.load(entry))
+                  .then((l) => this.pool.run(() => render(l, o, this.c)))
+              : await this.pool.run(async () => render(await src.load(entry), o, this.c));
             this.events.rendered?.(src.name, Number(process.hrtime.bigint() - started) / 1e9);
             const etag = `"${createHash('sha256').update(out.body).digest('base64url').slice(0, 27)}"`;
             const meta: Meta = {

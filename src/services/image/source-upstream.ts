@@ -30,6 +30,7 @@ const MAX_REDIRECTS = 4;
 
 export class UpstreamSource implements ImageSource {
   readonly name = 'upstream';
+  readonly remote = true;
   private readonly hosts: Set<string>;
 
   constructor(private readonly o: UpstreamOptions) {

@@ -30,6 +30,8 @@ export interface Catalogue {
 
 export interface ImageSource {
   readonly name: SourceName;
+  /** Loading waits on the network: done outside the sharp slots so a slow origin cannot starve them. */
+  readonly remote?: boolean;
   pick(id: string | null): SourceEntry;
   load(entry: SourceEntry): Promise<Loaded>;
   list(offset: number, limit: number): Catalogue;

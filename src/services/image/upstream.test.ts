@@ -151,3 +151,38 @@ describe('upstream configuration', () => {
     );
   });
 });
+
+describe('upstream fetches and the sharp pool', () => {
+  it('does not hold a sharp slot while waiting on a slow origin', async () => {
+    const fx = await startPicsumFixture();
+    const app = await buildTestServer({
+      overrides: {
+        image: {
+          upstreamUrl: `${fx.url}/seed/{id}/{width}/{height}`,
+          upstreamWidth: 300,
+          upstreamHeight: 200,
+          upstreamTimeoutMs: 1500,
+          concurrency: 1,
+          queueLength: 0,
+          rateLimit: 'off',
+        },
+      },
+    });
+    try {
+      const stalled = app.inject({ url: `${URL_}?id=slow&width=40&height=40` });
+      for (let i = 0; i < 200 && !fx.seen.some((s) => s.includes('/seed/slow/')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.ok(fx.seen.some((s) => s.includes('/seed/slow/')), 'the slow fetch started');
+      // With one slot and no queue, this would be a 503 if the stalled fetch held the slot.
+      const quick = await app.inject({ url: `${URL_}?id=quick&width=40&height=40` });
+      assert.equal(quick.statusCode, 200);
+      assert.equal(quick.headers['image-source'], 'upstream');
+      const late = await stalled;
+      assert.equal(late.statusCode, 200);
+      assert.equal(late.headers['image-source'], 'generator');
+    } finally {
+      await app.close();
+      await fx.close();
+    }
+  });
+});
