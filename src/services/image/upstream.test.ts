@@ -172,7 +172,10 @@ describe('upstream fetches and the sharp pool', () => {
       const stalled = app.inject({ url: `${URL_}?id=slow&width=40&height=40` });
       for (let i = 0; i < 200 && !fx.seen.some((s) => s.includes('/seed/slow/')); i++)
         await new Promise((r) => setTimeout(r, 10));
-      assert.ok(fx.seen.some((s) => s.includes('/seed/slow/')), 'the slow fetch started');
+      assert.ok(
+        fx.seen.some((s) => s.includes('/seed/slow/')),
+        'the slow fetch started',
+      );
       // With one slot and no queue, this would be a 503 if the stalled fetch held the slot.
       const quick = await app.inject({ url: `${URL_}?id=quick&width=40&height=40` });
       assert.equal(quick.statusCode, 200);
