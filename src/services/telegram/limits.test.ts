@@ -91,6 +91,14 @@ describe('telegram relay budgets', () => {
     );
   });
 
+  it('counts @ChannelName and @channelname as one chat for the per-chat pace', async () => {
+    const app = await build({ chatRate: '1/min' });
+    const to = (chatId: string) =>
+      app.inject({ method: 'POST', url: URL_PATH, payload: { apiKey: BOT.token, chatId, msgText: 'x' } });
+    assert.equal((await to(`@${CHATS.channel!.username}`)).statusCode, 200);
+    assert.equal((await to(`@${CHATS.channel!.username!.toUpperCase()}`)).statusCode, 429);
+  });
+
   it("answers 429 early at Telegram's per-bot pace across chats", async () => {
     const app = await build({ botRate: '2/min' });
     assert.equal((await send(app, '192.0.2.9', CHATS.user!.id)).statusCode, 200);

@@ -118,18 +118,13 @@ export async function telegramRoutes(
     async (req, reply) => {
       const p = await plan(req);
       const bot = keyId(p.key);
+      // Usernames are case-insensitive; a numeric id counts the same as string or number.
+      const chatId = `${bot}:${String(p.chatId).toLowerCase()}`;
+      // A paused chat is refused before it can use up any budget.
+      await checkPause(req, chatId);
       await charge(req, 'telegram-key', bot, cfg.keyRateLimit, 'rate limit for this bot key exceeded');
       await charge(req, 'telegram-bot', bot, cfg.botRate, "telegram's per-bot pace exceeded");
-      await charge(
-        req,
-        'telegram-chat',
-        `${bot}:${p.chatId}`,
-        cfg.chatRate,
-        "telegram's per-chat pace exceeded",
-      );
-
-      const chatId = `${bot}:${p.chatId}`;
-      await checkPause(req, chatId);
+      await charge(req, 'telegram-chat', chatId, cfg.chatRate, "telegram's per-chat pace exceeded");
 
       const started = performance.now();
       const r = await client.call(p.key, 'sendMessage', p.params);
