@@ -69,6 +69,12 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
   });
 
   it('requires the secret prefix and rewrites links with it', async () => {
+    const usage = await curl([`${privateProxy.url}/proxy/`]);
+    assert.equal(usage.status, 200);
+    assert.ok(
+      !usage.body.toString().includes('s3cretPrefix'),
+      'the open usage page does not reveal the secret',
+    );
     const plain = await curl([`${privateProxy.url}/proxy/raw.githubusercontent.com/o/r/main/README.md`]);
     assert.equal(plain.status, 403);
     const wrong = await curl([

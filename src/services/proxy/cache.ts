@@ -132,6 +132,8 @@ export class DiskCache implements ProxyCache {
         this.stats.onResult('revalidated');
         return true;
       }
+      // Changed upstream: forget the stale copy so the next plain GET stores the new one.
+      if (up.status === 200) this.store.drop(e.key);
     } catch (err) {
       log.warn({ reason: (err as Error).message }, 'cache revalidation failed');
     }

@@ -27,7 +27,8 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
-  const usage = `devutil proxy: ${deps.fwd.links.base}/<host>/<path>, e.g. git clone ${deps.fwd.links.base}/github.com/owner/repo\n`;
+  // Built from the public URL without the secret prefix: this page is open to anyone.
+  const usage = `devutil proxy: ${ctx.urls.proxy}/<host>/<path>, e.g. git clone ${ctx.urls.proxy}/github.com/owner/repo\n`;
   const info = (body: string) => async (_req: FastifyRequest, reply: FastifyReply) =>
     reply.type('text/plain; charset=utf-8').send(body);
   app.get(MOUNT, info(usage));
