@@ -49,6 +49,8 @@ type Fetched =
   | { kind: 'error' };
 
 const NEGATIVE_MAX = 50_000;
+/** Mirrored entries whose metadata stays in memory; older ones are read from disk again. */
+const META_MAX = 100_000;
 
 export class Mirror {
   private metas = new Map<string, Meta | null>();
@@ -102,8 +104,8 @@ export class Mirror {
       meta = JSON.parse(await readFile(this.path(key, 'json'), 'utf8')) as Meta;
       if (typeof meta.expiresAt !== 'number') meta = null;
     } catch {}
-    // Only positives are remembered: misses are rare on disk and would grow this map without bound.
-    if (meta) this.metas.set(key, meta);
+    // Only positives are remembered (misses would grow this map without bound), and only so many.
+    if (meta) this.keep(key, meta);
     return meta;
   }
 
@@ -235,8 +237,14 @@ export class Mirror {
     await this.writeMeta(key, meta);
   }
 
-  private async writeMeta(key: string, meta: Meta): Promise<void> {
+  private keep(key: string, meta: Meta): void {
+    this.metas.delete(key);
     this.metas.set(key, meta);
+    if (this.metas.size > META_MAX) this.metas.delete(this.metas.keys().next().value as string);
+  }
+
+  private async writeMeta(key: string, meta: Meta): Promise<void> {
+    this.keep(key, meta);
     const path = this.path(key, 'json');
     const tmp = `${path}.${process.pid}.tmp`;
     try {
