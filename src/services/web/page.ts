@@ -70,6 +70,7 @@ ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.ico
 <li><span>PlantUML</span> <code>${p.urls.plantuml}</code></li>
 <li><span>Avatars</span> <code>${p.urls.avatar}/avatar</code></li>
 </ul>
+<noscript><p class="note">The examples below work anywhere; the try-it tools on this page need JavaScript.</p></noscript>
 <p class="small">Calls that use resources (uploads, images, messages, diagrams) are rate-limited per address. Meant for development and testing, not production.</p>
 </section>
 ${filesSection(p)}

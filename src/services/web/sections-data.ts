@@ -103,6 +103,9 @@ ${copyField('image-url', 'Image URL', `${b}${preview}`)}
 
 export function telegramSection(p: PageInput): Raw {
   const b = p.urls.base;
+  const post = `curl -X POST ${b}/rest/api/v1/telegram -H 'Content-Type: application/json' \\\n  -d `;
+  const tgPlain = `${post}'{"apiKey":"<BOT_KEY>","chatId":"@mychannel","msgText":"Build #42 passed (100%)!","escape":true}'`;
+  const tgObject = `${post}'{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":{"text":"<b>done</b>","parse_mode":"HTML","disable_notification":true}}'`;
   const curl = `curl -X POST ${b}/rest/api/v1/telegram \\\n  -H 'Content-Type: application/json' \\\n  -d '{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":"Hello from *devutil*"}'`;
   return section(
     'telegram',
@@ -111,7 +114,8 @@ export function telegramSection(p: PageInput): Raw {
     p.enabled.telegram,
     html`<div class="split"><div class="examples">
 ${example('Send (MarkdownV2 by default)', curl)}
-${example('Plain text, escaped for you', `-d '{"apiKey":"<BOT_KEY>","chatId":"@mychannel","msgText":"Build #42 passed (100%)!","escape":true}'`)}
+${example('Plain text, escaped for the parse mode by the server', tgPlain)}
+${example('An object: any sendMessage field is forwarded', tgObject)}
 </div>
 <form class="tool" id="telegram-form" autocomplete="off">
 <p class="note">Your bot key stays in this page: it is sent only with this request and never stored.</p>
