@@ -39,7 +39,7 @@ export class UpstreamSource implements ImageSource {
     if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);
   }
 
-  /** The URL for one id: the id is percent-encoded, so it can never change the path or host. */
+  /** The URL for one id: percent-encoded, so it stays one path segment on the allowed host. */
   urlFor(id: string): string {
     return this.o.template
       .replaceAll('{id}', encodeURIComponent(id))
@@ -49,6 +49,8 @@ export class UpstreamSource implements ImageSource {
 
   pick(id: string | null): SourceEntry {
     const pid = id ?? randomPoolId(this.o.pool);
+    // URL parsers read `.`, `..` and their %2E spellings as dot segments whatever the encoding.
+    if (pid === '.' || pid === '..') throw new SourceError('id cannot be a URL path segment');
     return { id: pid, key: `up:${this.urlFor(pid)}`, width: this.o.width, height: this.o.height };
   }
 

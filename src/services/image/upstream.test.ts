@@ -70,6 +70,20 @@ describe('upstream source against a local Picsum-style origin', () => {
     assert.equal(fx.seen.filter((s) => s.includes('/seed/once/')).length - before, 1);
   });
 
+  it('keeps path-like ids inside one path segment of the template', async () => {
+    for (const id of ['..', '.', '../../admin', 'a/b?c#d', '%2e%2e']) {
+      const r = await app.inject({ url: `${URL_}?id=${encodeURIComponent(id)}&width=30&height=30` });
+      assert.equal(r.statusCode, 200);
+      // A bare dot segment cannot be sent at all: the generator answers for it.
+      assert.equal(r.headers['image-source'], id === '.' || id === '..' ? 'generator' : 'upstream', id);
+    }
+    const seeds = fx.seen.filter((s) => / \/seed\//.test(s)).map((s) => s.split(' ')[1]!);
+    assert.ok(seeds.includes('/seed/..%2F..%2Fadmin/600/400?client_id=sekrit-abc'), seeds.join('\n'));
+    assert.ok(seeds.includes('/seed/%252e%252e/600/400?client_id=sekrit-abc'));
+    assert.ok(seeds.includes('/seed/a%2Fb%3Fc%23d/600/400?client_id=sekrit-abc'));
+    assert.ok(!fx.seen.some((s) => / \/(admin|600\/400)/.test(s)), 'no request escaped the seed segment');
+  });
+
   it('draws random requests from the configured pool of ids', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 12; i++) {
