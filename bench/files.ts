@@ -1,0 +1,177 @@
+// File store: (1) the codec measurement behind the default (gzip vs brotli levels on a corpus of
+// real text from this machine); (2) downloading a 100 MiB incompressible file from devutil vs nginx
+// serving the same bytes statically (target >= 0.8x); (3) uploading a 100 MiB text corpus vs the
+// chosen codec's CLI compressing the same bytes (target >= 0.8x its speed).
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import zlib from 'node:zlib';
+import { report, requireCommand, rssOf, startDevutil, startNginx, wrk } from './lib.ts';
+
+const MiB = 1024 * 1024;
+const ROOT = new URL('..', import.meta.url).pathname;
+const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
+const LEVEL = Number(process.env['BENCH_BROTLI_LEVEL'] ?? 4);
+
+/** Real text from this machine: JavaScript, JSON, type declarations, docs, markup, scripts. */
+function corpus(limit: number): Buffer {
+  const out: Buffer[] = [];
+  let n = 0;
+  const walk = (dir: string, re: RegExp, cap: number) => {
+    const stack = [dir];
+    let got = 0;
+    while (stack.length && got < cap) {
+      const p = stack.pop() as string;
+      let st: ReturnType<typeof statSync>;
+      try {
+        st = statSync(p);
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) for (const e of readdirSync(p).sort()) stack.push(join(p, e));
+      else if (re.test(p) && st.size < 2 * MiB) {
+        const b = readFileSync(p);
+        out.push(b);
+        got += b.length;
+        n += b.length;
+      }
+    }
+  };
+  walk(join(ROOT, 'node_modules'), /\.(js|mjs|cjs)$/, limit * 0.45);
+  walk(join(ROOT, 'node_modules'), /\.(json|md|d\.ts)$/, limit * 0.3);
+  walk('/usr/share', /\.(txt|html|xml|css|csv|svg|po|pl|py)$/, limit * 0.25);
+  return Buffer.concat(out, n);
+}
+
+function mibps(bytes: number, sec: number): number {
+  return bytes / MiB / sec;
+}
+
+function time(fn: () => void): number {
+  const t = process.hrtime.bigint();
+  fn();
+  return Number(process.hrtime.bigint() - t) / 1e9;
+}
+
+// (1) codec measurement
+const sample = corpus(32 * MiB);
+console.log(
+  `\n== codec measurement: ${(sample.length / MiB).toFixed(1)} MiB of text (node_modules, /usr/share) ==`,
+);
+console.log(`${'codec'.padEnd(10)} ${'saved'.padStart(8)} ${'MiB/s'.padStart(8)}`);
+const codecs: [string, () => Buffer][] = [
+  ...[1, 6, 9].map((l): [string, () => Buffer] => [`gzip-${l}`, () => zlib.gzipSync(sample, { level: l })]),
+  ...[1, 3, 4, 5, 6].map((q): [string, () => Buffer] => [
+    `br-${q}`,
+    () => zlib.brotliCompressSync(sample, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: q } }),
+  ]),
+];
+for (const [name, fn] of codecs) {
+  let out = Buffer.alloc(0);
+  const sec = time(() => {
+    out = fn();
+  });
+  const saved = ((1 - out.length / sample.length) * 100).toFixed(2);
+  console.log(
+    `${name.padEnd(10)} ${`${saved}%`.padStart(8)} ${mibps(sample.length, sec).toFixed(1).padStart(8)}`,
+  );
+}
+
+// (2) and (3) against a real devutil process
+requireCommand('curl');
+requireCommand('brotli');
+const dir = mkdtempSync(join(tmpdir(), 'devutil-bench-files-'));
+const random = join(dir, 'random.bin');
+writeFileSync(random, randomBytes(100 * MiB));
+const text = join(dir, 'corpus.txt');
+const big = corpus(100 * MiB);
+writeFileSync(text, Buffer.concat([big, sample]).subarray(0, 100 * MiB));
+
+// nginx workers run as nobody: let them read the file.
+chmodSync(dir, 0o755);
+chmodSync(random, 0o644);
+const dev = await startDevutil({ DEVUTIL_LOG_LEVEL: 'error', DEVUTIL_FILES_RATE_LIMIT: 'off' });
+const ngx = await startNginx(`location / { root ${dirname(random)}; }`, '', `/${basename(random)}`);
+try {
+  execFileSync('curl', [
+    '-sS',
+    '-f',
+    '-o',
+    '/dev/null',
+    '-F',
+    `file=@${random}`,
+    `${dev.url}/api/file/random`,
+  ]);
+  const conn = { durationSec, connections: 4, threads: 2 };
+  wrk(`${dev.url}/api/file/random`, { ...conn, durationSec: 2 });
+  wrk(`${ngx.url}/random.bin`, { ...conn, durationSec: 2 });
+  const d = wrk(`${dev.url}/api/file/random`, conn);
+  const n = wrk(`${ngx.url}/random.bin`, conn);
+  if (d.errors || n.errors) console.log(`errors: devutil ${d.errors}, nginx ${n.errors}`);
+  report('GET 100 MiB incompressible file, 4 connections', 'nginx', [
+    {
+      metric: 'throughput',
+      unit: 'MiB/s',
+      devutil: d.bytesPerSec / MiB,
+      anchor: n.bytesPerSec / MiB,
+      higherIsBetter: true,
+      target: 0.8,
+    },
+  ]);
+
+  // Upload: best of three, each to a new key (create-only), against brotli -q LEVEL on the same file.
+  const up: number[] = [];
+  const baseRss = rssOf(dev.pid);
+  let peakRss = baseRss;
+  for (let i = 0; i < 3; i++) {
+    const watch = setInterval(() => {
+      peakRss = Math.max(peakRss, rssOf(dev.pid));
+    }, 50);
+    const t = process.hrtime.bigint();
+    const out = await new Promise<string>((resolve, reject) => {
+      import('node:child_process').then(({ execFile }) =>
+        execFile('curl', ['-sS', '-f', '-F', `file=@${text}`, `${dev.url}/api/file/corpus${i}`], (err, so) =>
+          err ? reject(err) : resolve(so),
+        ),
+      );
+    });
+    up.push(Number(process.hrtime.bigint() - t) / 1e9);
+    clearInterval(watch);
+    if (i === 0) console.log(`\nupload result: ${JSON.stringify(JSON.parse(out).data.file_info)}`);
+  }
+  const cli: number[] = [];
+  for (let i = 0; i < 3; i++)
+    cli.push(time(() => execFileSync('sh', ['-c', `brotli -q ${LEVEL} -c '${text}' > /dev/null`])));
+  const cliGz: number[] = [];
+  for (let i = 0; i < 3; i++)
+    cliGz.push(time(() => execFileSync('sh', ['-c', `gzip -6 -c '${text}' > /dev/null`])));
+  const size = statSync(text).size;
+  report('upload 100 MiB text corpus (best of 3)', `brotli -q ${LEVEL}`, [
+    {
+      metric: 'speed',
+      unit: 'MiB/s',
+      devutil: mibps(size, Math.min(...up)),
+      anchor: mibps(size, Math.min(...cli)),
+      higherIsBetter: true,
+      target: 0.8,
+    },
+  ]);
+  report('context: the same upload vs gzip -6', 'gzip -6', [
+    {
+      metric: 'speed',
+      unit: 'MiB/s',
+      devutil: mibps(size, Math.min(...up)),
+      anchor: mibps(size, Math.min(...cliGz)),
+      higherIsBetter: true,
+    },
+  ]);
+  console.log(
+    `devutil RSS: ${(baseRss / MiB).toFixed(0)} MiB before the uploads, peak ${(peakRss / MiB).toFixed(0)} MiB during 100 MiB uploads`,
+  );
+} finally {
+  await dev.close();
+  await ngx.close();
+  rmSync(dir, { recursive: true, force: true });
+}
