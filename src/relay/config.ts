@@ -47,7 +47,7 @@ export const relaySection = {
   }),
   networkTimeout: duration(120_000, {
     minMs: 100,
-    doc: 'protocol-mode silence and per-direction idle limit in the pipe',
+    doc: 'protocol-mode silence limit; a paired session with no bytes either way for this long is closed',
   }),
   pingInterval: duration(60_000, { minMs: 100, doc: 'Ping to joined clients; deadline to join' }),
   perSessionRate: bytes(0, { doc: 'bytes/s per session, both directions together (0 = unlimited)' }),

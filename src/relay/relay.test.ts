@@ -189,6 +189,10 @@ describe('relay over the raw protocol', () => {
     ['a huge length', Buffer.from('9e79bc40000000037fffffff', 'hex')],
     ['an unknown type', Buffer.from('9e79bc40000000630000000000000000', 'hex')],
     ['a truncated key', Buffer.from('9e79bc40000000030000000800000020abcd0000', 'hex')],
+    [
+      'a TLS record (0x16, so the TLS side) that is not a ClientHello',
+      Buffer.from(`1603010010${'ab'.repeat(16)}`, 'hex'),
+    ],
   ];
   for (const [name, bytes] of hostilePlain) {
     it(`closes a session-mode socket that sends ${name}, and only that one`, async () => {
