@@ -69,7 +69,7 @@ const codecs: [string, () => Buffer][] = [
   ]),
 ];
 for (const [name, fn] of codecs) {
-  let out = Buffer.alloc(0);
+  let out: Buffer = Buffer.alloc(0);
   const sec = time(() => {
     out = fn();
   });
