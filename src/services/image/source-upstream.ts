@@ -32,6 +32,7 @@ export class UpstreamSource implements ImageSource {
   readonly name = 'upstream';
   readonly remote = true;
   private readonly hosts: Set<string>;
+  private inflight = new Map<string, Promise<Buffer>>();
 
   constructor(private readonly o: UpstreamOptions) {
     const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
@@ -58,9 +59,18 @@ export class UpstreamSource implements ImageSource {
     const cacheKey = `src:${entry.key}`;
     const hit = await this.o.disk.get(cacheKey);
     if (hit) return { kind: 'bytes', data: hit.body };
-    const data = await this.fetch(this.urlFor(entry.id));
-    await this.o.disk.set(cacheKey, { body: data, meta: {} });
-    return { kind: 'bytes', data };
+    // One fetch per original even when several sizes of a new id are asked for at once.
+    let p = this.inflight.get(cacheKey);
+    if (!p) {
+      p = this.fetch(this.urlFor(entry.id))
+        .then(async (data) => {
+          await this.o.disk.set(cacheKey, { body: data, meta: {} });
+          return data;
+        })
+        .finally(() => this.inflight.delete(cacheKey));
+      this.inflight.set(cacheKey, p);
+    }
+    return { kind: 'bytes', data: await p };
   }
 
   private async fetch(first: string): Promise<Buffer> {

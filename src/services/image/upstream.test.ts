@@ -61,8 +61,10 @@ describe('upstream source against a local Picsum-style origin', () => {
 
   it('fetches an id once and serves other sizes of it from the cached original, byte-stable', async () => {
     const before = fx.seen.filter((s) => s.includes('/seed/once/')).length;
-    const a = await app.inject({ url: `${URL_}?id=once&width=200&height=200` });
-    const b = await app.inject({ url: `${URL_}?id=once&width=120` });
+    const [a, b] = await Promise.all([
+      app.inject({ url: `${URL_}?id=once&width=200&height=200` }),
+      app.inject({ url: `${URL_}?id=once&width=120` }),
+    ]);
     const a2 = await app.inject({ url: `${URL_}?id=once&width=200&height=200` });
     assert.equal(a.headers['image-source'], 'upstream');
     assert.equal(b.headers['image-source'], 'upstream');
