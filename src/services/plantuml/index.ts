@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
 import { editorRoutes } from './editor.ts';
 import { PlantumlEngine } from './engine.ts';
+import { proxyRoute } from './proxy.ts';
 import { plantumlRoutes } from './routes.ts';
 
 const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
@@ -41,6 +42,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   if (cfg.prestart) app.addHook('onListen', async () => engine.warm());
 
   await plantumlRoutes(app, ctx, engine);
+  await proxyRoute(app, ctx, engine);
   await editorRoutes(app, ctx);
 };
 
