@@ -250,6 +250,16 @@ describe('relay over the raw protocol', () => {
     assert.equal(relay.status().numConnections, 1); // only A
   });
 
+  it('serves /status as strelaysrv does: sorted keys, 4-space JSON, 404 elsewhere', async () => {
+    const res = await fetch(`http://${H}:${relay.statusPort}/status`);
+    const text = await res.text();
+    assert.ok(text.startsWith('{\n    "buildDate": ""'), text.slice(0, 40));
+    const keys = Object.keys(JSON.parse(text));
+    assert.deepEqual(keys, [...keys].sort());
+    assert.equal(res.headers.get('connection'), 'close');
+    assert.equal((await fetch(`http://${H}:${relay.statusPort}/status/x`)).status, 404);
+  });
+
   it('survives a plain connection that never sends a byte by closing it', async () => {
     const s = netConnect({ host: H, port: relay.port });
     await closedSock(s);
