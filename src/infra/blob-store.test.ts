@@ -1,6 +1,7 @@
 // The blob store contract, run against both backends: local disk and S3 (a local s3rver).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -157,5 +158,44 @@ describe('fs blob store start-up', () => {
     assert.deepEqual(readdirSync(first.tmpDir), []);
     assert.ok(existsSync(join(root, 'files', 'kept')));
     assert.equal(await text((await first.get('files/kept'))!.body), 'ok');
+  });
+
+  it('after kill -9 of a writer mid-upload shows no partial blob and removes its temporary file on restart', async () => {
+    const root = join(tempDir(), 'blobs');
+    const mod = new URL('./blob-fs.ts', import.meta.url).pathname;
+    // A real writer process that streams 1 MiB into a put and then stalls, never finishing it.
+    const code = `
+      import { Readable } from 'node:stream';
+      import { FsBlobStore } from ${JSON.stringify(mod)};
+      const store = new FsBlobStore(${JSON.stringify(root)});
+      await store.init();
+      let n = 0;
+      const body = new Readable({ read() { if (n++ < 16) this.push(Buffer.alloc(65536, 7)); } });
+      await store.put('files/victim', body, {});
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const tmp = join(root, '.tmp');
+      let partial = '';
+      for (let i = 0; i < 300 && !partial; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        const names = existsSync(tmp) ? readdirSync(tmp) : [];
+        partial = names.find((n) => statSync(join(tmp, n)).size >= 1024 * 1024) ?? '';
+      }
+      assert.ok(partial.startsWith(`${child.pid}-`), 'the writer had a partial temporary file');
+      child.kill('SIGKILL');
+      await exited;
+      const restarted = new FsBlobStore(root);
+      assert.equal(await restarted.head('files/victim'), null);
+      const { removed } = await restarted.init();
+      assert.equal(removed, 1);
+      assert.deepEqual(readdirSync(tmp), []);
+      assert.equal(await restarted.head('files/victim'), null);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 });
