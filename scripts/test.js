@@ -2,8 +2,8 @@
 // `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths) through
 // node's own test runner with tsx. Test files run in parallel processes; CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
-import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -36,6 +36,8 @@ if (files.length === 0) {
   process.exit(1);
 }
 mkdirSync(join(root, 'test-output'), { recursive: true });
+// Fresh run-wide logs and secrets for the scan that follows the run (scripts/scan-logs.js).
+for (const d of ['logs', 'secrets']) rmSync(join(root, 'test-output', d), { recursive: true, force: true });
 const concurrency = process.env.DEVUTIL_TEST_CONCURRENCY ?? String(Math.max(2, availableParallelism()));
 const child = spawn(
   process.execPath,
@@ -49,4 +51,7 @@ const child = spawn(
   ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
 );
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('exit', (code, signal) => {
+  const scan = spawnSync(process.execPath, [join(root, 'scripts/scan-logs.js')], { stdio: 'inherit' });
+  process.exit(code || scan.status || (signal ? 1 : 0));
+});

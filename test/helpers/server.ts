@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
+import pino, { type DestinationStream } from 'pino';
 import { type Config, type ConfigSources, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/infra/logger.ts';
 import { buildServer } from '../../src/server.ts';
@@ -13,12 +14,23 @@ import { freePort } from './ports.ts';
 
 export type Overrides = NonNullable<ConfigSources['overrides']>;
 
+// Every test server logs at debug level into test-output/logs/<pid>.log; after the whole run,
+// scripts/scan-logs.js greps those files for registered test secrets and secret-shaped strings.
+const RUN_LOG_DIR = join(new URL('../..', import.meta.url).pathname, 'test-output', 'logs');
+let runLog: DestinationStream | undefined;
+function runLogStream(): DestinationStream {
+  // Synchronous writes: the runner may end a test process without waiting for pending buffers.
+  runLog ??= pino.destination({ dest: join(RUN_LOG_DIR, `${process.pid}.log`), sync: true, mkdir: true });
+  return runLog;
+}
+
 /** Every log line written by servers built with `logs` (shared across a test file). */
 export class LogCapture {
   readonly lines: string[] = [];
   readonly stream = new Writable({
     write: (chunk, _enc, cb) => {
       this.lines.push(...String(chunk).split('\n').filter(Boolean));
+      runLogStream().write(String(chunk));
       cb();
     },
   });
@@ -42,7 +54,7 @@ export function tempDir(prefix = 'devutil-test-'): string {
 export function testConfig(overrides: Overrides = {}, env: Record<string, string> = {}): Config {
   const o: Overrides = { ...overrides };
   o.server = { dataDir: tempDir(), ...overrides.server };
-  o.log = { level: 'silent', ...overrides.log };
+  o.log = { level: 'debug', ...overrides.log };
   return loadConfig({ env, overrides: o }).config;
 }
 
@@ -54,14 +66,11 @@ export interface BuildTestOptions {
 }
 
 export async function buildTestServer(opts: BuildTestOptions = {}): Promise<FastifyInstance> {
-  const overrides = opts.logs
-    ? { ...opts.overrides, log: { level: 'debug', ...opts.overrides?.log } }
-    : opts.overrides;
-  const config = testConfig(overrides, opts.env);
-  const logger = opts.logs ? createLogger(config.log.level, opts.logs.stream) : undefined;
+  const config = testConfig(opts.overrides, opts.env);
+  const logger = createLogger(config.log.level, opts.logs ? opts.logs.stream : runLogStream());
   const app = await buildServer({
     config,
-    ...(logger ? { logger } : {}),
+    logger,
     ...(opts.redis !== undefined ? { redis: opts.redis } : {}),
   });
   return app;
@@ -75,7 +84,6 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Starts the real server on a free loopback port for e2e tests with real clients. */
 /** Starts the real server on a free loopback port for e2e tests with real clients. The public URL
  * defaults to http://127.0.0.1:<port> so links and rewritten redirects point at this server. */
 export async function startTestServer(opts: BuildTestOptions = {}): Promise<Running> {
