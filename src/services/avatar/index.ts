@@ -50,7 +50,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // Looked up even with uploads switched off, so avatars stored earlier keep being served.
   const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels);
   const disk = new DiskCache(join(root, 'rendered'), cfg.diskCacheBytes, (err) =>
-    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
+    log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
   );
   const svc = new AvatarService({
     uploads,

@@ -133,7 +133,7 @@ export class Mirror {
         await this.store(key, r.meta, r.body);
       } catch (err) {
         this.o.logger.warn(
-          { err: err instanceof Error ? err.message : String(err) },
+          { reason: err instanceof Error ? err.message : String(err) },
           'avatar mirror write failed',
         );
         return { kind: 'error' };
@@ -223,7 +223,10 @@ export class Mirror {
         },
       };
     } catch (err) {
-      this.o.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'avatar upstream failed');
+      this.o.logger.warn(
+        { reason: err instanceof Error ? err.message : String(err) },
+        'avatar upstream failed',
+      );
       return { kind: 'error' };
     }
   }
@@ -253,7 +256,7 @@ export class Mirror {
       await rename(tmp, path);
     } catch (err) {
       this.o.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
+        { reason: err instanceof Error ? err.message : String(err) },
         'avatar mirror write failed',
       );
     }

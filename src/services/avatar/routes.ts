@@ -77,7 +77,10 @@ export function avatarRoutes(
       if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
       if (err instanceof AppError || q.force) throw err;
       // A stored original that no longer decodes must not take the avatar down: serve the default.
-      req.log.warn({ err }, 'avatar source failed, serving the default');
+      req.log.warn(
+        { reason: err instanceof Error ? err.message : String(err) },
+        'avatar source failed, serving the default',
+      );
       return send(req, reply, await svc.resolve({ ...q, force: true }), name);
     }
   };
