@@ -135,7 +135,10 @@ const landscape =
     const night = rng.next() < 0.3;
     let s = skyGradient(x, 'sky', !night);
     const sx = rng.float(0.15, 0.85) * W;
-    const sy = rng.float(0.15, 0.4) * H;
+    // Square and portrait scenes are mostly seen centre-cropped to landscape: keep the sun and the
+    // ridges inside the middle band so the crop is not all sky.
+    const tall = H >= W * 0.9;
+    const sy = rng.float(tall ? 0.3 : 0.15, 0.4) * H;
     const sr = rng.float(0.05, 0.09) * Math.min(W, H);
     s += glow(x, sx, sy, sr * 5, p.c(3, night ? 80 : 92), 0.55, 'halo');
     s += `<circle cx="${f1(sx)}" cy="${f1(sy)}" r="${f1(sr)}" fill="${p.c(3, night ? 90 : 96, -20)}"/>`;
@@ -146,7 +149,7 @@ const landscape =
     );
     for (let i = 0; i < layers; i++) {
       const t = i / (layers - 1);
-      const base = H * (0.45 + 0.45 * t);
+      const base = H * (tall ? 0.42 + 0.34 * t : 0.45 + 0.45 * t);
       const amp = H * (jag ? 0.12 : 0.07) * (1 - t * 0.5);
       const l = night ? 35 - t * 25 : 72 - t * 50;
       x.defs.push(
