@@ -13,16 +13,58 @@ const LINGER_MS = 2000;
 // Stored HTML, SVG and scripts must never run on our origin, whatever a browser decides.
 const CSP = "default-src 'none'; sandbox";
 
-type KeyReq = FastifyRequest<{ Params: { '*': string } }>;
+type KeyReq = FastifyRequest<{ Params: { key: string } }>;
+
+const params = {
+  type: 'object',
+  properties: {
+    key: { type: 'string', description: 'the key: 1-128 of A-Z a-z 0-9 . _ - not starting with "."' },
+  },
+} as const;
+
+const fileInfo = {
+  type: 'object',
+  properties: {
+    filename: { type: 'string' },
+    mimetype: { type: 'string' },
+    size: { type: 'integer', description: 'bytes' },
+    original_size: { type: 'integer', description: 'bytes' },
+    compressed: { type: 'boolean' },
+    compressed_size: { type: 'integer', description: 'bytes stored' },
+    compression_ratio: { type: 'string', description: 'space saved, e.g. 71.23%' },
+  },
+} as const;
+
+const uploadSchema = {
+  summary: 'Store a file (multipart, one file part named "file")',
+  description:
+    'A new key answers with X-Owner-Token; replacing an existing key needs it (X-Owner-Token or Authorization: Bearer), else 409.',
+  tags: ['files'],
+  consumes: ['multipart/form-data'],
+  params,
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        success: { type: 'boolean' },
+        message: { type: 'string' },
+        data: { type: 'object', properties: { key: { type: 'string' }, file_info: fileInfo } },
+      },
+    },
+  },
+} as const;
 
 function keyOf(req: KeyReq): string {
-  const key = req.params['*'];
-  if (!validKey(key))
-    throw badRequest(
-      'invalid key: use 1-128 characters of A-Z a-z 0-9 . _ - not starting with "."',
-      'BAD_KEY',
-    );
+  const key = req.params.key;
+  if (!validKey(key)) throw badKey();
   return key;
+}
+
+function badKey() {
+  return badRequest(
+    'invalid key: use 1-128 characters of A-Z a-z 0-9 . _ - not starting with "."',
+    'BAD_KEY',
+  );
 }
 
 /** The owner token from X-Owner-Token or Authorization: Bearer. */
@@ -52,7 +94,7 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
     req.raw.resume();
   });
 
-  app.post('/api/file/*', { preHandler: limit, schema: { hide: true } }, async (req: KeyReq, reply) => {
+  app.post('/api/file/:key', { preHandler: limit, schema: uploadSchema }, async (req: KeyReq, reply) => {
     const key = keyOf(req);
     if (!req.isMultipart()) throw badRequest('expected multipart/form-data with one file part named "file"');
     const declared = Number(req.headers['content-length']);
@@ -160,14 +202,32 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
 
   app.route({
     method: ['GET', 'HEAD'],
-    url: '/api/file/*',
-    schema: { hide: true },
+    url: '/api/file/:key',
+    schema: {
+      summary: 'Download a file under its original name (Range, ETag, br for clients that accept it)',
+      tags: ['files'],
+      params,
+    },
     handler: download,
   });
 
-  app.delete('/api/file/*', { schema: { hide: true } }, async (req: KeyReq) => {
-    const key = keyOf(req);
-    await files.remove(key, tokenOf(req));
-    return { success: true, message: 'file deleted', data: { key } };
+  app.delete(
+    '/api/file/:key',
+    { schema: { summary: 'Delete a file (owner token)', tags: ['files'], params } },
+    async (req: KeyReq) => {
+      const key = keyOf(req);
+      await files.remove(key, tokenOf(req));
+      return { success: true, message: 'file deleted', data: { key } };
+    },
+  );
+
+  // Paths with more segments (a/b, ../x) are keys with a "/" in them: refuse them like any bad key.
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'DELETE'],
+    url: '/api/file/*',
+    schema: { hide: true },
+    handler: async () => {
+      throw badKey();
+    },
   });
 }
