@@ -3,7 +3,8 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
 import { type Assets, loadAssets } from './assets.ts';
-import { type Coding, gzipPage, negotiate } from './encoding.ts';
+import { type Coding, negotiate, SplicedGzip } from './encoding.ts';
+import { escapeHtml } from './html.ts';
 import { PAGE_CSP, renderPage, UTILITIES, type Utility } from './page.ts';
 
 function secure(reply: FastifyReply): FastifyReply {
@@ -43,22 +44,31 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ? { js: assets.paths['app.js'], css: assets.paths['app.css'], icon: assets.paths['favicon.svg'] }
     : null;
 
+  // Everything on the page but the caller's address is fixed for the life of the process: render
+  // it once around a marker and splice the address in per request.
+  const MARK = 'DEVUTIL-CLIENT-IP-SLOT';
+  const parts = renderPage({
+    urls: ctx.urls,
+    enabled,
+    clientIp: MARK,
+    version: ctx.version,
+    maxUploadBytes: ctx.config.files.maxBytes,
+    proxy: { allow: ctx.config.proxy.allow, secret: ctx.config.proxy.secret !== '' },
+    relay: { port: ctx.config.relay.port },
+    assets: paths,
+  }).split(MARK);
+  // The address shows only in the IP section: with that utility off there is no slot to fill.
+  if (parts.length > 2) throw new Error('the page has more than one client address slot');
+  const hasSlot = parts.length === 2;
+  const page = new SplicedGzip(parts[0] ?? '', parts[1] ?? '');
+
   app.get('/', { schema: { hide: true } }, async (req, reply) => {
     secure(reply).header('cache-control', 'no-store').header('vary', 'accept-encoding');
     reply.type('text/html; charset=utf-8');
-    const page = renderPage({
-      urls: ctx.urls,
-      enabled,
-      clientIp: req.clientIp,
-      version: ctx.version,
-      maxUploadBytes: ctx.config.files.maxBytes,
-      proxy: { allow: ctx.config.proxy.allow, secret: ctx.config.proxy.secret !== '' },
-      relay: { port: ctx.config.relay.port },
-      assets: paths,
-    });
-    if (negotiate(req.headers['accept-encoding'], ['gzip']) === null) return page;
+    const ip = hasSlot ? escapeHtml(req.clientIp) : '';
+    if (negotiate(req.headers['accept-encoding'], ['gzip']) === null) return page.plain(ip);
     reply.header('content-encoding', 'gzip');
-    return gzipPage(page);
+    return page.gzip(ip);
   });
 
   app.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, async (req, reply) => {

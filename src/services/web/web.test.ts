@@ -90,6 +90,31 @@ describe('home page (server side)', () => {
     assert.match(gunzipSync(page.rawPayload).toString(), /<!doctype html>/);
   });
 
+  it('splices the caller address into the pre-compressed page: gzip and identity agree', async () => {
+    for (const remoteAddress of ['198.51.100.23', '2001:db8::1']) {
+      const plain = await app.inject({ url: '/', remoteAddress });
+      const gz = await app.inject({ url: '/', remoteAddress, headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(gz.headers['content-encoding'], 'gzip');
+      assert.ok(gz.rawPayload.length < plain.rawPayload.length / 3);
+      assert.equal(gunzipSync(gz.rawPayload).toString(), plain.body);
+      assert.match(plain.body, new RegExp(`<strong id="ip-value">${remoteAddress}</strong>`));
+      assert.match(plain.body, /<\/html>\n$/);
+    }
+  });
+
+  it('has no address slot when the IP utility is off', async () => {
+    const s = await buildTestServer({ overrides: { ip: { enabled: false } } });
+    try {
+      const r = await s.inject({ url: '/', remoteAddress: '198.51.100.99' });
+      assert.doesNotMatch(r.body, /198\.51\.100\.99/);
+      assert.match(r.body, /id="ip"[\s\S]*?not enabled on this server/);
+      const gz = await s.inject({ url: '/', headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(gunzipSync(gz.rawPayload).toString(), r.body);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('negotiates Accept-Encoding with q-values and wildcards', () => {
     assert.equal(negotiate(undefined), null);
     assert.equal(negotiate('identity'), null);
@@ -139,7 +164,7 @@ describe('home page (server side)', () => {
     if (has('avatar'))
       assert.match(body, /https:\/\/avatars\.example\.com\/avatar\/&lt;hash&gt;\?s=80&amp;d=identicon/);
     for (const name of ['files', 'image', 'telegram', 'proxy', 'plantuml', 'avatar'])
-      if (!has(name)) assert.match(body, new RegExp(`id="${name}"[^]*?not enabled on this server`));
+      if (!has(name)) assert.match(body, new RegExp(`id="${name}"[\\s\\S]*?not enabled on this server`));
     assert.match(body, /data-base="https:\/\/dev\.example\.com"/);
     assert.match(body, /data-allow="github\.com,\*\.debian\.org"/);
     assert.match(body, /href="\/docs"/);
