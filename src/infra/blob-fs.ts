@@ -13,6 +13,7 @@ import {
   BlobExistsError,
   type BlobInfo,
   type BlobStore,
+  checkMeta,
   type PutOptions,
 } from './blob-store.ts';
 
@@ -94,6 +95,7 @@ export class FsBlobStore implements BlobStore {
     opts: PutOptions = {},
   ): Promise<BlobInfo> {
     const final = this.path(key);
+    checkMeta(meta);
     const tmp = join(this.tmpDir, `${process.pid}-${randomUUID()}`);
     const fh = await open(tmp, 'wx', 0o644);
     let closed = false;
@@ -111,6 +113,7 @@ export class FsBlobStore implements BlobStore {
       );
       const extra = opts.finalize ? await opts.finalize() : {};
       opts.signal?.throwIfAborted();
+      checkMeta(extra);
       const trailer: Trailer = { meta: { ...meta, ...extra }, mtime: new Date().toISOString() };
       const json = Buffer.from(JSON.stringify(trailer));
       if (json.length > MAX_TRAILER) throw new Error('blob metadata too large');

@@ -21,6 +21,7 @@ import {
   BlobExistsError,
   type BlobInfo,
   type BlobStore,
+  checkMeta,
   type PutOptions,
 } from './blob-store.ts';
 
@@ -157,6 +158,7 @@ export class S3BlobStore implements BlobStore {
     opts: PutOptions = {},
   ): Promise<BlobInfo> {
     this.check(key);
+    checkMeta(meta);
     if (!opts.finalize && !opts.ifAbsent) {
       const size = await this.upload(key, body, meta, opts.signal);
       return { key, size, meta, lastModified: new Date() };
@@ -164,7 +166,9 @@ export class S3BlobStore implements BlobStore {
     const staging = `${STAGING}${randomUUID()}`;
     try {
       const size = await this.upload(staging, body, meta, opts.signal);
-      const all = { ...meta, ...(opts.finalize ? await opts.finalize() : {}) };
+      const extra = opts.finalize ? await opts.finalize() : {};
+      checkMeta(extra);
+      const all = { ...meta, ...extra };
       opts.signal?.throwIfAborted();
       const copy = (ifNoneMatch: boolean) =>
         this.client.send(

@@ -139,6 +139,10 @@ for (const backend of ['fs', 's3'] as const) {
       for (const bad of ['../x', 't/../x', '/abs', 't//x', '.hidden', 't/.tmp', 'a\\b', '']) {
         await assert.rejects(store.put(bad, Readable.from([]), {}), /invalid blob key/, bad);
       }
+      for (const k of ['Upper', 'under_score', 'x y', '']) {
+        await assert.rejects(store.put('t/meta', Readable.from([]), { [k]: 'v' }), /metadata key/, k);
+      }
+      assert.equal(await store.head('t/meta'), null);
       await store.ping();
     });
   });

@@ -64,6 +64,13 @@ export interface BlobStore {
 /** Meta keys travel as S3 user metadata, which lowercases names: keep them to `[a-z0-9-]`. */
 export const META_KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
+/** Throws on a meta key that would not survive S3 unchanged (both backends, for the same behaviour). */
+export function checkMeta(meta: Record<string, string>): void {
+  for (const k of Object.keys(meta)) {
+    if (!META_KEY.test(k)) throw new Error(`invalid blob metadata key: ${JSON.stringify(k.slice(0, 80))}`);
+  }
+}
+
 /** Blob keys: "/"-separated segments of `A-Z a-z 0-9 . _ -`, none empty, none starting with ".". */
 export const BLOB_KEY = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/){0,7}[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
