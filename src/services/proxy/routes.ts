@@ -76,11 +76,28 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
       active.set(ip, n + 1);
       const ac = new AbortController();
+      const started = performance.now();
+      let upstreamStatus = 0;
       reply.raw.once('close', () => {
         const left = (active.get(ip) ?? 1) - 1;
         if (left <= 0) active.delete(ip);
         else active.set(ip, left);
-        if (!reply.raw.writableFinished) ac.abort();
+        const finished = reply.raw.writableFinished;
+        if (!finished) ac.abort();
+        // One line per exchange; the path only, never the query (signed URLs carry secrets there).
+        req.log.info(
+          {
+            host: t.host,
+            path: t.url.pathname,
+            status: reply.raw.statusCode,
+            upstreamStatus,
+            bytes: Number(reply.raw.getHeader('content-length') ?? 0) || undefined,
+            ms: Math.round(performance.now() - started),
+            ip,
+            complete: finished,
+          },
+          'proxied',
+        );
       });
       const body = req.method === 'GET' || req.method === 'HEAD' ? null : req.raw;
       const fr = {
@@ -104,7 +121,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
           req.log.warn({ host: t.host, path: t.url.pathname, reason: f.message }, 'upstream failed');
         throw new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
       }
-      req.log.info({ host: t.host, path: t.url.pathname, status: up.status }, 'proxied');
+      upstreamStatus = up.status;
       reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
       if (up.text !== undefined) return reply.send(up.text);
       if (up.body) {
