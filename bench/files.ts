@@ -175,3 +175,35 @@ try {
   await ngx.close();
   rmSync(dir, { recursive: true, force: true });
 }
+
+// (4) optional, BENCH_FILES_2G=1: a 2 GiB upload (a sparse file of zeros, so no disk is spent on the
+// input) and its download, with the server's RSS before and at its peak.
+if (process.env['BENCH_FILES_2G'] === '1') {
+  const big = join(mkdtempSync(join(tmpdir(), 'devutil-bench-2g-')), 'zeros.bin');
+  execFileSync('truncate', ['-s', '2G', big]);
+  const srv = await startDevutil({ DEVUTIL_LOG_LEVEL: 'error', DEVUTIL_FILES_MAX_BYTES: '3GiB' });
+  try {
+    const base = rssOf(srv.pid);
+    let peak = base;
+    const watch = setInterval(() => {
+      peak = Math.max(peak, rssOf(srv.pid));
+    }, 100);
+    const { execFile } = await import('node:child_process');
+    const sh = (cmd: string) =>
+      new Promise<string>((resolve, reject) =>
+        execFile('sh', ['-c', cmd], (err, out) => (err ? reject(err) : resolve(out))),
+      );
+    const t = process.hrtime.bigint();
+    const out = await sh(`curl -sS -f -F file=@${big} ${srv.url}/api/file/zeros`);
+    const sec = Number(process.hrtime.bigint() - t) / 1e9;
+    const same = await sh(`curl -sS -f ${srv.url}/api/file/zeros | cmp - ${big} && echo identical`);
+    clearInterval(watch);
+    console.log(`\n2 GiB upload in ${sec.toFixed(1)} s: ${JSON.stringify(JSON.parse(out).data.file_info)}`);
+    console.log(
+      `download ${same.trim()}; RSS ${(base / MiB).toFixed(0)} MiB before, peak ${(peak / MiB).toFixed(0)} MiB`,
+    );
+  } finally {
+    await srv.close();
+    rmSync(dirname(big), { recursive: true, force: true });
+  }
+}
