@@ -19,7 +19,9 @@ export class GeneratorSource implements ImageSource {
   }
 
   pick(id: string | null): SourceEntry {
-    return this.entry(id ?? randomPoolId(this.pool));
+    // No scene here: a cache hit needs only the key, and load() works the scene out on a miss.
+    const pid = id ?? randomPoolId(this.pool);
+    return { id: pid, key: `gen:v${GENERATOR_VERSION}:${pid}` };
   }
 
   async load(entry: SourceEntry): Promise<Loaded> {
