@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { BOT, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
-import { BUDGETS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
+import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 
 const URL_PATH = '/rest/api/v1/telegram';
@@ -17,7 +17,7 @@ describe('telegram relay hostile input', () => {
     fake = await FakeBotApi.start();
     app = await buildTestServer({
       logs,
-      overrides: { telegram: { ...BUDGETS_OFF, apiBase: fake.url, maxBodyBytes: '16KiB' } },
+      overrides: { ...OTHERS_OFF, telegram: { ...BUDGETS_OFF, apiBase: fake.url, maxBodyBytes: '16KiB' } },
     });
   });
   after(async () => {
@@ -108,6 +108,12 @@ describe('telegram relay hostile input', () => {
       { payload: { apiKey: BOT.token, chatId: 1, parseMode: 'xml' } },
       400,
       /parseMode/,
+    ],
+    [
+      'plainFallback as a string',
+      { payload: { apiKey: BOT.token, chatId: 1, plainFallback: 1 } },
+      400,
+      /plainFallback/,
     ],
     ['escape as a string', { payload: { apiKey: BOT.token, chatId: 1, escape: 'yes' } }, 400, /escape/],
   ];

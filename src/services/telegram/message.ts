@@ -14,6 +14,8 @@ export interface SendPlan {
   key: string;
   chatId: string | number;
   params: Record<string, unknown>;
+  /** With plainFallback: the same message as plain text, sent once if Telegram rejects the markup. */
+  plain?: Record<string, unknown>;
 }
 
 export interface PlanOptions {
@@ -76,7 +78,7 @@ function mapDeprecated(p: Record<string, unknown>): void {
 /** Validates the relay body and builds the sendMessage parameters. Throws BadInput. */
 export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
   if (!isRecord(body)) throw new BadInput('body must be a JSON object');
-  const { apiKey, chatId: rawChat, msgText, parseMode, escape: wantEscape } = body;
+  const { apiKey, chatId: rawChat, msgText, parseMode, escape: wantEscape, plainFallback } = body;
   if (apiKey === undefined || apiKey === null || apiKey === '') throw new BadInput('apiKey is required');
   if (typeof apiKey !== 'string') throw new BadInput('apiKey must be a string');
   if (!isBotKey(apiKey)) throw new BadInput('apiKey is not a bot key (expected <digits>:<secret>)');
@@ -84,14 +86,18 @@ export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
   const mode = modeOf(parseMode);
   if (wantEscape !== undefined && typeof wantEscape !== 'boolean')
     throw new BadInput('escape must be true or false');
+  if (plainFallback !== undefined && typeof plainFallback !== 'boolean')
+    throw new BadInput('plainFallback must be true or false');
 
   let params: Record<string, unknown>;
+  let original = opts.defaultText;
   if (msgText === undefined || msgText === null) {
     // The connectivity check: always escaped, so the default text cannot break the markup.
     params = { text: escapeFor(mode, opts.defaultText) };
     if (mode !== 'none') params['parse_mode'] = mode;
   } else if (typeof msgText === 'string') {
     checkText(msgText, 'msgText');
+    original = msgText;
     params = { text: wantEscape ? escapeFor(mode, msgText) : msgText };
     if (mode !== 'none') params['parse_mode'] = mode;
   } else if (isRecord(msgText)) {
@@ -100,6 +106,7 @@ export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
     if (text === undefined || text === null) throw new BadInput('msgText.text is required');
     if (typeof text !== 'string') throw new BadInput('msgText.text must be a string');
     checkText(text, 'msgText.text');
+    original = text;
     const given = params['parse_mode'];
     if (given !== undefined && typeof given !== 'string')
       throw new BadInput('msgText.parse_mode must be a string');
@@ -115,5 +122,11 @@ export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
   }
   // The top-level chatId always wins over a chat_id inside msgText.
   delete params['chat_id'];
-  return { key: apiKey, chatId, params: { chat_id: chatId, ...params } };
+  const plan: SendPlan = { key: apiKey, chatId, params: { chat_id: chatId, ...params } };
+  if (plainFallback === true && plan.params['parse_mode'] !== undefined) {
+    // spec digest §3: "MAY retry once without parse_mode on can't parse entities when the caller opts in".
+    const { parse_mode: _dropped, ...rest } = plan.params;
+    plan.plain = { ...rest, text: original };
+  }
+  return plan;
 }

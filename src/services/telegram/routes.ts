@@ -29,6 +29,12 @@ const bodySchema = {
     },
     parseMode: { type: 'string', enum: ['MarkdownV2', 'HTML', 'Markdown', 'none'], default: 'MarkdownV2' },
     escape: { type: 'boolean', description: 'escape a plain text for the parse mode', default: false },
+    plainFallback: {
+      type: 'boolean',
+      description:
+        "if Telegram rejects the markup (can't parse entities), send the text once more as plain text",
+      default: false,
+    },
   },
 } as const;
 
@@ -127,7 +133,21 @@ export async function telegramRoutes(
       await charge(req, 'telegram-chat', chatId, cfg.chatRate, "telegram's per-chat pace exceeded");
 
       const started = performance.now();
-      const r = await client.call(p.key, 'sendMessage', p.params);
+      let r = await client.call(p.key, 'sendMessage', p.params);
+      let asPlain = false;
+      if (
+        p.plain &&
+        r.kind === 'api-error' &&
+        r.errorCode === 400 &&
+        /can't parse entities/i.test(r.description)
+      ) {
+        req.log.info(
+          { bot: bot.slice(0, 8), description: r.description },
+          'markup rejected; sending as plain text',
+        );
+        r = await client.call(p.key, 'sendMessage', p.plain);
+        asPlain = true;
+      }
       const ms = performance.now() - started;
       const result = resultLabel(r);
       metrics.calls.inc({ result });
@@ -136,7 +156,7 @@ export async function telegramRoutes(
       if (r.kind === 'ok') {
         req.log.info(fields, 'message relayed');
         reply.header('cache-control', 'no-store');
-        return { status: 1, msg: 'message sent', data: r.result };
+        return { status: 1, msg: asPlain ? 'message sent as plain text' : 'message sent', data: r.result };
       }
       if (r.kind === 'api-error' && r.errorCode === 429 && cfg.honourRetryAfter)
         await pauses.pause(chatId, (r.retryAfter ?? 1) * 1000).catch((err: Error) => {

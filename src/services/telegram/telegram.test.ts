@@ -1,17 +1,18 @@
-// The relay against the fake Bot API over real HTTP: acceptance, Telegram's errors, upstream faults,
-// hostile input, budgets, and a log capture over the whole file proving the bot key never leaks.
+// The relay, in the full server composition, against the fake Bot API over real HTTP: acceptance,
+// Telegram's errors, upstream faults, curl, metrics, and a log capture over the whole file proving the
+// bot key never leaks. Hostile input: hostile.test.ts; budgets: limits.test.ts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { BOT, CHATS, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
+import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { buildTestServer, LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
 
 const URL_PATH = '/rest/api/v1/telegram';
 const WRONG_KEY = '7012345678:AAWrongWrongWrongWrongWrongWrongWr0';
-const OFF = { rateLimit: 'off', keyRateLimit: 'off', botRate: 'off', chatRate: 'off' };
 
 describe('telegram relay', () => {
   const logs = new LogCapture();
@@ -26,13 +27,13 @@ describe('telegram relay', () => {
     fake = await FakeBotApi.start();
     srv = await startTestServer({
       logs,
-      overrides: { telegram: { ...OFF, apiBase: fake.url, timeoutMs: 800, maxBodyBytes: '16KiB' } },
+      overrides: { telegram: { ...BUDGETS_OFF, apiBase: fake.url, timeoutMs: 800, maxBodyBytes: '16KiB' } },
     });
     app = srv.app;
     const closed = await freePort();
     deadUpstream = await buildTestServer({
       logs,
-      overrides: { telegram: { ...OFF, apiBase: `http://127.0.0.1:${closed}` } },
+      overrides: { ...OTHERS_OFF, telegram: { ...BUDGETS_OFF, apiBase: `http://127.0.0.1:${closed}` } },
     });
   });
   after(async () => {
@@ -147,6 +148,26 @@ describe('telegram relay', () => {
       msg: "Bad Request: can't parse entities: Character '.' is reserved and must be escaped with the preceding '\\'",
       data: null,
     });
+  });
+
+  it('with plainFallback, resends once as plain text when Telegram rejects the markup', async () => {
+    const before = fake.received.length;
+    const r = await post({
+      apiKey: BOT.token,
+      chatId: CHATS.user!.id,
+      msgText: 'v1.2 *ok',
+      plainFallback: true,
+    });
+    assert.equal(r.statusCode, 200, r.body);
+    assert.equal(r.json().msg, 'message sent as plain text');
+    assert.equal(r.json().data.text, 'v1.2 *ok');
+    const [first, second] = fake.received.slice(before);
+    assert.equal(first!.params['parse_mode'], 'MarkdownV2');
+    assert.deepEqual(second!.params, { chat_id: CHATS.user!.id, text: 'v1.2 *ok' });
+    // Other refusals are not retried.
+    const nf = await post({ apiKey: BOT.token, chatId: 424242, msgText: 'x', plainFallback: true });
+    assert.equal(nf.statusCode, 400);
+    assert.equal(fake.received.length, before + 3);
   });
 
   it('sends the configured default text when msgText is absent (connectivity check)', async () => {
