@@ -4,8 +4,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { startProxy, startWorld, type World } from '../fixtures/proxy/world.ts';
+import { registerSecret } from '../helpers/secrets.ts';
 import type { Running } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+
+registerSecret('s3cretPrefix');
 
 describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
   let w: World;
