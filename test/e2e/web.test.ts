@@ -154,7 +154,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('gives every form control an accessible name', async () => {
+  it('gives every form control an accessible name and starts keyboard users at a skip link', async () => {
     const { page } = await open();
     const unlabeled = await page.evaluate(() =>
       Array.from(document.querySelectorAll('input, select, textarea'))
@@ -165,6 +165,11 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
         .map((el) => el.id || el.outerHTML.slice(0, 60)),
     );
     assert.deepEqual(unlabeled, []);
+    // Keyboard: the first Tab lands on the skip link, which jumps to the utilities.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.className), 'skip');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => location.hash === '#main');
     await page.close();
   });
 
