@@ -288,6 +288,29 @@ for (const backend of ['fs', 's3'] as const) {
         ['json', await post('{"file":"x"}', { 'content-type': 'application/json' })],
         ['octet-stream', await post('raw', { 'content-type': 'application/octet-stream' })],
         ['no body', await fetch(`${srv.url}/api/file/p1`, { method: 'POST' })],
+        ['no boundary', await post('x', { 'content-type': 'multipart/form-data' })],
+        ['garbage', await post('hello world', { 'content-type': 'multipart/form-data; boundary=zz' })],
+        [
+          'truncated part',
+          await post('--zz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc', {
+            'content-type': 'multipart/form-data; boundary=zz',
+          }),
+        ],
+        [
+          'bad part header',
+          await post('--zz\r\nContent-Disposition form-data\r\n\r\nabc\r\n--zz--\r\n', {
+            'content-type': 'multipart/form-data; boundary=zz',
+          }),
+        ],
+        [
+          'multipart/mixed',
+          await post(
+            '--zz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc\r\n--zz--\r\n',
+            {
+              'content-type': 'multipart/mixed; boundary=zz',
+            },
+          ),
+        ],
       ];
       for (const [name, res] of cases) {
         assert.equal(res.status, 400, name);

@@ -1,6 +1,6 @@
 // POST/GET/HEAD/DELETE /api/file/<key> (seed 2.1, 4.1, 4.2): thin HTTP layer over FileStore.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, tooLarge } from '../../errors.ts';
+import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { accepts } from './codec.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
@@ -67,6 +67,14 @@ function badKey() {
   );
 }
 
+/** A multipart parsing failure is the client's: 400, unless it already carries a 4xx status. */
+function malformed(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  const status = (err as { statusCode?: number } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return err;
+  return badRequest('malformed multipart body', 'BAD_MULTIPART', { cause: err });
+}
+
 /** The owner token from X-Owner-Token or Authorization: Bearer. */
 function tokenOf(req: FastifyRequest): string | undefined {
   const h = req.headers['x-owner-token'];
@@ -105,7 +113,11 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
     const parts = req.parts({
       limits: { fileSize: cfg.maxBytes + 1, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 32 },
     });
-    const it = parts[Symbol.asyncIterator]();
+    const iter = parts[Symbol.asyncIterator]();
+    // busboy reports a broken body (no boundary, truncated, bad part headers) as plain errors.
+    const it = {
+      next: () => iter.next().catch((err: unknown) => Promise.reject(malformed(err))),
+    };
     let first: Awaited<ReturnType<typeof it.next>>['value'];
     for (;;) {
       const r = await it.next();
@@ -132,6 +144,10 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       }
     })();
     rest.catch(() => {});
+    let fileError: unknown;
+    first.file.once('error', (e: unknown) => {
+      fileError = e;
+    });
     const aborted = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) aborted.abort();
@@ -151,8 +167,9 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
       reply.header('cache-control', 'no-store');
       return { success: true, message: 'file uploaded', data: { key, file_info: out.info } };
-    } catch (err) {
+    } catch (e) {
       first.file.resume();
+      const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;
       uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
       throw err;
     }
