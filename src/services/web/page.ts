@@ -56,7 +56,7 @@ ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.ico
 <body data-base="${p.urls.base}" data-proxy="${p.proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${p.proxy.allow.join(',')}">
 <a class="skip" href="#main">Skip to the utilities</a>
 <header class="top"><div class="wrap">
-<a class="brand" href="/" aria-label="devutil home"><span class="logo" aria-hidden="true">⌘</span>devutil</a>
+<a class="brand" href="/" aria-label="devutil home">${a ? html`<img class="logo" src="${a.icon}" alt="" width="28" height="28">` : ''}devutil</a>
 <nav aria-label="Utilities"><ul>${nav}</ul></nav>
 <a class="docs" href="/docs">API docs</a>
 </div></header>
