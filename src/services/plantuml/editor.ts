@@ -40,7 +40,7 @@ export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): P
   const show = (text: string, index = 0) => editorPage(base, text, index);
   type Q = { Querystring: { text?: string } };
 
-  for (const path of ['/plantuml', '/plantuml/uml', '/plantuml/form']) {
+  for (const path of ['/plantuml', '/plantuml/', '/plantuml/uml', '/plantuml/form']) {
     app.get<Q>(path, { schema }, async (req, reply) => {
       const text = typeof req.query.text === 'string' ? req.query.text.slice(0, cfg.maxSourceBytes) : DEFAULT;
       return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(show(text));

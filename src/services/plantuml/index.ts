@@ -24,13 +24,32 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     workers.set({ state: 'idle' }, s.idle);
     workers.set({ state: 'queued' }, s.queued);
   };
-  app.addHook('onResponse', async () => refresh());
+  const diagrams = ctx.metrics.counter(
+    'devutil_plantuml_diagrams_total',
+    'diagram answers by cache use and status',
+    ['cache', 'status'],
+  );
+  app.addHook('onResponse', async (_req, reply) => {
+    const cache = reply.getHeader('x-plantuml-cache');
+    if (cache) diagrams.inc({ cache: String(cache), status: String(reply.statusCode) });
+    refresh();
+  });
 
+  // Cheap and bounded: never compiles or starts a JVM, never holds /readyz past ~1 s (the first
+  // `java -version` on a loaded machine can take longer; it is then reported as pending).
   ctx.readiness.add('plantuml', async () => {
-    const info = await engine.java();
+    const pending = Symbol('pending');
+    let timer: NodeJS.Timeout | undefined;
+    const info = await Promise.race([
+      engine.java(),
+      new Promise<typeof pending>((r) => {
+        timer = setTimeout(() => r(pending), 1000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (info === pending) return { ok: true, detail: 'java check pending' };
     if (!info.ok) return { ok: false, detail: info.reason ?? 'diagram rendering needs Java 17+' };
-    // Builds the worker in the background so a JRE without javac shows up here too.
-    engine.prepare().catch(() => {});
+    if (!info.javac)
+      return { ok: false, detail: 'diagram rendering needs a Java 17+ JDK (javac not found, only a JRE)' };
     if (engine.prepareError) return { ok: false, detail: engine.prepareError };
     const s = engine.stats();
     return {

@@ -16,6 +16,8 @@ export interface JavaInfo {
   version?: string;
   major?: number;
   home?: string;
+  /** The JDK compiler beside this java, or `javac` on PATH; undefined with a JRE only. */
+  javac?: string;
 }
 
 interface RunResult {
@@ -68,7 +70,13 @@ export async function detectJava(java: string): Promise<JavaInfo> {
   const major = Number(/^(?:1\.)?(\d+)/.exec(version)?.[1] ?? 0);
   if (major < 17)
     return { ok: false, reason: `diagram rendering needs Java 17+ (found ${version || 'unknown'})`, version };
-  return { ok: true, version, major, ...(home ? { home } : {}) };
+  const javac = findJavac(home);
+  return { ok: true, version, major, ...(home ? { home } : {}), ...(javac ? { javac } : {}) };
+}
+
+function findJavac(home: string | undefined): string | undefined {
+  // The compiler of the same JDK as the launcher; a JRE has none.
+  return home && existsSync(join(home, 'bin', 'javac')) ? join(home, 'bin', 'javac') : undefined;
 }
 
 /**

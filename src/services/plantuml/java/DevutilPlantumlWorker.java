@@ -54,14 +54,17 @@ public final class DevutilPlantumlWorker {
         final DataInputStream in = new DataInputStream(System.in);
 
         watchParent();
-        warmUp();
         // Announce readiness with the engine facts the server needs (version, build time).
         final Reply hello = new Reply();
         hello.put("status", "ok");
         info(hello);
         write(out, hello);
 
+        int warm = 0;
         while (true) {
+            // Idle time warms the engine up (class loading, JIT) one small render at a time, and
+            // stops as soon as work arrives: a fresh worker answers its first request at once.
+            while (warm < WARM_UP.length * 2 && in.available() == 0) warmUp(warm++);
             final int len;
             try {
                 len = in.readInt();
@@ -114,24 +117,20 @@ public final class DevutilPlantumlWorker {
         t.start();
     }
 
-    /**
-     * Loads and JIT-warms the common code paths before taking work, so a fresh worker's first real
-     * render is not the one that pays for class loading (and does not eat its timeout).
-     */
-    private static void warmUp() {
-        final String[] sources = {
-            "@startuml\nA -> B : warm\n@enduml",
-            "@startuml\nclass A\nA --> B\n@enduml",
-            "@startuml\nstart\n:warm;\nstop\n@enduml",
-        };
-        for (String src : sources) {
-            for (FileFormat f : new FileFormat[] { FileFormat.PNG, FileFormat.SVG }) {
-                try {
-                    new SourceStringReader(src).outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
-                } catch (Throwable t) {
-                    System.err.println("devutil worker: warm-up failed: " + t);
-                }
-            }
+    private static final String[] WARM_UP = {
+        "@startuml\nA -> B : warm\n@enduml",
+        "@startuml\nclass A\nA --> B\n@enduml",
+        "@startuml\nstart\n:warm;\nstop\n@enduml",
+    };
+
+    /** Warm-up step `i`: each source of WARM_UP once in PNG, then once in SVG. */
+    private static void warmUp(int i) {
+        final FileFormat f = i < WARM_UP.length ? FileFormat.PNG : FileFormat.SVG;
+        try {
+            new SourceStringReader(WARM_UP[i % WARM_UP.length])
+                .outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
+        } catch (Throwable t) {
+            System.err.println("devutil worker: warm-up failed: " + t);
         }
     }
 
