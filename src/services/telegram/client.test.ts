@@ -1,12 +1,15 @@
 // BotApiClient against the fake Bot API: results, error shapes, the response cap, key scrubbing, and
 // the outbound proxy option through a real CONNECT proxy (with and without credentials).
 import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type ConnectProxy, startConnectProxy } from '../../../test/fixtures/telegram/connect-proxy.ts';
 import { BOT, CHATS, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
+import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { BotApiClient, type BotApiOptions } from './client.ts';
 
 describe('Bot API client', () => {
+  for (const k of [BOT.token]) registerSecret(k);
   let fake: FakeBotApi;
   let proxy: ConnectProxy;
   let authProxy: ConnectProxy;
@@ -90,6 +93,25 @@ describe('Bot API client', () => {
     fake.fault({ kind: 'close' });
     const r = await client().call(BOT.token, 'sendMessage', {});
     assert.equal(r.kind, 'network');
+  });
+
+  it('classifies a TLS handshake that never completes as a connect timeout', async () => {
+    // Accepts TCP and stays silent: the https connection can never be established.
+    const held: Socket[] = [];
+    const silent = createServer((s) => void held.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const r = await client({ apiBase: `https://127.0.0.1:${port}`, connectTimeoutMs: 300 }).call(
+        BOT.token,
+        'sendMessage',
+        {},
+      );
+      assert.deepEqual(r, { kind: 'timeout', phase: 'connect' });
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('goes through the configured outbound proxy (CONNECT tunnel), which never sees the key', async () => {

@@ -5,11 +5,13 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { BOT, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
+import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 
 const URL_PATH = '/rest/api/v1/telegram';
 
 describe('telegram relay hostile input', () => {
+  for (const k of [BOT.token]) registerSecret(k);
   const logs = new LogCapture();
   let fake: FakeBotApi;
   let app: FastifyInstance;

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { BOT, CHATS, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
+import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { keyId } from './key.ts';
@@ -15,6 +16,7 @@ const URL_PATH = '/rest/api/v1/telegram';
 const OTHER_KEY = '7012345679:AAOtherOtherOtherOtherOtherOtherOt1';
 
 describe('telegram relay budgets', () => {
+  for (const k of [BOT.token, OTHER_KEY]) registerSecret(k);
   let fake: FakeBotApi;
   const apps: FastifyInstance[] = [];
   const build = async (telegram: Record<string, unknown>) => {

@@ -9,12 +9,14 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { BOT, CHATS, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
+import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
 
 const URL_PATH = '/rest/api/v1/telegram';
 const WRONG_KEY = '7012345678:AAWrongWrongWrongWrongWrongWrongWr0';
 
 describe('telegram relay', () => {
+  for (const k of [BOT.token, WRONG_KEY]) registerSecret(k);
   const logs = new LogCapture();
   let fake: FakeBotApi;
   let srv: Running;
