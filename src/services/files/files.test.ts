@@ -431,7 +431,42 @@ for (const backend of ['fs', 's3'] as const) {
       await new Promise((r) => setTimeout(r, 300));
       assert.equal((await download(srv.url, 'aborted')).res.status, 404);
       if (backend === 'fs') assert.deepEqual(readdirSync(join(dataDir, 'blobs', '.tmp')), []);
+      else {
+        // The staging object of the aborted (and the earlier oversized) uploads is removed.
+        let staged = ['?'];
+        for (let i = 0; i < 100 && staged.length; i++) {
+          staged = [];
+          for await (const e of srv.app.ctx.blobs.list('.staging/')) staged.push(e.key);
+          if (staged.length) await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.deepEqual(staged, []);
+      }
     });
+
+    // Several instances share a bucket (a disk is per host): only meaningful on S3.
+    if (backend === 's3')
+      it('shares one store between instances: another instance serves the file and enforces its token', async () => {
+        const other = await startTestServer({
+          overrides: {
+            server: { dataDir: tempDir() },
+            files: { maxBytes: MAX, rateLimit: 'off', ...(s3?.overrides ?? {}) },
+          },
+        });
+        try {
+          const up = await upload(srv.url, 'shared', Buffer.from('from A'), { name: 'a.txt' });
+          const token = up.res.headers.get('x-owner-token') ?? '';
+          const got = await download(other.url, 'shared');
+          assert.equal(got.body.toString(), 'from A');
+          assert.equal((await upload(other.url, 'shared', Buffer.from('from B'))).res.status, 409);
+          const ok = await upload(other.url, 'shared', Buffer.from('from B'), {
+            headers: { 'x-owner-token': token },
+          });
+          assert.equal(ok.res.status, 200);
+          assert.equal((await download(srv.url, 'shared')).body.toString(), 'from B');
+        } finally {
+          await other.close();
+        }
+      });
 
     it('keeps owner tokens out of the logs', async () => {
       const up = await upload(srv.url, 'secret', Buffer.from('s'));
