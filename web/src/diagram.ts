@@ -11,6 +11,7 @@ export function initDiagram(cfg: PageConfig): void {
   const url = byId<HTMLInputElement>('uml-url');
   if (!src || !fmt || !img || !txt || !url) return;
   let seq = 0;
+  let shown = '';
 
   const render = async () => {
     const mine = ++seq;
@@ -22,33 +23,41 @@ export function initDiagram(cfg: PageConfig): void {
     url.dataset['encoded'] = enc;
     const path = `/plantuml/${format}/${enc}`;
     setStatus('uml-status', 'Rendering…');
-    if (format === 'txt') {
-      img.hidden = true;
-      txt.hidden = false;
-      try {
-        const r = await fetch(path);
-        if (mine !== seq) return;
-        txt.textContent = await r.text();
-        setStatus(
-          'uml-status',
-          r.ok ? 'Rendered.' : `Error ${r.status}: see the text above.`,
-          r.ok ? 'ok' : 'error',
-        );
-      } catch (err) {
-        setStatus('uml-status', `Could not render: ${(err as Error).message}`, 'error');
+    try {
+      // fetch rather than <img src>: a syntax error is a 400 *with* an error image, and only the
+      // response headers say what and where the error is.
+      const r = await fetch(path);
+      if (mine !== seq) return;
+      const error = r.headers.get('x-plantuml-diagram-error');
+      const line = r.headers.get('x-plantuml-diagram-error-line');
+      if (!r.ok && !error) {
+        // Not a diagram error (no Java, queue full, rate limit): the body is a one-line reason.
+        const reason = (await r.text()).trim().slice(0, 200);
+        return setStatus('uml-status', `Could not render (${r.status}): ${reason}`, 'error');
       }
-      return;
+      if (format === 'txt') {
+        img.hidden = true;
+        txt.hidden = false;
+        txt.textContent = await r.text();
+      } else {
+        const blob = await r.blob();
+        if (mine !== seq) return;
+        if (shown) URL.revokeObjectURL(shown);
+        shown = URL.createObjectURL(blob);
+        txt.hidden = true;
+        img.hidden = false;
+        img.src = shown;
+      }
+      if (error) setStatus('uml-status', `${error}${line ? ` (line ${line})` : ''}`, 'error');
+      else setStatus('uml-status', 'Rendered.', 'ok');
+    } catch (err) {
+      setStatus('uml-status', `Could not render: ${(err as Error).message}`, 'error');
     }
-    txt.hidden = true;
-    img.hidden = false;
-    img.src = path;
   };
 
   img.addEventListener('load', () => {
     img.dataset['rendered'] = String(Number(img.dataset['rendered'] ?? '0') + 1);
-    setStatus('uml-status', 'Rendered.', 'ok');
   });
-  img.addEventListener('error', () => setStatus('uml-status', 'The diagram could not be rendered.', 'error'));
   src.addEventListener('input', debounce(render, 500));
   fmt.addEventListener('change', () => void render());
   src.addEventListener('keydown', (e) => {
