@@ -34,6 +34,7 @@ const dev = await startDevutil({
   DEVUTIL_TELEGRAM_KEY_RATE_LIMIT: off,
   DEVUTIL_TELEGRAM_BOT_RATE: off,
   DEVUTIL_TELEGRAM_CHAT_RATE: off,
+  DEVUTIL_TELEGRAM_GROUP_RATE: off,
 });
 const directUrl = `${fakeUrl}/bot${BOT.token}/sendMessage`;
 const relayUrl = `${dev.url}/rest/api/v1/telegram`;

@@ -26,6 +26,9 @@ export const telegramSection = {
   rateLimit: rate('30/min', { doc: 'messages per client IP' }),
   keyRateLimit: rate('60/min', { doc: 'messages per bot key, whoever sends them' }),
   botRate: rate('30/s', { doc: "Telegram's pacing per bot: answer 429 early above this" }),
+  groupRate: rate('20/min', {
+    doc: "Telegram's pacing per bot and group (negative chat ids): at most 20 messages a minute",
+  }),
   chatRate: rate('5/5s', {
     doc: "Telegram's pacing per bot and chat (~1/s, short bursts tolerated): answer 429 early above this",
   }),

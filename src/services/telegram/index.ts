@@ -39,7 +39,7 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ),
     refused: ctx.metrics.counter(
       'devutil_telegram_refused_total',
-      'relay calls refused before reaching Telegram, by reason (input, key, bot, chat, paused)',
+      'relay calls refused before reaching Telegram, by reason (input, key, bot, chat, group, paused)',
       ['reason'],
     ),
   };

@@ -101,6 +101,16 @@ describe('telegram relay budgets', () => {
     assert.equal((await to(`@${CHATS.channel!.username!.toUpperCase()}`)).statusCode, 429);
   });
 
+  it("answers 429 early at Telegram's per-group pace, for groups only", async () => {
+    const app = await build({ groupRate: '2/min' });
+    assert.equal((await send(app, '192.0.2.30', CHATS.group!.id)).statusCode, 200);
+    assert.equal((await send(app, '192.0.2.30', CHATS.group!.id)).statusCode, 200);
+    const r = await send(app, '192.0.2.30', CHATS.group!.id);
+    assert.equal(r.statusCode, 429);
+    assert.match(r.json().msg, /per-group pace/);
+    for (let i = 0; i < 3; i++) assert.equal((await send(app, '192.0.2.30', CHATS.user!.id)).statusCode, 200);
+  });
+
   it("answers 429 early at Telegram's per-bot pace across chats", async () => {
     const app = await build({ botRate: '2/min' });
     assert.equal((await send(app, '192.0.2.9', CHATS.user!.id)).statusCode, 200);

@@ -131,6 +131,9 @@ export async function telegramRoutes(
       await charge(req, 'telegram-key', bot, cfg.keyRateLimit, 'rate limit for this bot key exceeded');
       await charge(req, 'telegram-bot', bot, cfg.botRate, "telegram's per-bot pace exceeded");
       await charge(req, 'telegram-chat', chatId, cfg.chatRate, "telegram's per-chat pace exceeded");
+      // Bots FAQ: a group takes at most 20 messages a minute from one bot; groups have negative ids.
+      if (String(p.chatId).startsWith('-'))
+        await charge(req, 'telegram-group', chatId, cfg.groupRate, "telegram's per-group pace exceeded");
 
       const started = performance.now();
       let r = await client.call(p.key, 'sendMessage', p.params);
