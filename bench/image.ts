@@ -3,12 +3,12 @@
 // encode (Debian libvips-tools), images/s; target >= 0.8x. (2) Cached: the same WebP from
 // devutil's memory cache vs nginx serving the file; target >= 0.5x req/s.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { artSvg } from '../src/services/image/generator.ts';
-import { report, requireCommand, startDevutil, startNginx, tempFile, wrk } from './lib.ts';
+import { cpuSecondsOf, report, requireCommand, startDevutil, startNginx, tempFile, wrk } from './lib.ts';
 
 requireCommand('vipsthumbnail', 'libvips-tools');
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 15);
@@ -134,6 +134,33 @@ async function uncachedPart(): Promise<void> {
   );
 }
 
+/** CPU seconds of a process and its direct children (nginx's worker is a child of its master). */
+function treeCpu(pid: number): number {
+  let kids: number[] = [];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    /* no children file: count the process alone */
+  }
+  return [pid, ...kids].reduce((sum, p) => sum + cpuSecondsOf(p), 0);
+}
+
+/** wrk plus the server's CPU seconds over the run: req per CPU-second barely moves with machine load. */
+function measure(
+  url: string,
+  pid: number,
+  connections: number,
+): { rps: number; p99ms: number; perCpu: number; errors: number } {
+  const before = treeCpu(pid);
+  const r = wrk(url, { durationSec: seconds, connections });
+  const cpu = treeCpu(pid) - before;
+  return { rps: r.rps, p99ms: r.p99ms, perCpu: r.requests / cpu, errors: r.errors };
+}
+
 /** The same bytes from devutil's memory cache and from nginx's disk (page cache). */
 async function cachedPart(): Promise<void> {
   const dev2 = await startDevutil({
@@ -151,9 +178,9 @@ async function cachedPart(): Promise<void> {
     ngx = await startNginx(`location / { root ${www}; types { image/webp webp; } }`, '', '/f1.webp');
     const conn = 64;
     wrk(dev2.url + path, { durationSec: 3, connections: conn });
-    const d = wrk(dev2.url + path, { durationSec: seconds, connections: conn });
+    const d = measure(dev2.url + path, dev2.pid, conn);
     wrk(`${ngx.url}/f1.webp`, { durationSec: 3, connections: conn });
-    const n = wrk(`${ngx.url}/f1.webp`, { durationSec: seconds, connections: conn });
+    const n = measure(`${ngx.url}/f1.webp`, ngx.pid, conn);
     report(`cached ${Math.round(body.length / 1024)} KiB WebP`, 'nginx', [
       {
         metric: 'throughput',
@@ -164,6 +191,13 @@ async function cachedPart(): Promise<void> {
         target: 0.5,
       },
       { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: n.p99ms, higherIsBetter: false },
+      {
+        metric: 'requests per CPU-second',
+        unit: 'req/cpu-s',
+        devutil: d.perCpu,
+        anchor: n.perCpu,
+        higherIsBetter: true,
+      },
     ]);
     if (d.errors || n.errors) console.log(`errors: devutil ${d.errors}, nginx ${n.errors}`);
   } finally {

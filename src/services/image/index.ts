@@ -21,6 +21,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'source',
     'cache',
   ]);
+  const servedBy = new Map<string, ReturnType<typeof served.labels>>();
   const renders = m.histogram(
     'devutil_image_render_seconds',
     'source load + sharp render time',
@@ -32,7 +33,15 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
 
   const svc = new ImageService(cfg, ctx.dataDir, log, {
     sourceFailed: (source) => failures.inc({ source }),
-    served: (source, cache) => served.inc({ source, cache }),
+    served: (source, cache) => {
+      // Label lookups cost more than the increment; keep one child per (source, tier).
+      let c = servedBy.get(`${source}:${cache}`);
+      if (!c) {
+        c = served.labels(source, cache);
+        servedBy.set(`${source}:${cache}`, c);
+      }
+      c.inc();
+    },
     rendered: (source, s) => renders.observe({ source }, s),
     pool: (s) => {
       running.set(s.running);

@@ -40,12 +40,15 @@ export async function imageRoutes(
   svc: ImageService,
 ): Promise<void> {
   const cfg = ctx.config.image;
-  const preHandler = ctx.limiter.hook('image', cfg.rateLimit);
+  // No hook at all when the limit is off: the cached path is hot enough for a no-op hook to show.
+  const limited = cfg.rateLimit.limit > 0 ? { preHandler: ctx.limiter.hook('image', cfg.rateLimit) } : {};
+  // Header values that are fixed for one cached body, worked out once per body.
+  const fixed = new WeakMap<Buffer, Record<string, string>>();
 
   app.get<Q>(
     '/rest/api/v1/image',
     {
-      preHandler,
+      ...limited,
       schema: {
         summary: 'Random image (WebP by default, 1920x1080)',
         tags: ['image'],
@@ -70,16 +73,21 @@ export async function imageRoutes(
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE');
       }
-      const name = `${safeName(r.id)}-${r.width}x${r.height}${o.blur ? `-blur_${o.blur}` : ''}${o.grayscale ? '-grayscale' : ''}.${EXTENSIONS[o.format]}`;
-      reply
-        .header('content-type', r.contentType)
-        .header('content-disposition', `inline; filename="${name}"`)
-        .header('image-id', encodeURIComponent(r.id))
-        .header('image-source', r.source)
-        .header('x-cache', r.cache === 'miss' ? 'MISS' : 'HIT')
-        .header('access-control-allow-origin', '*')
-        .header('access-control-expose-headers', 'Content-Type, Image-Id, Image-Source')
-        .header('timing-allow-origin', '*');
+      let headers = fixed.get(r.body);
+      if (!headers) {
+        const name = `${safeName(r.id)}-${r.width}x${r.height}${o.blur ? `-blur_${o.blur}` : ''}${o.grayscale ? '-grayscale' : ''}.${EXTENSIONS[o.format]}`;
+        headers = {
+          'content-type': r.contentType,
+          'content-disposition': `inline; filename="${name}"`,
+          'image-id': encodeURIComponent(r.id),
+          'image-source': r.source,
+          'access-control-allow-origin': '*',
+          'access-control-expose-headers': 'Content-Type, Image-Id, Image-Source',
+          'timing-allow-origin': '*',
+        };
+        fixed.set(r.body, headers);
+      }
+      reply.headers(headers).header('x-cache', r.cache === 'miss' ? 'MISS' : 'HIT');
       if (o.id === null) {
         // A random pick: the next request must not be answered from a cache (Picsum users' pain).
         reply.header('cache-control', 'no-store');
@@ -103,7 +111,7 @@ export async function imageRoutes(
   app.get<Q>(
     '/rest/api/v1/image/list',
     {
-      preHandler,
+      ...limited,
       schema: {
         summary: 'The image catalogue of the first source that has one',
         tags: ['image'],
