@@ -306,6 +306,11 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     assert.equal(json.data.file_info.size, content.length);
     assert.ok((await page.inputValue('#upload-owner')).length >= 16, 'owner token shown');
     assert.equal(await page.inputValue('#upload-link'), `${srv.url}/api/file/web-e2e-notes.txt`);
+    const owner = await page.inputValue('#upload-owner');
+    assert.match(
+      (await page.textContent('#upload-cmds')) ?? '',
+      new RegExp(`curl -X DELETE -H 'X-Owner-Token: ${owner}' ${srv.url}/api/file/web-e2e-notes\\.txt`),
+    );
     const back = await fetch(`${srv.url}/api/file/web-e2e-notes.txt`);
     assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
     assert.deepEqual(errors, []);

@@ -128,6 +128,16 @@ function showResult(req: XMLHttpRequest, key: string, cfg: PageConfig): void {
   if (link) link.value = `${cfg.base}${path}`;
   const a = byId<HTMLAnchorElement>('upload-download');
   if (a) a.href = path;
+  const cmds = byId('upload-cmds');
+  if (cmds) {
+    const url = `${cfg.base}${path}`;
+    const tok = owner ? `'X-Owner-Token: ${owner}'` : `'X-Owner-Token: <TOKEN>'`;
+    cmds.textContent = [
+      `curl -OJ ${url}`,
+      `curl -H ${tok} -F file=@<new file> ${url}`,
+      `curl -X DELETE -H ${tok} ${url}`,
+    ].join('\n');
+  }
   const json = byId('upload-json');
   if (json) json.textContent = pretty(body);
   byId('upload-result')?.removeAttribute('hidden');

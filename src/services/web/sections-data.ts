@@ -49,6 +49,7 @@ ${example('Replace or delete with the owner token from the first upload', `curl 
 ${copyField('upload-owner', 'Owner token (keep it: it is shown once)')}
 ${copyField('upload-link', 'Download link')}
 <p><a id="upload-download" href="#">Download</a></p>
+<div class="example"><div class="example-head"><span>The same file with curl</span><button type="button" class="copy" data-copy hidden>Copy</button></div><pre><code id="upload-cmds"></code></pre></div>
 <pre class="json" id="upload-json" tabindex="0" aria-label="Upload response"></pre></div>
 </form></div>`,
   );
