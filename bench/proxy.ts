@@ -80,8 +80,10 @@ const procs: Proc[] = [dev, ngx, upstream];
 try {
   const d1k = `${dev.url}/proxy/raw.githubusercontent.com/1k`;
   const n1k = `${ngx.url}/raw.githubusercontent.com/1k`;
-  wrk(d1k, { durationSec: 2, connections });
-  wrk(n1k, { durationSec: 2, connections });
+  // Warm-up: JIT, upstream TLS pools and session caches on both sides. Node needed ~8 s of load
+  // here before its figures settled (measured on a shared 2-core machine).
+  wrk(d1k, { durationSec: 10, connections });
+  wrk(n1k, { durationSec: 3, connections });
   const d = wrk(d1k, { durationSec, connections });
   const n = wrk(n1k, { durationSec, connections });
   report('1 KiB through the proxy', 'nginx proxy_pass', [
@@ -90,6 +92,11 @@ try {
   ]);
   if (d.errors || n.errors) console.log(`errors: devutil ${d.errors}, nginx ${n.errors}`);
 
+  for (const u of [
+    `${dev.url}/proxy/raw.githubusercontent.com/1g`,
+    `${ngx.url}/raw.githubusercontent.com/1g`,
+  ])
+    execFileSync('curl', ['-sS', '-o', '/dev/null', '-r', '0-268435455', u]);
   const ds = await stream(`${dev.url}/proxy/raw.githubusercontent.com/1g`, dev.pid);
   const ns = await stream(`${ngx.url}/raw.githubusercontent.com/1g`, ngx.pid);
   const mib = (b: number) => b / 1024 / 1024;
@@ -119,7 +126,8 @@ try {
   const check = await fetch(hit);
   await check.arrayBuffer();
   if (check.headers.get('x-cache') !== 'HIT') throw new Error('the cache did not serve the primed object');
-  wrk(hit, { durationSec: 2, connections });
+  wrk(hit, { durationSec: 6, connections });
+  wrk(`${ngx.url}/static/64k.bin`, { durationSec: 2, connections });
   const dc = wrk(hit, { durationSec, connections });
   const nc = wrk(`${ngx.url}/static/64k.bin`, { durationSec, connections });
   report('64 KiB cache hit vs nginx static file', 'nginx static', [

@@ -1,6 +1,7 @@
 // A 1 GiB download through the proxy keeps memory flat: bodies are streamed with back-pressure,
 // never buffered (digest §3, §8.8). Memory, not time, is asserted.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ok } from '../fixtures/proxy/run.ts';
@@ -12,9 +13,13 @@ const CHUNK = Buffer.alloc(256 * 1024, 7);
 
 describe('proxy: 1 GiB stream', { skip: toolSkip('curl') }, () => {
   let w: World;
+  let upstreamClosedEarly: () => void = () => {};
   before(async () => {
     w = await startWorld({ git: false });
     w.net.on('raw.githubusercontent.com', (_req, res) => {
+      res.on('close', () => {
+        if (!res.writableFinished) upstreamClosedEarly();
+      });
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': GIB });
       Readable.from(
         (function* () {
@@ -58,5 +63,24 @@ describe('proxy: 1 GiB stream', { skip: toolSkip('curl') }, () => {
       growth < 200 * 1024 * 1024,
       `RSS grew by ${Math.round(growth / 1048576)} MiB while relaying 1 GiB`,
     );
+  });
+
+  it('aborts the upstream transfer when the client goes away', { timeout: 60_000 }, async () => {
+    const closed = new Promise<void>((resolve) => {
+      upstreamClosedEarly = resolve;
+    });
+    await new Promise<void>((resolve, reject) => {
+      const req = request(`${w.base}/raw.githubusercontent.com/o/r/main/huge`, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (err) => (err.message.includes('socket hang up') ? resolve() : reject(err)));
+      req.end();
+    });
+    await closed; // the fixture saw its response cut short: the proxy did not keep downloading
+    const r = await ok('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `${w.base}/robots.txt`]);
+    assert.equal(r.stdout, '200');
   });
 });
