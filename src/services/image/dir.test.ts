@@ -48,6 +48,8 @@ describe('image directory source', () => {
       [800, 600, 'Ada Example', 'CC-BY-4.0', 'https://example.org/ada'],
     );
     assert.equal(d.images[1].author, null);
+    const ready = await app.inject({ url: '/readyz' });
+    assert.match(ready.body, /"image-dir":\{"ok":true,"detail":"3 images"\}/);
     const text = logs.text();
     for (const f of ['corrupt.jpg', 'disguised.png', 'bomb.png'])
       assert.match(text, new RegExp(`"file":"${f}"`));

@@ -59,6 +59,11 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         logger: log,
       });
       await dir.start();
+      ctx.readiness.add('image-dir', () =>
+        dir.scanned
+          ? { ok: true, detail: `${dir.count} images` }
+          : { ok: false, detail: 'first scan running' },
+      );
       sources.push(dir);
     } else if (name === 'upstream' && cfg.upstreamUrl) {
       sources.push(

@@ -57,9 +57,22 @@ export class DirSource implements ImageSource {
 
   constructor(private readonly o: DirOptions) {}
 
-  /** First scan, then watch. Resolves once the catalogue is loaded. */
-  async start(): Promise<void> {
-    await this.rescan();
+  /** True once the first scan has finished (readiness). */
+  scanned = false;
+
+  /**
+   * First scan, then watch. Waits for the first scan at most `waitMs`: a huge collection keeps
+   * loading in the background while the next source answers, instead of delaying start-up.
+   */
+  async start(waitMs = 10_000): Promise<void> {
+    const first = this.rescan().then(() => {
+      this.scanned = true;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([first, new Promise((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+    if (!this.scanned)
+      this.o.logger.warn({ waitMs }, 'image dir still scanning; other sources answer meanwhile');
     try {
       this.watcher = watch(this.o.dir, { recursive: true, persistent: false }, () => this.soon());
       this.watcher.on('error', (err) => this.o.logger.warn({ err }, 'image dir watch failed'));
