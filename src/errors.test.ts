@@ -94,6 +94,9 @@ describe('errors', () => {
 
   it('answers 404 and 405 (with Allow) in the family envelope', async () => {
     const a = await app();
+    const secret = await a.inject({ url: '/legacy/bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALD/sendMessage' });
+    assert.equal(secret.statusCode, 404);
+    assert.ok(!secret.body.includes('AAHdq'), 'a token in an unknown path is not echoed back');
     const nf = await a.inject({ url: '/api/file/x/y/z' });
     assert.equal(nf.statusCode, 404);
     assert.equal(nf.json().success, false);

@@ -3,6 +3,7 @@
 import { METHODS } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
+import { redactUrl } from './infra/logger.ts';
 
 export interface AppErrorOptions {
   cause?: unknown;
@@ -174,7 +175,14 @@ export function installErrorHandling(app: FastifyInstance): void {
         },
       );
     }
-    return sendError(req, reply, 404, `no such route: ${req.method} ${path.slice(0, 200)}`, 'NOT_FOUND');
+    // The path is echoed back redacted: a mistyped URL may carry a bot token or a signature.
+    return sendError(
+      req,
+      reply,
+      404,
+      `no such route: ${req.method} ${redactUrl(path).slice(0, 200)}`,
+      'NOT_FOUND',
+    );
   });
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
