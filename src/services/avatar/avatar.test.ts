@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
+import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { emailHashes } from './seed.ts';
 
 const MD5 = '0bc83cb571cd1c50ba6f3e8a78ef1346';
 const OTHER = '40f8d096a3777232204cb3f796c577b7';
-const TOKEN = 'avatar-admin-token-for-tests-0123456789';
+const TOKEN = testSecret('avatar-admin-');
 const KEYWORDS = [
   'mp',
   'identicon',
@@ -51,8 +52,8 @@ describe('avatar service', () => {
     hosted = await buildTestServer({ overrides: { avatar: { upstream: 'none', host: 'avatars.test' } } });
   });
   after(async () => {
-    await app.close();
-    await hosted.close();
+    await app?.close();
+    await hosted?.close();
   });
 
   it('answers a WordPress-style URL /avatar/<md5>?s=96&d=mm&r=g with a 96x96 PNG', async () => {

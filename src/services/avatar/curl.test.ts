@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
+import { testSecret } from '../../../test/helpers/secrets.ts';
 import { type Running, startTestServer } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 
-const TOKEN = 'curl-e2e-admin-token-0123456789abcdef';
+const TOKEN = testSecret('avatar-admin-');
 
 const run = promisify(execFile);
 
@@ -29,7 +30,7 @@ describe('avatars through curl on a listening server', { skip: toolSkip('curl') 
     });
   });
   after(async () => {
-    await srv.close();
+    await srv?.close();
   });
 
   it('fetches a Gravatar URL on the avatar host by swapping only the host', async () => {

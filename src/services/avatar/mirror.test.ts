@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { FakeGravatar } from '../../../test/fixtures/avatar/gravatar.ts';
+import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 
 const RED = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
@@ -10,7 +11,7 @@ const GREEN = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2';
 const RATED = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa3';
 const CHANGING = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa4';
 const UNKNOWN = 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb1';
-const TOKEN = 'mirror-test-admin-token-0123456789';
+const TOKEN = testSecret('avatar-admin-');
 
 async function firstPixel(buf: Buffer): Promise<number[]> {
   const { data } = await sharp(buf).removeAlpha().raw().toBuffer({ resolveWithObject: true });
@@ -49,10 +50,11 @@ describe('avatar mirror of a Gravatar-compatible upstream', () => {
     });
   });
   after(async () => {
-    await app.close();
-    await swr.close();
-    for (const a of extra) await a.close();
+    // The fixture goes first: a failed before() must not leave a listener keeping the run alive.
     await upstream.stop();
+    await app?.close();
+    await swr?.close();
+    for (const a of extra) await a.close();
   });
 
   it('mirrors the upstream image at the requested size, asking with d=404', async () => {

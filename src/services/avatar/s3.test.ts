@@ -3,10 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { type S3Handle, startS3 } from '../../../test/fixtures/files/s3.ts';
+import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { emailHashes } from './seed.ts';
 
-const TOKEN = 's3-avatar-admin-token-0123456789';
+const TOKEN = testSecret('avatar-admin-');
 
 describe('avatar uploads on the S3 blob backend', () => {
   let s3: S3Handle;
@@ -18,8 +19,8 @@ describe('avatar uploads on the S3 blob backend', () => {
     });
   });
   after(async () => {
-    await app.close();
-    await s3.close();
+    await s3?.close();
+    await app?.close();
   });
 
   it('stores, serves by MD5 and SHA-256, and deletes an avatar in the bucket', async () => {
