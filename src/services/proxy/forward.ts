@@ -150,10 +150,18 @@ async function finish(
   if (r.route.htmlGuard && type.startsWith('text/html')) {
     up.body?.resume();
     const status = up.status === 200 ? 403 : up.status;
-    const text = `${status === 403 ? 'GitHub web pages are not served through this proxy' : 'upstream error page withheld'}\n`;
+    const text =
+      status === 403
+        ? 'GitHub web pages are not served through this proxy\n'
+        : status >= 300 && status < 400
+          ? 'moved\n'
+          : 'upstream error page withheld\n';
+    // A redirect keeps its (already rewritten) Location: GitHub sends renamed-repo redirects as HTML.
+    const kept: HeaderMap = h['location'] ? { location: h['location'] } : {};
+    if (h['www-authenticate']) kept['www-authenticate'] = h['www-authenticate'];
     return {
       status,
-      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      headers: { ...kept, 'content-type': 'text/plain; charset=utf-8' },
       body: null,
       text,
       url: up.url,
