@@ -172,6 +172,11 @@ async function finish(
     up.body?.destroy();
     throw new ProxyError(413, `upstream response exceeds ${o.maxResponseBytes} bytes`);
   }
+  // HEAD of a rewritten page: the upstream length and validators describe a different body.
+  if (r.route.rewrite && r.method === 'HEAD' && up.status === 200) {
+    delete h['content-length'];
+    delete h['etag'];
+  }
   if (r.route.rewrite && up.body && up.status === 200) {
     const raw = await readCapped(up.body, o.maxRewriteBytes);
     const plain = h['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
