@@ -1,10 +1,12 @@
 // GET /rest/api/v1/relay without an in-process relay: 503 before the identity exists, then the URI
 // from the stored identity; v1 envelopes for errors and wrong methods.
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestServer } from '../../../test/helpers/server.ts';
+import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { loadOrCreateIdentity } from '../../relay/identity.ts';
+import { relayBackground } from '../../relay/index.ts';
 
 describe('relay HTTP endpoint (relay in another worker)', () => {
   let app: FastifyInstance;
@@ -54,4 +56,30 @@ describe('relay HTTP endpoint (relay in another worker)', () => {
       assert.doesNotMatch(res.body, /\/tmp|at .*\.ts/);
     });
   }
+});
+
+describe('relay that cannot take its port', () => {
+  it('keeps the HTTP utilities up, logs the failure and says so at the endpoint', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    const logs = new LogCapture();
+    const app = await buildTestServer({
+      logs,
+      overrides: { relay: { host: '127.0.0.1', port, statusPort: 0 } },
+    });
+    try {
+      const bg = await relayBackground.start(app.ctx);
+      await bg.close();
+      assert.match(logs.text(), /relay failed to start/);
+      const res = await app.inject({ method: 'GET', url: '/rest/api/v1/relay' });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.json().data.running, false);
+      assert.match(res.json().data.note, /failed to start/);
+      assert.equal((await app.inject({ method: 'GET', url: '/rest/api/v1/ip' })).statusCode, 200);
+    } finally {
+      await app.close();
+      blocker.close();
+    }
+  });
 });
