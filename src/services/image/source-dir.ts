@@ -49,6 +49,7 @@ export class DirSource implements ImageSource {
   readonly name = 'dir';
   private entries: DirEntry[] = [];
   private byId = new Map<string, DirEntry>();
+  private skipped = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
@@ -125,9 +126,16 @@ export class DirSource implements ImageSource {
         next.push(prev);
         continue;
       }
+      // A file skipped before is skipped again silently until it changes (no warning every rescan).
+      const sig = `${st.size}:${st.mtimeMs}`;
+      if (this.skipped.get(path) === sig) continue;
       const e = await this.inspect(path, st.size, st.mtimeMs);
-      if (e) next.push(e);
+      if (e) {
+        next.push(e);
+        this.skipped.delete(path);
+      } else this.skipped.set(path, sig);
     }
+    for (const p of this.skipped.keys()) if (!names.includes(p)) this.skipped.delete(p);
     // Ids are paths without extension; a clash (a.jpg and a.png) keeps the extension on both.
     const stems = new Map<string, number>();
     for (const e of next)
