@@ -164,6 +164,23 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     }
   });
 
+  const localReads: [string, RegExp][] = [
+    ['!include ../../../../../../etc/hostname', /./],
+    ['!includesub /etc/passwd!X', /root:/],
+    ['!include DevutilPlantumlWorker.class', /cafebabe|CAFEBABE/],
+    ['!import /etc/passwd', /root:/],
+    ['Alice -> Bob : %getenv("HOME") %getenv("PATH")', /\/root|\/usr\/bin/],
+    ['!$j = %load_json("/etc/os-release")\nAlice -> Bob : $j', /debian|PRETTY_NAME/i],
+  ];
+  for (const [line, secret] of localReads) {
+    it(`confines local reads: ${line.split('\n')[0]}`, async () => {
+      const r = await post('/plantuml/txt', `@startuml\n${line}\nA -> B\n@enduml`);
+      assert.ok([200, 400].includes(r.statusCode));
+      if (!line.startsWith('!include ../')) assert.doesNotMatch(r.body, secret);
+      else assert.equal(r.statusCode, 400);
+    });
+  }
+
   it('refuses URL includes outside the allow-list without fetching them, and fetches allowed ones', async () => {
     const denied = [
       `${inc.url}/denied/x.puml`,

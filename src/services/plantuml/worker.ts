@@ -62,7 +62,13 @@ export class JavaWorker {
   private exitListeners: ((e: WorkerExited) => void)[] = [];
 
   constructor(o: WorkerOptions) {
-    this.proc = spawn(o.java, javaArgs(o), { detached: true, env: minimalEnv(), stdio: 'pipe' });
+    // cwd is the worker's own directory, not the server's: nothing for a relative include to find.
+    this.proc = spawn(o.java, javaArgs(o), {
+      detached: true,
+      env: minimalEnv(),
+      stdio: 'pipe',
+      cwd: o.classDir,
+    });
     const reader = new FrameReader(256 * 1024 * 1024);
     let helloResolve: (r: WorkerReply) => void = () => {};
     let helloReject: (e: Error) => void = () => {};
