@@ -28,6 +28,18 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   ]);
   const renderTime = ctx.metrics.histogram('devutil_avatar_render_seconds', 'time to render one avatar', []);
 
+  // Label children resolved once: the cached path is hot enough for the lookup to show.
+  const children = <T>(make: (label: string) => T) => {
+    const m = new Map<string, T>();
+    return (label: string): T => {
+      let c = m.get(label);
+      if (!c) m.set(label, (c = make(label)));
+      return c;
+    };
+  };
+  const servedBy = children((source) => served.labels({ source }));
+  const cacheBy = children((layer) => cache.labels({ layer }));
+
   const mirror =
     cfg.upstream === 'none'
       ? null
@@ -61,7 +73,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     maxPixels: cfg.maxInputPixels,
     concurrency: cfg.renderConcurrency,
     queue: cfg.renderQueue,
-    onCache: (layer) => cache.inc({ layer }),
+    onCache: (layer) => cacheBy(layer).inc(),
     onRender: (s) => renderTime.observe({}, s),
   });
 
@@ -83,7 +95,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     done(null, body),
   );
 
-  avatarRoutes(app, ctx, svc, uploads, (source) => served.inc({ source }));
+  avatarRoutes(app, ctx, svc, uploads, (source) => servedBy(source).inc());
 };
 
 export default avatar;

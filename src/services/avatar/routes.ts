@@ -44,9 +44,21 @@ export function avatarRoutes(
   const limit = ctx.limiter.hook('avatar', cfg.rateLimit);
   const adminLimit = ctx.limiter.hook('avatar-admin', cfg.adminRateLimit);
 
+  // Expires changes once a second: format it once a second, not once a request.
+  let expiresAt = 0;
+  let expiresText = '';
+  const expires = () => {
+    const now = Math.floor(Date.now() / 1000);
+    if (now !== expiresAt) {
+      expiresAt = now;
+      expiresText = new Date((now + cfg.maxAgeSec) * 1000).toUTCString();
+    }
+    return expiresText;
+  };
+
   async function send(req: Req, reply: FastifyReply, out: Outcome, name: string): Promise<unknown> {
     reply.header('cache-control', cacheControl);
-    reply.header('expires', new Date(Date.now() + cfg.maxAgeSec * 1000).toUTCString());
+    reply.header('expires', expires());
     reply.header('access-control-allow-origin', '*');
     if (out.kind === 'not_found') {
       served('not_found');
