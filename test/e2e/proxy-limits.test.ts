@@ -1,11 +1,13 @@
 // Limits and access controls of private deployments (digest §6): response and request caps,
 // per-IP rate limit, client CIDR allow-list, the secret path prefix and the proxy's own host.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { startProxy, startWorld, type World } from '../fixtures/proxy/world.ts';
 import { registerSecret } from '../helpers/secrets.ts';
-import type { Running } from '../helpers/server.ts';
+import { type Running, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 registerSecret('s3cretPrefix');
@@ -56,6 +58,23 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
       `${capped.url}/proxy/github.com/o/tiny/git-upload-pack`,
     ]);
     assert.equal(r.status, 413);
+  });
+
+  it('refuses a chunked request body once it passes the cap', async () => {
+    const file = join(tempDir('devutil-body-'), 'body');
+    writeFileSync(file, 'x'.repeat(200_000));
+    const r = await curl([
+      '-H',
+      'Content-Type: application/x-git-upload-pack-request',
+      '-H',
+      'Transfer-Encoding: chunked',
+      '--data-binary',
+      `@${file}`,
+      `${capped.url}/proxy/github.com/o/tiny/git-upload-pack`,
+    ]);
+    // 413, or the upload is cut off while curl is still sending; never relayed upstream whole.
+    assert.ok(r.status === 413 || r.exit !== 0, `status ${r.status}, exit ${r.exit}`);
+    assert.notEqual(r.status, 200);
   });
 
   it('answers 429 with Retry-After past the per-IP rate', async () => {
