@@ -72,7 +72,7 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
       `@${file}`,
       `${capped.url}/proxy/github.com/o/tiny/git-upload-pack`,
     ]);
-    // 413, or the upload is cut off while curl is still sending; never relayed upstream whole.
+    // 413, or the upload is cut off while curl is still sending.
     assert.ok(r.status === 413 || r.exit !== 0, `status ${r.status}, exit ${r.exit}`);
     assert.notEqual(r.status, 200);
   });
