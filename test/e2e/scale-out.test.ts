@@ -1,0 +1,158 @@
+// Several instances on real infrastructure: two devutil processes sharing one Redis (rate limits)
+// and one S3 bucket (files), and cluster mode (--workers 2) on one machine under the same checks.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import sharp from 'sharp';
+import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
+import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { type RedisHandle, startRedis } from '../helpers/redis.ts';
+import { testSecret } from '../helpers/secrets.ts';
+import { tempDir } from '../helpers/server.ts';
+import { toolSkip } from '../helpers/tools.ts';
+
+const run = promisify(execFile);
+const ADMIN = testSecret('avatar-admin-');
+
+function s3Env(s3: S3Handle): Record<string, string> {
+  const o = s3.overrides;
+  return {
+    DEVUTIL_FILES_BACKEND: 's3',
+    DEVUTIL_FILES_S3_ENDPOINT: String(o['s3Endpoint']),
+    DEVUTIL_FILES_S3_BUCKET: String(o['s3Bucket']),
+    DEVUTIL_FILES_S3_REGION: String(o['s3Region']),
+    DEVUTIL_FILES_S3_ACCESS_KEY_ID: String(o['s3AccessKeyId']),
+    DEVUTIL_FILES_S3_SECRET_ACCESS_KEY: String(o['s3SecretAccessKey']),
+    DEVUTIL_FILES_S3_FORCE_PATH_STYLE: 'true',
+  };
+}
+
+async function upload(base: string, key: string, file: string, token?: string) {
+  const args = ['-s', '-o', '-', '-D', '-', '-F', `file=@${file};type=text/plain`, `${base}/api/file/${key}`];
+  if (token) args.unshift('-H', `X-Owner-Token: ${token}`);
+  const { stdout } = await run('curl', args);
+  const [head = '', body = ''] = stdout.split('\r\n\r\n');
+  const status = Number(/^HTTP\/[\d.]+ (\d+)/.exec(head)?.[1]);
+  const owner = /^x-owner-token: (.+)$/im.exec(head)?.[1]?.trim();
+  return { status, owner, json: JSON.parse(body) };
+}
+
+async function statuses(urls: string[]): Promise<number[]> {
+  const out = [];
+  for (const u of urls) out.push((await fetch(u)).status);
+  return out;
+}
+
+/** The checks both topologies must pass: `a` and `b` may be the same address (cluster mode). */
+function sharedChecks(name: string, get: () => { a: string; b: string }) {
+  it(`${name}: uploads through one address and downloads byte-identical through the other`, async () => {
+    const { a, b } = get();
+    const dir = tempDir();
+    const file = join(dir, 'notes.txt');
+    const content = `${'scale out line\n'.repeat(5000)}${randomBytes(8).toString('hex')}`;
+    writeFileSync(file, content);
+    const key = `k-${randomBytes(4).toString('hex')}`;
+    const up = await upload(a, key, file);
+    assert.equal(up.status, 200, JSON.stringify(up.json));
+    assert.equal(up.json.data.file_info.compressed, true);
+    assert.ok(up.owner);
+    const dl = tempDir();
+    await run('curl', ['-s', '-f', '-OJ', `${b}/api/file/${key}`], { cwd: dl });
+    assert.equal(readFileSync(join(dl, 'notes.txt'), 'utf8'), content);
+
+    // The owner token works across instances, and a stranger cannot overwrite.
+    writeFileSync(file, 'replacement');
+    assert.equal((await upload(b, key, file)).status, 409);
+    assert.equal((await fetch(`${a}/api/file/${key}`).then((r) => r.text())).length, content.length);
+    assert.equal((await upload(b, key, file, up.owner)).status, 200);
+    assert.equal(await fetch(`${a}/api/file/${key}`).then((r) => r.text()), 'replacement');
+  });
+
+  it(`${name}: shares one rate-limit budget`, async () => {
+    const { a, b } = get();
+    // The IP budget is 3 per minute per client; the 4th request, on either address, is refused.
+    const got = await statuses([
+      `${a}/rest/api/v1/ip`,
+      `${b}/rest/api/v1/ip`,
+      `${a}/rest/api/v1/ip`,
+      `${b}/rest/api/v1/ip`,
+    ]);
+    assert.deepEqual(got, [200, 200, 200, 429]);
+  });
+}
+
+describe('two instances on one Redis and one S3 bucket', {
+  skip: toolSkip('redis-server') || toolSkip('curl'),
+}, () => {
+  let redis: RedisHandle;
+  let s3: S3Handle;
+  let a: DevutilProcess;
+  let b: DevutilProcess;
+  before(async () => {
+    redis = await startRedis();
+    s3 = await startS3();
+    const env = {
+      DEVUTIL_REDIS_URL: redis.url,
+      DEVUTIL_IP_RATE_LIMIT: '3/min',
+      DEVUTIL_AVATAR_ADMIN_TOKEN: ADMIN,
+      DEVUTIL_AVATAR_UPSTREAM: 'none',
+      ...s3Env(s3),
+    };
+    [a, b] = await Promise.all([startDevutilProcess(env), startDevutilProcess(env)]);
+  });
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await s3?.close();
+    await redis?.stop();
+  });
+  sharedChecks('two instances', () => ({ a: a.url, b: b.url }));
+
+  it('serves an avatar uploaded through one instance from the other', async () => {
+    const email = 'scale@example.com';
+    const md5 = createHash('md5').update(email).digest('hex');
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3366cc' } })
+      .png()
+      .toBuffer();
+    const before = await fetch(`${b.url}/avatar/${md5}?d=404&s=48`);
+    assert.equal(before.status, 404);
+    const put = await fetch(`${a.url}/avatar/${md5}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'image/png', 'x-avatar-email': email },
+      body: png,
+    });
+    assert.equal(put.status, 201, await put.text());
+    // The other instance remembers "no upload for this hash" for up to 10 s (uploads.ts
+    // LOOKUP_TTL_MS), so it is eventually consistent within that window.
+    let got = await fetch(`${b.url}/avatar/${md5}?d=404&s=32`);
+    for (let i = 0; i < 30 && got.status === 404; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      got = await fetch(`${b.url}/avatar/${md5}?d=404&s=32`);
+    }
+    assert.equal(got.status, 200);
+    const meta = await sharp(Buffer.from(await got.arrayBuffer())).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['png', 32, 32]);
+  });
+});
+
+describe('cluster mode (--workers 2) with Redis', {
+  skip: toolSkip('redis-server') || toolSkip('curl'),
+}, () => {
+  let redis: RedisHandle;
+  let c: DevutilProcess;
+  before(async () => {
+    redis = await startRedis();
+    c = await startDevutilProcess({ DEVUTIL_REDIS_URL: redis.url, DEVUTIL_IP_RATE_LIMIT: '3/min' }, [
+      '--workers',
+      '2',
+    ]);
+  });
+  after(async () => {
+    assert.equal(await c?.stop(), 0);
+    await redis?.stop();
+  });
+  sharedChecks('cluster', () => ({ a: c.url, b: c.url }));
+});

@@ -1,0 +1,87 @@
+// devutil as users run it: `bin/devutil.js serve` as a child process on a free loopback port.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { freePort } from './ports.ts';
+import { tempDir } from './server.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface DevutilProcess {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGTERM, then SIGKILL after 10s; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  kill9(): Promise<void>;
+}
+
+export async function startDevutilProcess(
+  env: Record<string, string> = {},
+  args: string[] = [],
+): Promise<DevutilProcess> {
+  const port = Number(env['DEVUTIL_PORT'] ?? (await freePort()));
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/root',
+      DEVUTIL_PORT: String(port),
+      DEVUTIL_HOST: '127.0.0.1',
+      DEVUTIL_PUBLIC_URL: url,
+      DEVUTIL_DATA_DIR: tempDir(),
+      DEVUTIL_LOG_LEVEL: 'info',
+      DEVUTIL_RELAY_ENABLED: 'false',
+      ...env,
+    },
+  });
+  let out = '';
+  proc.stdout?.on('data', (c) => {
+    out += c;
+  });
+  proc.stderr?.on('data', (c) => {
+    out += c;
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const until = Date.now() + 45_000;
+  for (;;) {
+    if (proc.exitCode !== null)
+      throw new Error(`devutil exited early (${proc.exitCode}):\n${out.slice(-2000)}`);
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) break;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > until) {
+      proc.kill('SIGKILL');
+      throw new Error(`devutil did not come up on ${port}:\n${out.slice(-2000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    port,
+    proc,
+    output: () => out,
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        const code = await exited;
+        clearTimeout(t);
+        return code;
+      }
+      return proc.exitCode;
+    },
+    kill9: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
