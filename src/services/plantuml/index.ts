@@ -58,7 +58,12 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     };
   });
   app.addHook('onClose', async () => engine.close());
-  if (cfg.prestart) app.addHook('onListen', async () => engine.warm());
+  // A listening server checks Java at once (cheap) so the first diagram does not wait for it;
+  // inject()-only test servers never pay for it.
+  app.addHook('onListen', async () => {
+    if (cfg.prestart) engine.warm();
+    else engine.java().catch(() => {});
+  });
 
   await plantumlRoutes(app, ctx, engine);
   await proxyRoute(app, ctx, engine);

@@ -73,9 +73,28 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     diagram(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
 
   const schema = { ...hide };
-  app.get<{ Params: Params }>('/plantuml/:fmt/:encoded', { preHandler, schema }, get);
-  app.get<{ Params: Params }>('/plantuml/:fmt/:index/:encoded', { preHandler, schema }, get);
-  app.post<{ Params: Params }>('/plantuml/:fmt', { preHandler, schema }, post);
+  // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
+  const doc = (summary: string) => ({
+    summary,
+    tags: ['plantuml'],
+    description:
+      'fmt: png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt; encoded: PlantUML DEFLATE, ~h hex or Kroki base64url. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/plantuml.md.',
+  });
+  app.get<{ Params: Params }>(
+    '/plantuml/:fmt/:encoded',
+    { preHandler, schema: doc('Render an encoded diagram') },
+    get,
+  );
+  app.get<{ Params: Params }>(
+    '/plantuml/:fmt/:index/:encoded',
+    { preHandler, schema: doc('Render image number index of an encoded diagram') },
+    get,
+  );
+  app.post<{ Params: Params }>(
+    '/plantuml/:fmt',
+    { preHandler, schema: doc('Render the diagram text in the body') },
+    post,
+  );
   app.post<{ Params: Params }>('/plantuml/:fmt/:index', { preHandler, schema }, post);
 
   // /coder: text <-> encoded, no cache headers.
