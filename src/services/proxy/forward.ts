@@ -179,7 +179,10 @@ async function finish(
   }
   if (r.route.rewrite && up.body && up.status === 200) {
     const raw = await readCapped(up.body, o.maxRewriteBytes);
-    const plain = h['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+    const enc = h['content-encoding'] ?? 'identity';
+    // We asked for identity; gzip is undone (capped against bombs), anything else passes unchanged.
+    if (enc !== 'identity' && enc !== 'gzip') return { ...up, headers: h, body: null, text: raw };
+    const plain = enc === 'gzip' ? gunzipSync(raw, { maxOutputLength: o.maxRewriteBytes }) : raw;
     const text = r.route.rewrite === 'pypi' ? rewritePypi(plain, type, o.links) : rewriteLfs(plain, o.links);
     if (text !== null) {
       delete h['content-encoding'];
