@@ -44,6 +44,7 @@ export class MemoryLru {
 /** Files under one directory, two-level fan-out by key digest, written atomically. */
 export class DiskCache {
   private written = 0;
+  private pending = new Set<Promise<void>>();
   private pruning: Promise<void> | null = null;
 
   constructor(
@@ -65,7 +66,14 @@ export class DiskCache {
     }
   }
 
-  async set(key: string, value: Buffer): Promise<void> {
+  /** Writes in the background; idle() waits for them (so a clean shutdown keeps its renders). */
+  set(key: string, value: Buffer): Promise<void> {
+    const p = this.write(key, value).finally(() => this.pending.delete(p));
+    this.pending.add(p);
+    return p;
+  }
+
+  private async write(key: string, value: Buffer): Promise<void> {
     if (this.budget === 0) return;
     const path = this.pathOf(key);
     const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
@@ -90,8 +98,9 @@ export class DiskCache {
     }
   }
 
-  /** Waits for a running prune (tests, shutdown). */
+  /** Waits for pending writes and a running prune (shutdown, tests). */
   async idle(): Promise<void> {
+    await Promise.all(this.pending);
     await this.pruning;
   }
 }
