@@ -33,7 +33,10 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     const m = new Map<string, T>();
     return (label: string): T => {
       let c = m.get(label);
-      if (!c) m.set(label, (c = make(label)));
+      if (!c) {
+        c = make(label);
+        m.set(label, c);
+      }
       return c;
     };
   };
