@@ -70,7 +70,11 @@ export class CacheStore {
     }
   }
 
+  /** Called whenever an object leaves the store (replaced, evicted, invalidated). */
+  onDrop: (key: string) => void = () => {};
+
   drop(key: string): void {
+    this.onDrop(key);
     const e = this.index.get(key);
     if (e) {
       this.index.delete(key);

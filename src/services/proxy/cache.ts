@@ -2,6 +2,7 @@
 // release assets keyed by their github.com URL; Release files and PyPI pages are revalidated.
 // Concurrent misses for one object share one upstream fetch; Range is served from complete objects.
 import { createReadStream, createWriteStream, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CacheStore, Entry } from './cache-store.ts';
@@ -32,7 +33,13 @@ function header(r: ForwardRequest, name: string): string | undefined {
 }
 
 /** Answers a request from a complete cached object: 304, 206 or 200, HEAD without a body. */
-function fromEntry(store: CacheStore, e: Entry, r: ForwardRequest, stats: CacheStats): Upstream {
+function fromEntry(
+  store: CacheStore,
+  e: Entry,
+  r: ForwardRequest,
+  stats: CacheStats,
+  mem?: Buffer,
+): Upstream {
   const h: Record<string, string> = { ...e.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' };
   const inm = header(r, 'if-none-match');
   const ims = header(r, 'if-modified-since');
@@ -67,17 +74,78 @@ function fromEntry(store: CacheStore, e: Entry, r: ForwardRequest, stats: CacheS
   if (r.method === 'HEAD' || e.size === 0)
     return { status, headers: h, body: null, ...(r.method === 'HEAD' ? {} : { text: '' }), url: r.url };
   stats.onBytes('cache', end - start + 1);
+  if (mem) return { status, headers: h, body: null, text: mem.subarray(start, end + 1), url: r.url };
   return { status, headers: h, body: createReadStream(store.path(e.key), { start, end }), url: r.url };
+}
+
+/** Small hot objects kept in memory (LRU, bounded), so hits skip four file-system round trips. */
+export class MemoryTier {
+  private items = new Map<string, Buffer>();
+  private total = 0;
+  readonly maxItem: number;
+
+  constructor(readonly maxBytes: number) {
+    this.maxItem = Math.min(256 * 1024, Math.floor(maxBytes / 16));
+  }
+
+  get(key: string): Buffer | undefined {
+    const b = this.items.get(key);
+    if (b) {
+      this.items.delete(key);
+      this.items.set(key, b);
+    }
+    return b;
+  }
+
+  set(key: string, b: Buffer): void {
+    if (b.length > this.maxItem) return;
+    this.delete(key);
+    this.items.set(key, b);
+    this.total += b.length;
+    for (const [k, v] of this.items) {
+      if (this.total <= this.maxBytes) break;
+      this.items.delete(k);
+      this.total -= v.length;
+    }
+  }
+
+  delete(key: string): void {
+    const b = this.items.get(key);
+    if (!b) return;
+    this.items.delete(key);
+    this.total -= b.length;
+  }
 }
 
 export class DiskCache implements ProxyCache {
   private fills = new Map<string, Promise<boolean>>();
 
+  private mem: MemoryTier;
+
   constructor(
     readonly store: CacheStore,
     private ttlMs: number,
     private stats: CacheStats,
-  ) {}
+    memoryBytes = 0,
+  ) {
+    this.mem = new MemoryTier(memoryBytes);
+    store.onDrop = (key) => this.mem.delete(key);
+  }
+
+  /** The object's bytes when it is small enough for the memory tier (loaded on first use). */
+  private async small(e: Entry): Promise<Buffer | undefined> {
+    if (e.size > this.mem.maxItem || e.size === 0) return undefined;
+    const hit = this.mem.get(e.key);
+    if (hit) return hit;
+    try {
+      const b = await readFile(this.store.path(e.key));
+      if (b.length !== e.size) return undefined;
+      this.mem.set(e.key, b);
+      return b;
+    } catch {
+      return undefined;
+    }
+  }
 
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {
     if (r.route.cache === 'none' || (r.method !== 'GET' && r.method !== 'HEAD')) return null;
@@ -99,7 +167,8 @@ export class DiskCache implements ProxyCache {
     if (e && r.route.cache === 'revalidate' && !(await this.fresh(e, r, o, log))) e = undefined;
     if (e) {
       this.stats.onResult('hit');
-      return fromEntry(this.store, e, r, this.stats);
+      const mem = r.method === 'GET' ? await this.small(e) : undefined;
+      return fromEntry(this.store, e, r, this.stats, mem);
     }
     this.stats.onResult('miss');
     // Only a plain full GET fills the cache; Range, conditional and HEAD misses pass through.

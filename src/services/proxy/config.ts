@@ -80,6 +80,9 @@ export const proxySection = {
     doc: 'if set, every proxied URL must start with /t/<secret>/ (private deployments)',
   }),
   cacheMaxBytes: bytes(10 * 1024 ** 3, { doc: 'on-disk cache for immutable content (0 = off)' }),
+  cacheMemoryBytes: bytes(64 * 1024 ** 2, {
+    doc: 'memory for small hot cache objects (each at most 256 KiB; 0 = disk only)',
+  }),
   cacheDir: str('', { doc: 'cache directory (default <data_dir>/proxy-cache)' }),
   indexTtlSec: int(600, { min: 0, doc: 'how long PyPI index pages and Debian Release files stay fresh' }),
 };

@@ -48,13 +48,18 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       ? new CacheStore(cfg.cacheDir || join(ctx.dataDir, 'proxy-cache'), cfg.cacheMaxBytes)
       : null;
   const cache = store
-    ? new DiskCache(store, cfg.indexTtlSec * 1000, {
-        onResult: (result) => results.inc({ result }),
-        onBytes: (source, n) => {
-          bytes.inc({ source }, n);
-          used.set(store.total);
+    ? new DiskCache(
+        store,
+        cfg.indexTtlSec * 1000,
+        {
+          onResult: (result) => results.inc({ result }),
+          onBytes: (source, n) => {
+            bytes.inc({ source }, n);
+            used.set(store.total);
+          },
         },
-      })
+        cfg.cacheMemoryBytes,
+      )
     : null;
   await proxyRoutes(app, ctx, {
     allow,
