@@ -46,6 +46,7 @@ describe('avatar service', () => {
           upstream: 'none',
           adminToken: TOKEN,
           redirectAllow: ['https://ui-avatars.com/api/', '.example.org'],
+          maxInputPixels: 1_000_000,
         },
       },
     });
@@ -322,6 +323,12 @@ describe('avatar service', () => {
         [`/avatar/${md5}`, img, { 'content-type': 'text/plain' }, 415],
         [`/avatar/${md5}`, 'x', { 'content-type': 'multipart/form-data; boundary=zz' }, 400],
         [`/avatar/${md5}`, Buffer.alloc(11 * 1024 * 1024), { 'content-type': 'image/png' }, 413],
+        [
+          `/avatar/${md5}`,
+          await photo(1100, 1000, { r: 0, g: 0, b: 0 }),
+          { 'content-type': 'image/jpeg' },
+          413,
+        ],
       ];
       for (const [url, payload, headers, status] of cases) {
         const r = await app.inject({ method: 'PUT', url, payload, headers: { ...headers, ...auth } });

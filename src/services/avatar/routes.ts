@@ -139,7 +139,7 @@ export function avatarRoutes(
           url: `${ctx.urls.avatar}/avatar/${hash.hex}`,
         });
       } catch (err) {
-        if (err instanceof UploadError) throw badRequest(err.message, 'BAD_IMAGE');
+        if (err instanceof UploadError) throw new AppError('BAD_IMAGE', err.status, err.message);
         throw err;
       }
     },

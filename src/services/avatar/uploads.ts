@@ -26,7 +26,15 @@ export interface StoredUpload extends UploadRef {
   width: number;
 }
 
-export class UploadError extends Error {}
+export class UploadError extends Error {
+  constructor(
+    message: string,
+    /** 400 for a bad image, 413 for one past the pixel limit. */
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
 
 export class Uploads {
   private memo = new Map<string, { ref: UploadRef | null; until: number }>();
@@ -130,12 +138,16 @@ export async function normalise(
 ): Promise<{ data: Buffer; info: OutputInfo }> {
   let meta: Metadata;
   try {
-    meta = await sharp(input, { limitInputPixels: maxPixels }).metadata();
+    // Header only (no decode), so the pixel limit is checked below with a clear answer.
+    meta = await sharp(input, { limitInputPixels: false }).metadata();
   } catch {
     throw new UploadError('not an image this service can read');
   }
   if (!['jpeg', 'png', 'gif', 'webp', 'avif', 'heif', 'tiff'].includes(meta.format ?? ''))
     throw new UploadError('unsupported image format; use PNG, JPEG, GIF or WebP');
+  // Checked from the header before decoding: a small file can declare a huge canvas.
+  if ((meta.width ?? 0) * (meta.height ?? 0) > maxPixels)
+    throw new UploadError(`image has more than ${maxPixels} pixels`, 413);
   const side = Math.min(meta.width ?? 0, meta.height ?? 0, MAX_SIDE);
   if (side < 1) throw new UploadError('image has no pixels');
   try {
