@@ -28,6 +28,14 @@ export function httpError(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Header-safe text: engine messages can quote the user's source (any Unicode, control chars),
+ * which Node refuses in a header. Non-ASCII becomes '?', and the length is bounded.
+ */
+export function headerText(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
+}
+
 function httpDate(ms: number): string {
   return new Date(ms).toUTCString();
 }
@@ -97,12 +105,12 @@ export async function sendDiagram(
   const ok = r.status === 'ok';
   const tag = engine.etag(source);
   cacheHeaders(reply, engine, tag, ok, o);
-  reply.header('x-plantuml-diagram-description', r.description);
+  reply.header('x-plantuml-diagram-description', headerText(r.description));
   if (!ok && !o.kroki) {
     // One header per error, repeated when there are several (digest section 5).
     const one = (v: string[]) => (v.length === 1 ? v[0]! : v);
     if (r.errors.length) {
-      reply.header('x-plantuml-diagram-error', one(r.errors.map((e) => e.message)));
+      reply.header('x-plantuml-diagram-error', one(r.errors.map((e) => headerText(e.message))));
       reply.header('x-plantuml-diagram-error-line', one(r.errors.map((e) => String(e.line))));
     }
   }

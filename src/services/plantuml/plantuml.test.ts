@@ -164,6 +164,18 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     }
   });
 
+  it('keeps an error message that quotes non-ASCII source header-safe', async () => {
+    const r = await post(
+      '/plantuml/svg',
+      '@startuml\n!include /tmp/ünïcödé✓\\r\\nX-Evil: 1\nA -> B\n@enduml',
+    );
+    assert.equal(r.statusCode, 400);
+    const msg = r.headers['x-plantuml-diagram-error'] as string;
+    assert.match(msg, /cannot include/i);
+    assert.match(msg, /^[\x20-\x7e]+$/);
+    assert.equal(r.headers['x-evil'], undefined);
+  });
+
   const localReads: [string, RegExp][] = [
     ['!include ../../../../../../etc/hostname', /./],
     ['!includesub /etc/passwd!X', /root:/],
