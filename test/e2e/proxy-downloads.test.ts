@@ -76,6 +76,12 @@ describe('proxy: downloads and security', { skip: toolSkip('curl') || toolSkip('
     assert.ok(r.body.equals(w.asset.subarray(1000, 2000)));
   });
 
+  it('passes 416 for a range past the end through unchanged', async () => {
+    const r = await curl(['-r', '999999999-', asset()]);
+    assert.equal(r.status, 416);
+    assert.equal(r.headers['content-range'], `bytes */${w.asset.length}`);
+  });
+
   it('resumes with curl -C -', async () => {
     const file = join(tempDir('devutil-dl-'), 'a.bin');
     writeFileSync(file, w.asset.subarray(0, 12345));
