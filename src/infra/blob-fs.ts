@@ -183,7 +183,7 @@ export class FsBlobStore implements BlobStore {
         await fh.close();
         return { info, body: Readable.from([]) };
       }
-      const body = fh.createReadStream({ start, end, highWaterMark: 256 * 1024 });
+      const body = fh.createReadStream({ start, end, highWaterMark: 512 * 1024 });
       return { info, body };
     } catch (err) {
       await fh.close();
