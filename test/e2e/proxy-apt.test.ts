@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { curl } from '../fixtures/proxy/curl.ts';
 import { aptConfig, DEB, DEB_PATH, type FakeDebian, installDebian } from '../fixtures/proxy/debian.ts';
 import { ok } from '../fixtures/proxy/run.ts';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
@@ -60,5 +61,24 @@ describe('proxy: apt', { skip: toolSkip('apt-get') || toolSkip('dpkg-scanpackage
     await apt('-y', '-d', 'install', 'devutil-hello');
     assert.ok(readFileSync(archived()).equals(deb.deb));
     assert.equal(debGets().length, fetched, 'no new upstream GET for the .deb');
+  });
+
+  it('serves the stored Release when the mirror is unreachable during revalidation', async () => {
+    const mirror = w.net.handler('deb.debian.org');
+    w.net.on('deb.debian.org', (req) => {
+      req.socket.destroy();
+    });
+    try {
+      const r = await curl([
+        '-H',
+        'Cache-Control: max-age=0',
+        `${w.base}/deb.debian.org/debian/dists/bookworm/Release`,
+      ]);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['x-cache'], 'HIT');
+      assert.match(r.body.toString(), /^Origin: devutil/);
+    } finally {
+      if (mirror) w.net.on('deb.debian.org', mirror);
+    }
   });
 });

@@ -19,7 +19,7 @@ const STORED = [
 ];
 
 export interface CacheStats {
-  onResult(result: 'hit' | 'miss' | 'revalidated' | 'bypass'): void;
+  onResult(result: 'hit' | 'miss' | 'revalidated' | 'stale' | 'bypass'): void;
   onBytes(source: 'cache' | 'upstream', n: number): void;
 }
 
@@ -204,7 +204,10 @@ export class DiskCache implements ProxyCache {
       // Changed upstream: forget the stale copy so the next plain GET stores the new one.
       if (up.status === 200) this.store.drop(e.key);
     } catch (err) {
-      log.warn({ reason: (err as Error).message }, 'cache revalidation failed');
+      // Upstream unreachable: a stale Release beats a failed apt update (stale-if-error).
+      log.warn({ reason: (err as Error).message }, 'cache revalidation failed; serving the stored copy');
+      this.stats.onResult('stale');
+      return true;
     }
     return false;
   }
