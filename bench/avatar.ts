@@ -1,13 +1,13 @@
 // Avatars: a cached avatar from devutil vs nginx serving the same PNG file (target >= 0.5x), then
 // the uncached identicon rate at 80 and 512 px (every request a new hash, so each one is drawn,
 // encoded and written to the caches). Both servers single-process, access logs off, same wrk load.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GENERATORS } from '../src/services/avatar/gen/index.ts';
 import { renderArt } from '../src/services/avatar/render.ts';
 import { Seed } from '../src/services/avatar/seed.ts';
-import { report, startDevutil, startNginx, tempFile, wrk } from './lib.ts';
+import { cpuSecondsOf, report, startDevutil, startNginx, tempFile, type WrkResult, wrk } from './lib.ts';
 
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
 const connections = 64;
@@ -24,6 +24,24 @@ request = function()
 end
 `,
   );
+
+/** CPU seconds of a process plus its direct children (nginx's worker is a child of the master). */
+function cpuOfTree(pid: number): number {
+  let kids: number[] = [];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // no children file: the process alone
+  }
+  return [pid, ...kids].reduce((sum, p) => sum + cpuSecondsOf(p), 0);
+}
+
+/** A wrk run plus requests per CPU-second of the server, which moves little with machine load. */
+function measured(url: string, pid: number): WrkResult & { perCpu: number } {
+  const before = cpuOfTree(pid);
+  const r = wrk(url, { durationSec, connections });
+  return { ...r, perCpu: r.requests / (cpuOfTree(pid) - before) };
+}
 
 /** Identicons drawn and PNG-encoded per second in this process, no HTTP (context). */
 async function inProcessRate(size: number, n: number): Promise<number> {
@@ -52,10 +70,17 @@ const ngx = await startNginx(
 try {
   wrk(dev.url + cachedPath, { durationSec: 2, connections });
   wrk(`${ngx.url}/avatar/${HASH}`, { durationSec: 2, connections });
-  const d = wrk(dev.url + cachedPath, { durationSec, connections });
-  const n = wrk(`${ngx.url}/avatar/${HASH}`, { durationSec, connections });
+  const d = measured(dev.url + cachedPath, dev.pid);
+  const n = measured(`${ngx.url}/avatar/${HASH}`, ngx.pid);
   report(`cached avatar, 80 px identicon PNG (${png.length} B)`, 'nginx static', [
     { metric: 'throughput', unit: 'req/s', devutil: d.rps, anchor: n.rps, higherIsBetter: true, target: 0.5 },
+    {
+      metric: 'requests per CPU-second',
+      unit: 'req/cpu-s',
+      devutil: d.perCpu,
+      anchor: n.perCpu,
+      higherIsBetter: true,
+    },
     { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: n.p99ms, higherIsBetter: false },
     { metric: 'p50 latency', unit: 'ms', devutil: d.p50ms, anchor: n.p50ms, higherIsBetter: false },
   ]);

@@ -102,6 +102,16 @@ describe('avatar service', () => {
     });
   }
 
+  it('shares one cached mp image (and ETag) between all unknown hashes', async () => {
+    const a = await app.inject({ url: `/avatar/${'1'.repeat(32)}?d=mm&s=40` });
+    const b = await app.inject({ url: `/avatar/${'2'.repeat(32)}?d=mp&s=40` });
+    assert.equal(a.headers.etag, b.headers.etag);
+    assert.ok(a.rawPayload.equals(b.rawPayload));
+    const c = await app.inject({ url: `/avatar/${'2'.repeat(32)}?d=retro&s=40` });
+    const d = await app.inject({ url: `/avatar/${'1'.repeat(32)}?d=retro&s=40` });
+    assert.notEqual(c.headers.etag, d.headers.etag);
+  });
+
   it('serves the format of the extension at the exact size', async () => {
     const cases: [string, string, string][] = [
       ['.jpg', 'image/jpeg', 'jpeg'],

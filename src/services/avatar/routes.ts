@@ -93,6 +93,7 @@ export function avatarRoutes(
         { reason: err instanceof Error ? err.message : String(err) },
         'avatar source failed, serving the default',
       );
+      reply.removeHeader('last-modified');
       return send(req, reply, await svc.resolve({ ...q, force: true }), name);
     }
   };

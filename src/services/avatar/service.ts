@@ -86,7 +86,9 @@ export class AvatarService {
     const name = def.kind === 'generate' ? def.name : q.fallback;
     const gen = GENERATORS[name];
     const extra = name === 'initials' ? `:${q.initials}` : '';
-    const key = `gen:${name}:${q.seedText}${extra}`;
+    // mp and blank look the same for everyone: one cache entry (and ETag) for all hashes.
+    const seedPart = name === 'mp' || name === 'blank' ? '' : q.seedText;
+    const key = `gen:${name}:${seedPart}${extra}`;
     return this.cached(q, 'generated', key, null, () =>
       renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format),
     );
