@@ -70,6 +70,7 @@ export const proxySection = {
   headersTimeoutMs: int(30_000, { min: 100, doc: 'time the upstream has to send response headers' }),
   bodyTimeoutMs: int(60_000, { min: 100, doc: 'longest idle gap in an upstream body' }),
   connectTimeoutMs: int(10_000, { min: 100, doc: 'upstream TCP+TLS connect timeout' }),
+  upstreamConnections: int(128, { min: 1, doc: 'keep-alive connections per upstream host' }),
   rateLimit: rate('1200/min', { doc: 'per-client request budget' }),
   maxConcurrent: int(32, { min: 0, doc: 'concurrent proxied requests per client IP (0 = unlimited)' }),
   clients: list([], { item: cidrItem, doc: 'client CIDR allow-list (empty = everyone)' }),

@@ -34,6 +34,7 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     connectTimeoutMs: cfg.connectTimeoutMs,
     headersTimeoutMs: cfg.headersTimeoutMs,
     bodyTimeoutMs: cfg.bodyTimeoutMs,
+    connections: cfg.upstreamConnections,
   });
   app.addHook('onClose', async () => {
     await agent.close();

@@ -47,6 +47,7 @@ export interface UpstreamOptions {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  connections?: number;
 }
 
 export function createAgent(o: UpstreamOptions): Agent {
@@ -58,7 +59,7 @@ export function createAgent(o: UpstreamOptions): Agent {
   const guarded = buildConnector({ timeout: o.connectTimeoutMs, lookup: guardedLookup, ...tls });
   return new Agent({
     keepAliveTimeout: 10_000,
-    connections: 64,
+    connections: o.connections ?? 128,
     headersTimeout: o.headersTimeoutMs,
     bodyTimeout: o.bodyTimeoutMs,
     connect(opts, cb) {
