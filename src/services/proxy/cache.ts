@@ -117,6 +117,24 @@ export class MemoryTier {
   }
 }
 
+const COALESCE_WAIT_MS = 10_000;
+
+function waitAtMost(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    p.then(
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+    );
+  });
+}
+
 export class DiskCache implements ProxyCache {
   private fills = new Map<string, Promise<boolean>>();
 
@@ -162,7 +180,9 @@ export class DiskCache implements ProxyCache {
       return this.counted(await forward(o, r));
     }
     const pending = this.fills.get(key);
-    if (pending) await pending;
+    // Wait for a running fill, but not for long: clients such as apt give up after ~30 s without
+    // bytes, so a waiter past COALESCE_WAIT_MS fetches on its own (uncached).
+    if (pending) await waitAtMost(pending, COALESCE_WAIT_MS);
     let e = this.store.get(key);
     if (e && r.route.cache === 'revalidate' && !(await this.fresh(e, r, o, log))) e = undefined;
     if (e) {
