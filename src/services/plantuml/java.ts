@@ -16,7 +16,7 @@ export interface JavaInfo {
   version?: string;
   major?: number;
   home?: string;
-  /** The JDK compiler beside this java, or `javac` on PATH; undefined with a JRE only. */
+  /** The JDK compiler beside this java; undefined with a JRE only. */
   javac?: string;
 }
 
@@ -92,8 +92,9 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
     .digest('hex');
   const dir = join(dataDir, 'plantuml', `worker-${hash.slice(0, 16)}`);
   if (existsSync(join(dir, `${WORKER_CLASS}.class`))) return dir;
-  const javac =
-    info.home && existsSync(join(info.home, 'bin', 'javac')) ? join(info.home, 'bin', 'javac') : 'javac';
+  // The launcher's own JDK compiles, so the class matches the JVM that runs it.
+  const javac = info.javac;
+  if (!javac) throw new Error('diagram rendering needs a Java 17+ JDK (javac was not found, only a JRE)');
   const tmp = `${dir}.tmp-${process.pid}`;
   mkdirSync(tmp, { recursive: true });
   const r = await run(

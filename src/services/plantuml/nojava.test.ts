@@ -1,8 +1,11 @@
 // Without Java the diagram routes answer 503 with the reason, /readyz says so, the rest works.
 import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestServer } from '../../../test/helpers/server.ts';
+import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { hasTool } from '../../../test/helpers/tools.ts';
 
 describe('PlantUML without Java', () => {
   let app: FastifyInstance;
@@ -40,5 +43,55 @@ describe('PlantUML without Java', () => {
     assert.equal(health.statusCode, 200);
     const ip = await app.inject({ url: '/rest/api/v1/ip', remoteAddress: '198.51.100.1' });
     assert.equal(ip.statusCode, 200);
+  });
+});
+
+/**
+ * A JRE made from the installed JDK: its own java and libjvm (so java.home points here), the rest
+ * of lib/ as symlinks, and no javac. Null when the JDK layout is not the usual one.
+ */
+function fakeJre(): string | null {
+  if (!hasTool('java', ['-version'])) return null;
+  let home: string;
+  try {
+    home = dirname(dirname(realpathSync('/usr/bin/java')));
+  } catch {
+    return null;
+  }
+  const jvm = join(home, 'lib', 'server', 'libjvm.so');
+  if (!existsSync(join(home, 'bin', 'javac')) || !existsSync(jvm)) return null;
+  const jre = join(tempDir(), 'jre');
+  mkdirSync(join(jre, 'bin'), { recursive: true });
+  copyFileSync(join(home, 'bin', 'java'), join(jre, 'bin', 'java'));
+  // Symlinks for everything (lib/ is ~200 MB) except libjvm.so, whose real path sets java.home.
+  mkdirSync(join(jre, 'lib', 'server'), { recursive: true });
+  for (const name of readdirSync(join(home, 'lib'))) {
+    if (name !== 'server') symlinkSync(join(home, 'lib', name), join(jre, 'lib', name));
+  }
+  for (const name of readdirSync(join(home, 'lib', 'server'))) {
+    if (name !== 'libjvm.so')
+      symlinkSync(join(home, 'lib', 'server', name), join(jre, 'lib', 'server', name));
+  }
+  copyFileSync(realpathSync(jvm), join(jre, 'lib', 'server', 'libjvm.so'));
+  return join(jre, 'bin', 'java');
+}
+
+const jre = fakeJre();
+describe('PlantUML on a JRE without javac', { skip: jre ? false : 'no JDK to derive a JRE from' }, () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({ overrides: { plantuml: { java: jre ?? 'java' } } });
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  it('answers 503 saying a JDK is needed, and /readyz says so', async () => {
+    const r = await app.inject({ url: '/plantuml/png/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
+    assert.equal(r.statusCode, 503);
+    assert.match(r.body, /Java 17\+ JDK/);
+    const ready = await app.inject({ url: '/readyz' });
+    assert.equal(ready.json().checks.plantuml.ok, false);
+    assert.match(ready.json().checks.plantuml.detail, /JDK/);
   });
 });
