@@ -59,6 +59,7 @@ export function foldInitials(s: string): string {
 /** Initials from ?initials= (up to 3 letters) or from the first and last word of ?name=. */
 export function deriveInitials(initials: string | undefined, name: string | undefined): string {
   if (initials) return foldInitials(initials).slice(0, 3);
+  if (!name) return '';
   const words = (name ?? '')
     .split(/[\s._-]+/)
     .map(foldInitials)
