@@ -14,7 +14,7 @@ import { Seed } from './seed.ts';
 import type { Uploads } from './uploads.ts';
 
 /** Bump when any generator or encoder changes its output: it is part of every ETag and cache key. */
-export const RENDER_REV = 1;
+export const RENDER_REV = 2;
 
 const ETAG_MEMO = 20_000;
 
