@@ -21,6 +21,7 @@ import {
   BlobExistsError,
   type BlobInfo,
   type BlobStore,
+  BlobUnavailableError,
   checkMeta,
   type PutOptions,
 } from './blob-store.ts';
@@ -32,6 +33,8 @@ export interface S3Options {
   accessKeyId: string;
   secretAccessKey: string;
   forcePathStyle: boolean;
+  /** Socket inactivity timeout per request. */
+  timeoutMs?: number;
 }
 
 const STAGING = '.staging/';
@@ -76,7 +79,29 @@ export class S3BlobStore implements BlobStore {
     };
     if (o.endpoint) cfg.endpoint = o.endpoint;
     if (o.accessKeyId) cfg.credentials = { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey };
+    // A down or hung store must answer quickly (503), not hold requests: short connect timeout, a
+    // socket-inactivity timeout (streams that keep moving are not cut), one retry.
+    cfg.requestHandler = {
+      connectionTimeout: 2000,
+      requestTimeout: o.timeoutMs ?? 10_000,
+      throwOnRequestTimeout: true,
+    };
+    cfg.maxAttempts = 2;
     this.client = new S3Client(cfg);
+    // Outermost middleware: every command (Upload's too) reports backend trouble as BlobUnavailableError.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (err) {
+          const code = status(err);
+          const aborted = (err as Error | null)?.name === 'AbortError';
+          if (!aborted && (code === undefined || code >= 500)) throw new BlobUnavailableError(err);
+          throw err;
+        }
+      },
+      { step: 'initialize', name: 'devutilUnavailable' },
+    );
     this.bucket = o.bucket;
   }
 

@@ -2,7 +2,9 @@
 // Implementations live beside this file (blob-fs.ts, blob-s3.ts) and are chosen by config.files.
 // Keys are namespaced by the caller ("files/<key>", "avatars/<hash>"); metadata is small strings
 // that travel with the object (S3 user metadata / a sidecar written atomically on disk).
+
 import type { Readable } from 'node:stream';
+import { AppError } from '../errors.ts';
 
 export interface BlobInfo {
   key: string;
@@ -29,6 +31,20 @@ export interface BlobEntry {
   key: string;
   size: number;
   lastModified: Date;
+}
+
+/**
+ * The backend cannot be reached or failed on its side (network error, timeout, 5xx). It is an
+ * AppError, so any route that lets it through answers 503 with Retry-After instead of a 500.
+ */
+export class BlobUnavailableError extends AppError {
+  constructor(cause: unknown) {
+    super('STORAGE_UNAVAILABLE', 503, 'storage backend unavailable; try again shortly', {
+      cause,
+      headers: { 'retry-after': 5 },
+    });
+    this.name = 'BlobUnavailableError';
+  }
 }
 
 export class BlobExistsError extends Error {
@@ -84,6 +100,7 @@ export interface BlobStoreConfig {
   s3AccessKeyId: string;
   s3SecretAccessKey: string;
   s3ForcePathStyle: boolean;
+  s3TimeoutMs?: number;
 }
 
 /**
@@ -100,6 +117,7 @@ export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> 
       accessKeyId: cfg.s3AccessKeyId,
       secretAccessKey: cfg.s3SecretAccessKey,
       forcePathStyle: cfg.s3ForcePathStyle,
+      timeoutMs: cfg.s3TimeoutMs ?? 10_000,
     });
     await store.init();
     return store;

@@ -30,4 +30,8 @@ export const filesSection = {
   s3AccessKeyId: str('', { doc: 'S3 access key id (empty = the SDK default credential chain)' }),
   s3SecretAccessKey: str('', { secret: true, doc: 'S3 secret access key' }),
   s3ForcePathStyle: bool(false, { doc: 'path-style URLs (MinIO, s3rver); AWS and R2 use virtual hosts' }),
+  s3TimeoutMs: int(10_000, {
+    min: 100,
+    doc: 'S3 socket inactivity timeout; a down or hung store answers 503 after about twice this',
+  }),
 };

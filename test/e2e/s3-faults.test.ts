@@ -1,0 +1,109 @@
+// S3 unavailable: the file API answers a quick 503 (no hang, no 500), readiness says so, and it
+// recovers when the store returns. A store that accepts connections but never answers is cut off
+// by the configured timeout.
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import S3rver from 's3rver';
+import { freePort } from '../helpers/ports.ts';
+import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { tempDir } from '../helpers/server.ts';
+
+function s3Env(port: number, timeoutMs = 1000): Record<string, string> {
+  return {
+    DEVUTIL_FILES_BACKEND: 's3',
+    DEVUTIL_FILES_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+    DEVUTIL_FILES_S3_BUCKET: 'faults',
+    DEVUTIL_FILES_S3_ACCESS_KEY_ID: 'S3RVER',
+    DEVUTIL_FILES_S3_SECRET_ACCESS_KEY: 'S3RVER',
+    DEVUTIL_FILES_S3_FORCE_PATH_STYLE: 'true',
+    DEVUTIL_FILES_S3_TIMEOUT_MS: String(timeoutMs),
+  };
+}
+
+async function timed(url: string, init?: RequestInit) {
+  const t = Date.now();
+  const r = await fetch(url, init);
+  return { status: r.status, body: await r.text(), ms: Date.now() - t };
+}
+
+function form(text: string) {
+  const f = new FormData();
+  f.append('file', new Blob([text], { type: 'text/plain' }), 'a.txt');
+  return { method: 'POST', body: f };
+}
+
+describe('S3 unavailable', () => {
+  const dir = tempDir('devutil-s3f-');
+  let port: number;
+  let s3: S3rver;
+  let dev: DevutilProcess;
+  const start = async () => {
+    s3 = new S3rver({
+      address: '127.0.0.1',
+      port,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'faults', configs: [] }],
+    });
+    await s3.run();
+  };
+  before(async () => {
+    port = await freePort();
+    await start();
+    dev = await startDevutilProcess(s3Env(port));
+  });
+  after(async () => {
+    await dev?.stop();
+    await s3?.close().catch(() => {});
+  });
+
+  it('answers a quick 503 while the store is down and recovers when it returns', async () => {
+    assert.equal((await timed(`${dev.url}/api/file/kept`, form('kept'))).status, 200);
+    await s3.close();
+    for (const [url, init] of [
+      [`${dev.url}/api/file/kept`, undefined],
+      [`${dev.url}/api/file/new`, form('x')],
+    ] as const) {
+      const r = await timed(url, init);
+      assert.equal(r.status, 503, r.body);
+      assert.deepEqual(JSON.parse(r.body), {
+        success: false,
+        message: 'storage backend unavailable; try again shortly',
+      });
+      assert.ok(r.ms < 8000, `took ${r.ms} ms`);
+    }
+    const ready = await timed(`${dev.url}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.match(ready.body, /blobs/);
+    await start();
+    const back = await timed(`${dev.url}/api/file/kept`);
+    assert.equal(back.status, 200);
+    assert.equal(back.body, 'kept');
+  });
+});
+
+describe('S3 that accepts connections and never answers', () => {
+  let hung: Server;
+  const sockets: Socket[] = [];
+  let dev: DevutilProcess;
+  before(async () => {
+    const port = await freePort();
+    hung = createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => hung.listen(port, '127.0.0.1', r));
+    dev = await startDevutilProcess(s3Env(port, 500));
+  });
+  after(async () => {
+    await dev?.stop();
+    for (const s of sockets) s.destroy();
+    hung?.close();
+  });
+
+  it('gives up after the timeout with 503 instead of hanging', async () => {
+    const r = await timed(`${dev.url}/api/file/anything`);
+    assert.equal(r.status, 503, r.body);
+    assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
+    const again = await timed(`${dev.url}/healthz`);
+    assert.equal(again.status, 200);
+  });
+});
