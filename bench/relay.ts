@@ -24,6 +24,22 @@ const MiB = 1024 * 1024;
 const SINGLE_BYTES = Number(process.env['BENCH_RELAY_MIB'] ?? 1024) * MiB;
 const SESSIONS = 16;
 const IDLE_CLIENTS = Number(process.env['BENCH_RELAY_IDLE'] ?? 1000);
+/** Throughput rounds, alternating the two relays so load drift on a shared box hits both alike. */
+const ROUNDS = Number(process.env['BENCH_RELAY_ROUNDS'] ?? 3);
+
+function median(xs: number[]): number {
+  const a = [...xs].sort((x, y) => x - y);
+  return a[Math.floor(a.length / 2)] ?? NaN;
+}
+
+type Throughput = { singleMBps: number; multiMBps: number; cpuPerGiB: number };
+function medians(rs: Throughput[]): Throughput {
+  return {
+    singleMBps: median(rs.map((r) => r.singleMBps)),
+    multiMBps: median(rs.map((r) => r.multiMBps)),
+    cpuPerGiB: median(rs.map((r) => r.cpuPerGiB)),
+  };
+}
 
 interface Target {
   name: string;
@@ -133,7 +149,7 @@ function transfer(a: import('node:net').Socket, b: import('node:net').Socket, to
   });
 }
 
-/** RSS with IDLE_CLIENTS joined clients, measured on the fresh process before any transfer. */
+/** RSS with IDLE_CLIENTS joined clients (after the throughput rounds). */
 async function measureIdle(t: Target) {
   const ids = Array.from({ length: IDLE_CLIENTS }, () => clientIdentity()); // keygen not measured
   await new Promise((r) => setTimeout(r, 500));
@@ -197,9 +213,27 @@ async function measure(t: Target) {
 const strelay = await startStrelaysrv();
 const dev = await startDevutilRelay();
 try {
-  const s = { ...(await measureIdle(strelay)), ...(await measure(strelay)) };
-  const d = { ...(await measureIdle(dev)), ...(await measure(dev)) };
-  report('Syncthing relay, raw-protocol client on loopback', 'strelaysrv', [
+  const rs: Throughput[] = [];
+  const rd: Throughput[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    rs.push(await measure(strelay));
+    rd.push(await measure(dev));
+  }
+  const idleS = await measureIdle(strelay);
+  const idleD = await measureIdle(dev);
+  // Context: one more round after the 1,000-client churn (V8 GC heuristics change after it).
+  const afterS = await measure(strelay);
+  const afterD = await measure(dev);
+  const s = { ...idleS, ...medians(rs) };
+  const d = { ...idleD, ...medians(rd) };
+  const fmtRuns = (xs: Throughput[]) =>
+    xs
+      .map((x) => `${x.singleMBps.toFixed(0)}/${x.multiMBps.toFixed(0)}/${x.cpuPerGiB.toFixed(2)}`)
+      .join('  ');
+  console.log(`rounds (1-session MiB/s / ${SESSIONS}-session MiB/s / CPU s per GiB), medians reported:`);
+  console.log(`  strelaysrv ${fmtRuns(rs)}`);
+  console.log(`  devutil    ${fmtRuns(rd)}`);
+  report(`Syncthing relay, raw-protocol client on loopback (median of ${ROUNDS})`, 'strelaysrv', [
     {
       metric: '1 session throughput',
       unit: 'MiB/s',
@@ -240,6 +274,29 @@ try {
     },
   ]);
   console.log('(devutil RSS is the whole devutil process: HTTP utilities included)');
+  report(`after ${IDLE_CLIENTS} clients joined and left`, 'strelaysrv', [
+    {
+      metric: '1 session throughput',
+      unit: 'MiB/s',
+      devutil: afterD.singleMBps,
+      anchor: afterS.singleMBps,
+      higherIsBetter: true,
+    },
+    {
+      metric: `${SESSIONS} sessions throughput`,
+      unit: 'MiB/s',
+      devutil: afterD.multiMBps,
+      anchor: afterS.multiMBps,
+      higherIsBetter: true,
+    },
+    {
+      metric: 'CPU per GiB proxied',
+      unit: 's',
+      devutil: afterD.cpuPerGiB,
+      anchor: afterS.cpuPerGiB,
+      higherIsBetter: false,
+    },
+  ]);
 } finally {
   await dev.close();
   await strelay.close();
