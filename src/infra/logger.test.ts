@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { redactText, redactUrl } from './logger.ts';
+import { redactText, redactUrl, serializeError } from './logger.ts';
 
 describe('log redaction', () => {
   const table: [string, string][] = [
@@ -17,6 +17,16 @@ describe('log redaction', () => {
   for (const [input, want] of table) {
     it(`redacts ${input}`, () => assert.equal(redactUrl(input), want));
   }
+  it('serialises any thrown value, not only Errors', () => {
+    assert.deepEqual(serializeError(undefined), { type: 'undefined', message: 'undefined' });
+    assert.equal(
+      serializeError('boom /bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALD/x').message,
+      'boom /bot[redacted]/x',
+    );
+    assert.equal(serializeError({ a: 1 }).message, '{"a":1}');
+    const e = serializeError(new Error('outer', { cause: new Error('inner') }));
+    assert.equal(e['cause'], 'inner');
+  });
   it('masks bot tokens in free text', () => {
     assert.equal(
       redactText('failed for 1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0 now'),

@@ -66,14 +66,24 @@ export function loggerOptions(level: string): LoggerOptions {
         remoteAddress: req.ip,
       }),
       res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
-      err: (err: Error & { code?: string; statusCode?: number }) => ({
-        type: err.name,
-        message: redactText(err.message),
-        code: err.code,
-        stack: err.stack ? redactText(err.stack) : undefined,
-        cause: err.cause instanceof Error ? redactText(err.cause.message) : undefined,
-      }),
+      err: serializeError,
     },
+  };
+}
+
+/** Any thrown value (not only Errors: libraries throw strings and plain objects) with secrets masked. */
+export function serializeError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) {
+    const text = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
+    return { type: typeof err, message: redactText(String(text).slice(0, 2000)) };
+  }
+  const e = err as Error & { code?: unknown };
+  return {
+    type: e.name,
+    message: redactText(String(e.message)),
+    code: e.code,
+    stack: typeof e.stack === 'string' ? redactText(e.stack) : undefined,
+    cause: e.cause instanceof Error ? redactText(String(e.cause.message)) : undefined,
   };
 }
 
