@@ -112,7 +112,9 @@ await waitOk(pico.url + HELLO);
 const picoCold = Date.now() - t0;
 // One data dir for both devutil starts: the first compiles the worker entry point, the second reuses it.
 const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
-const devEnv = { DEVUTIL_PLANTUML_WORKERS: process.env['BENCH_WORKERS'] ?? '2', DEVUTIL_DATA_DIR: dataDir };
+const devEnv: Record<string, string> = { DEVUTIL_DATA_DIR: dataDir };
+// Tuning knobs pass through: DEVUTIL_PLANTUML_WORKERS=3 DEVUTIL_PLANTUML_WORKER_HEAP=1GiB npm run bench -- plantuml
+for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_PLANTUML_') && v) devEnv[k] = v;
 const t1 = Date.now();
 const dev = await startDevutil(devEnv);
 await waitOk(dev.url + HELLO);
