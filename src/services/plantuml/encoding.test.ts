@@ -105,18 +105,20 @@ describe('format words', () => {
 });
 
 describe('worker protocol', () => {
-  it('frames requests and reassembles split reply frames', () => {
-    const req = encodeRequest({ op: 'render', format: 'svg', index: 2, dark: true, source: 'A\tB' });
+  it('frames requests with their id and reassembles split reply frames', () => {
+    const req = encodeRequest({ op: 'render', format: 'svg', index: 2, dark: true, source: 'A\tB' }, 7);
     assert.equal(req.readUInt32BE(0), req.length - 4);
-    assert.equal(req.subarray(4).toString(), 'render\tsvg\t2\t1\nA\tB');
+    assert.equal(req.readUInt32BE(4), 7);
+    assert.equal(req.subarray(8).toString(), 'render\tsvg\t2\t1\nA\tB');
 
     const meta = Buffer.from('status\terror\ndescription\t(Error)\nerror\t3 Syntax Error?\n');
     const body = Buffer.from('IMG');
-    const frame = Buffer.alloc(8 + meta.length + body.length);
-    frame.writeUInt32BE(4 + meta.length + body.length, 0);
-    frame.writeUInt32BE(meta.length, 4);
-    meta.copy(frame, 8);
-    body.copy(frame, 8 + meta.length);
+    const frame = Buffer.alloc(12 + meta.length + body.length);
+    frame.writeUInt32BE(8 + meta.length + body.length, 0);
+    frame.writeUInt32BE(7, 4);
+    frame.writeUInt32BE(meta.length, 8);
+    meta.copy(frame, 12);
+    body.copy(frame, 12 + meta.length);
     const reader = new FrameReader(1024);
     const two = Buffer.concat([frame, frame]);
     const frames = [
@@ -126,6 +128,7 @@ describe('worker protocol', () => {
     ];
     assert.equal(frames.length, 2);
     const r = parseReply(frames[1]!);
+    assert.equal(r.id, 7);
     assert.equal(r.status, 'error');
     assert.deepEqual(r.errors, [{ line: 3, message: 'Syntax Error?' }]);
     assert.equal(r.body.toString(), 'IMG');

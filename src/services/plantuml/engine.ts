@@ -15,6 +15,7 @@ export interface EngineConfig {
   java: string;
   jar: string;
   workers: number;
+  workerThreads: number;
   workerHeap: number;
   timeoutMs: number;
   queueSize: number;
@@ -112,6 +113,7 @@ export class PlantumlEngine {
       if (this.closed) throw new EngineUnavailable('renderer is shutting down');
       this.pool = new WorkerPool({
         size: this.cfg.workers,
+        threads: this.cfg.workerThreads,
         queueSize: this.cfg.queueSize,
         timeoutMs: this.cfg.timeoutMs,
         spawn: () =>
@@ -123,6 +125,7 @@ export class PlantumlEngine {
             profile: this.cfg.securityProfile,
             urlAllowlist: this.cfg.urlAllowlist,
             limitSize: this.cfg.limitSize,
+            threads: this.cfg.workerThreads,
             onStderr: (line) => this.log.debug({ line }, 'plantuml worker stderr'),
           }),
         onHello: (h) => {

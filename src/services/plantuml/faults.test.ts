@@ -58,7 +58,13 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
     app = await buildTestServer({
       overrides: {
         server: { dataDir },
-        plantuml: { workers: 1, queueSize: 1, timeoutMs: 3000, urlAllowlist: [`${inc.url}/`] },
+        plantuml: {
+          workers: 1,
+          workerThreads: 1,
+          queueSize: 1,
+          timeoutMs: 3000,
+          urlAllowlist: [`${inc.url}/`],
+        },
       },
     });
   });
@@ -120,6 +126,40 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
     assert.equal(a.statusCode, 200);
     assert.equal(b.statusCode, 200);
     assert.match(b.body, /queued behind/);
+  });
+
+  it('retries the other renders of a worker killed for a timeout', async () => {
+    const shared = await buildTestServer({
+      overrides: {
+        server: { dataDir },
+        plantuml: { workers: 1, workerThreads: 2, timeoutMs: 3000, urlAllowlist: [`${inc.url}/`] },
+      },
+    });
+    try {
+      const send = (payload: string) =>
+        shared.inject({
+          method: 'POST',
+          url: '/plantuml/txt',
+          payload,
+          headers: { 'content-type': 'text/plain' },
+        });
+      assert.equal((await send('A -> B : up')).statusCode, 200);
+      // The runaway starts first, so its deadline (not the sibling's) is the one that kills the JVM.
+      const runaway = send(pathological());
+      await new Promise((r) => setTimeout(r, 1000));
+      inc.hold = true;
+      const held = inc.nextHeld();
+      const sibling = send(`@startuml\n!include ${inc.url}/slow-sibling.puml\n@enduml`);
+      await held; // both renders are now in flight on the one worker
+      assert.equal((await runaway).statusCode, 504);
+      inc.release();
+      const r = await sibling;
+      assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+      assert.match(r.body, /Carol/);
+      assert.ok((inc.hits.get('/slow-sibling.puml') ?? 0) >= 2);
+    } finally {
+      await shared.close();
+    }
   });
 
   it('leaves no worker JVM behind when the app closes', async () => {

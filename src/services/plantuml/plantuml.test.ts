@@ -351,6 +351,17 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.match(r.headers['content-type'] as string, /^text\/plain/);
   });
 
+  it('answers concurrent renders (several per worker) each with its own diagram', async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `Concurrent${i}`);
+    const replies = await Promise.all(names.map((n) => post('/plantuml/txt', `${n} -> Other : ${n}`)));
+    replies.forEach((r, i) => {
+      assert.equal(r.statusCode, 200);
+      assert.match(r.body, new RegExp(`${names[i]}\\b`));
+      for (const other of names)
+        if (other !== names[i]) assert.doesNotMatch(r.body, new RegExp(`${other}\\b`));
+    });
+  });
+
   it('serves a repeated diagram from the cache', async () => {
     const enc = encodeDiagram('A -> B : cached twice');
     const a = await app.inject({ url: `/plantuml/svg/${enc}` });

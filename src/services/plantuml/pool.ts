@@ -1,5 +1,6 @@
-// A pool of warm JVM workers behind a bounded FIFO queue. A render past its deadline kills its
-// worker; a dead worker is replaced on demand; a full queue is refused (the route answers 503).
+// A pool of warm JVM workers, each running up to `threads` renders at once, behind a bounded FIFO
+// queue. A render past its deadline kills its worker (the other renders on it are retried on a
+// fresh one); a dead worker is replaced on demand; a full queue is refused (the route answers 503).
 import type { WorkerReply, WorkerRequest } from './protocol.ts';
 import type { JavaWorker } from './worker.ts';
 
@@ -10,6 +11,8 @@ export class WorkerCrashed extends Error {}
 
 export interface PoolOptions {
   size: number;
+  /** Renders one worker runs at once. */
+  threads: number;
   queueSize: number;
   timeoutMs: number;
   /** Starts a new worker process. */
@@ -28,15 +31,22 @@ interface Job {
 
 export class WorkerPool {
   private workers = new Set<JavaWorker>();
-  private idle: JavaWorker[] = [];
+  /** Workers that said hello, with the tick of their last dispatch. */
+  private ready = new Map<JavaWorker, number>();
   private queue: Job[] = [];
-  private busy = 0;
+  private tick = 0;
   private closed = false;
 
   constructor(private readonly o: PoolOptions) {}
 
   stats(): { workers: number; busy: number; idle: number; queued: number } {
-    return { workers: this.workers.size, busy: this.busy, idle: this.idle.length, queued: this.queue.length };
+    let busy = 0;
+    let idle = 0;
+    for (const w of this.ready.keys()) {
+      busy += w.inflight;
+      if (w.inflight === 0) idle++;
+    }
+    return { workers: this.workers.size, busy, idle, queued: this.queue.length };
   }
 
   pids(): number[] {
@@ -50,9 +60,10 @@ export class WorkerPool {
 
   run(req: WorkerRequest): Promise<WorkerReply> {
     if (this.closed) return Promise.reject(new PoolClosed('renderer is shutting down'));
-    const waiting = this.queue.length;
-    const capacity = this.idle.length + (this.o.size - this.workers.size);
-    if (waiting >= this.o.queueSize + capacity) return Promise.reject(new QueueFull('render queue is full'));
+    const { busy } = this.stats();
+    const free = Math.max(0, this.o.size * this.o.threads - busy);
+    if (this.queue.length >= this.o.queueSize + free)
+      return Promise.reject(new QueueFull('render queue is full'));
     return new Promise((resolve, reject) => {
       this.queue.push({ req, resolve, reject, retried: false });
       this.pump();
@@ -65,15 +76,15 @@ export class WorkerPool {
     this.o.onEvent?.('spawn', { pid: w.pid });
     w.onExit((e) => {
       this.workers.delete(w);
-      this.idle = this.idle.filter((x) => x !== w);
+      this.ready.delete(w);
       this.o.onEvent?.('exit', { pid: w.pid, code: e.code, signal: e.signal });
       if (!this.closed) this.pump();
     });
     w.ready.then(
       (hello) => {
         this.o.onHello?.(hello);
-        if (!w.alive) return;
-        this.idle.push(w);
+        if (!w.alive || this.closed) return;
+        this.ready.set(w, 0);
         this.pump();
       },
       () => {
@@ -84,26 +95,40 @@ export class WorkerPool {
     );
   }
 
+  /**
+   * The least loaded worker with a free thread; among equals the most recently used, so light
+   * traffic stays on the JVM with the hottest JIT and engine caches.
+   */
+  private pick(): JavaWorker | null {
+    let best: JavaWorker | null = null;
+    let bestTick = -1;
+    for (const [w, tick] of this.ready) {
+      if (w.inflight >= this.o.threads) continue;
+      if (!best || w.inflight < best.inflight || (w.inflight === best.inflight && tick > bestTick)) {
+        best = w;
+        bestTick = tick;
+      }
+    }
+    return best;
+  }
+
   private pump(): void {
     while (!this.closed && this.queue.length > 0) {
-      // LIFO: the most recently used worker has the hottest JIT and engine caches, so light
-      // traffic stays on one warm JVM and the others only take the overflow.
-      const w = this.idle.pop();
+      const w = this.pick();
       if (!w) {
-        const starting = this.workers.size - this.busy;
-        if (this.workers.size < this.o.size && starting < this.queue.length) {
+        const starting = this.workers.size - this.ready.size;
+        if (this.workers.size < this.o.size && starting * this.o.threads < this.queue.length) {
           this.startWorker();
           continue;
         }
         return;
       }
-      const job = this.queue.shift()!;
-      this.dispatch(w, job);
+      this.dispatch(w, this.queue.shift()!);
     }
   }
 
   private dispatch(w: JavaWorker, job: Job): void {
-    this.busy++;
+    this.ready.set(w, ++this.tick);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -113,20 +138,18 @@ export class WorkerPool {
     w.request(job.req).then(
       (reply) => {
         clearTimeout(timer);
-        this.busy--;
-        if (w.alive && !this.closed) this.idle.push(w);
         job.resolve(reply);
         this.pump();
       },
       (err: unknown) => {
         clearTimeout(timer);
-        this.busy--;
         if (timedOut) {
           job.reject(new RenderTimeout(`render took longer than ${this.o.timeoutMs} ms`));
         } else if (this.closed) {
           job.reject(new PoolClosed('renderer is shutting down'));
         } else if (!job.retried) {
-          // Killed from outside mid-request: try once more on a fresh worker.
+          // The worker died under this render (killed from outside, or for another render's
+          // timeout): try once more on a fresh worker.
           this.o.onEvent?.('crash', { pid: w.pid, error: String(err) });
           job.retried = true;
           this.queue.unshift(job);

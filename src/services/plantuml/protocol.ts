@@ -19,6 +19,8 @@ export interface DiagramError {
 }
 
 export interface WorkerReply {
+  /** The request this answers; 0 for the hello. */
+  id: number;
   status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception';
   description?: string;
   errors: DiagramError[];
@@ -32,21 +34,24 @@ export interface WorkerReply {
   body: Buffer;
 }
 
-export function encodeRequest(r: WorkerRequest): Buffer {
+export function encodeRequest(r: WorkerRequest, id: number): Buffer {
   const clean = (s: string) => s.replace(/[\t\n]/g, ' ');
   const head = [r.op, clean(r.format ?? 'png'), String(r.index ?? 0), r.dark ? '1' : '0'].join('\t');
   const payload = Buffer.from(`${head}\n${r.source ?? ''}`, 'utf8');
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(payload.length);
-  return Buffer.concat([len, payload]);
+  const pre = Buffer.alloc(8);
+  pre.writeUInt32BE(payload.length + 4, 0);
+  pre.writeUInt32BE(id, 4);
+  return Buffer.concat([pre, payload]);
 }
 
 const STATUSES = new Set(['ok', 'error', 'nodiagram', 'badindex', 'exception']);
 
+/** A reply frame: u32 request id (0 = hello), u32 meta length, meta lines, body. */
 export function parseReply(frame: Buffer): WorkerReply {
-  const metaLen = frame.readUInt32BE(0);
-  const meta = frame.subarray(4, 4 + metaLen).toString('utf8');
-  const reply: WorkerReply = { status: 'exception', errors: [], body: frame.subarray(4 + metaLen) };
+  const id = frame.readUInt32BE(0);
+  const metaLen = frame.readUInt32BE(4);
+  const meta = frame.subarray(8, 8 + metaLen).toString('utf8');
+  const reply: WorkerReply = { id, status: 'exception', errors: [], body: frame.subarray(8 + metaLen) };
   for (const line of meta.split('\n')) {
     const tab = line.indexOf('\t');
     if (tab === -1) continue;

@@ -14,6 +14,8 @@ export interface WorkerOptions {
   profile: string;
   urlAllowlist: readonly string[];
   limitSize: number;
+  /** Render threads inside the JVM (requests it runs at once). */
+  threads: number;
   onStderr?: (line: string) => void;
 }
 
@@ -47,6 +49,7 @@ export function javaArgs(o: WorkerOptions): string[] {
     `-DPLANTUML_SECURITY_PROFILE=${engineProfile(o.profile)}`,
     `-DPLANTUML_LIMIT_SIZE=${o.limitSize}`,
     `-Dplantuml.allowlist.url=${o.urlAllowlist.join(';')}`,
+    `-Ddevutil.threads=${o.threads}`,
     '-cp',
     `${o.jar}${delimiter}${o.classDir}`,
     WORKER_CLASS,
@@ -57,7 +60,8 @@ export class JavaWorker {
   readonly proc: ChildProcessWithoutNullStreams;
   /** Resolves with the hello frame (engine version, build time) once the JVM is warm enough to take work. */
   readonly ready: Promise<WorkerReply>;
-  private pending: { resolve: (r: WorkerReply) => void; reject: (e: Error) => void } | null = null;
+  private pending = new Map<number, { resolve: (r: WorkerReply) => void; reject: (e: Error) => void }>();
+  private nextId = 1;
   private exited: WorkerExited | null = null;
   private exitListeners: ((e: WorkerExited) => void)[] = [];
 
@@ -93,8 +97,8 @@ export class JavaWorker {
           helloResolve(reply);
           continue;
         }
-        const p = this.pending;
-        this.pending = null;
+        const p = this.pending.get(reply.id);
+        this.pending.delete(reply.id);
         p?.resolve(reply);
       }
     });
@@ -111,9 +115,9 @@ export class JavaWorker {
       if (this.exited) return;
       this.exited = new WorkerExited(code, signal);
       helloReject(this.exited);
-      const p = this.pending;
-      this.pending = null;
-      p?.reject(this.exited);
+      const all = [...this.pending.values()];
+      this.pending.clear();
+      for (const p of all) p.reject(this.exited);
       for (const l of this.exitListeners) l(this.exited);
     };
     this.proc.on('exit', onGone);
@@ -136,13 +140,19 @@ export class JavaWorker {
     else this.exitListeners.push(fn);
   }
 
-  /** Sends one request; the caller (the pool) never overlaps requests on one worker. */
+  /** Requests sent and not answered yet. */
+  get inflight(): number {
+    return this.pending.size;
+  }
+
+  /** Sends one request; the pool keeps at most `threads` in flight per worker. */
   request(req: WorkerRequest): Promise<WorkerReply> {
     if (this.exited) return Promise.reject(this.exited);
-    if (this.pending) return Promise.reject(new Error('worker busy'));
+    const id = this.nextId++;
+    if (this.nextId > 0x7fffffff) this.nextId = 1;
     return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      this.proc.stdin.write(encodeRequest(req));
+      this.pending.set(id, { resolve, reject });
+      this.proc.stdin.write(encodeRequest(req, id));
     });
   }
 

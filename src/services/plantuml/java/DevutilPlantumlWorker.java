@@ -1,9 +1,9 @@
 // devutil PlantUML worker: one warm JVM that renders diagrams with the jar's API, speaking a
 // length-prefixed protocol on stdin/stdout (see src/services/plantuml/protocol.ts).
 //
-// Request frame:  u32 length, then "op\tformat\tindex\tdark\n" and the UTF-8 source.
-// Response frame: u32 length, then u32 meta length, meta lines "key\tvalue" (UTF-8), then the body.
-// One request at a time: the engine keeps static state, so the pool runs one JVM per render.
+// Request frame:  u32 length, u32 id, then "op\tformat\tindex\tdark\n" and the UTF-8 source.
+// Response frame: u32 length, u32 id, u32 meta length, meta lines "key\tvalue" (UTF-8), the body.
+// Requests run on -Ddevutil.threads render threads; replies come back in completion order.
 
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
@@ -16,6 +16,9 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import net.sourceforge.plantuml.BlockUml;
 import net.sourceforge.plantuml.ErrorUml;
@@ -58,13 +61,23 @@ public final class DevutilPlantumlWorker {
         final Reply hello = new Reply();
         hello.put("status", "ok");
         info(hello);
-        write(out, hello);
+        write(out, 0, hello);
+
+        // The engine renders concurrently (plantuml-server and PicoWeb run it on many threads);
+        // threads overlap the waits on `dot` and keep every core busy with one JVM's memory.
+        final int threads = Math.max(1, Integer.getInteger("devutil.threads", 1));
+        final AtomicInteger active = new AtomicInteger();
+        final ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            final Thread t = new Thread(r, "devutil-render");
+            t.setDaemon(true);
+            return t;
+        });
 
         int warm = 0;
         while (true) {
             // Idle time warms the engine up (class loading, JIT) one small render at a time, and
             // stops as soon as work arrives: a fresh worker answers its first request at once.
-            while (warm < WARM_UP.length * 2 && in.available() == 0) warmUp(warm++);
+            while (warm < WARM_UP.length * 2 && active.get() == 0 && in.available() == 0) warmUp(warm++);
             final int len;
             try {
                 len = in.readInt();
@@ -73,29 +86,34 @@ public final class DevutilPlantumlWorker {
                 System.exit(0);
                 return;
             }
-            if (len < 0 || len > MAX_REQUEST) {
+            if (len < 4 || len > MAX_REQUEST) {
                 System.err.println("devutil worker: bad frame length " + len);
                 System.exit(2);
             }
-            final byte[] frame = new byte[len];
+            final int id = in.readInt();
+            final byte[] frame = new byte[len - 4];
             in.readFully(frame);
-            final Reply reply = new Reply();
-            boolean fatal = false;
-            try {
-                handle(frame, reply);
-            } catch (Throwable t) {
-                reply.meta.setLength(0);
-                reply.body = new byte[0];
-                reply.put("status", "exception");
-                reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
-                fatal = t instanceof VirtualMachineError;
-            }
-            try {
-                write(out, reply);
-            } catch (java.io.IOException e) {
-                System.exit(1); // the server closed the pipe
-            }
-            if (fatal) System.exit(3); // the heap may be broken: let the pool replace us
+            active.incrementAndGet();
+            pool.execute(() -> {
+                final Reply reply = new Reply();
+                boolean fatal = false;
+                try {
+                    handle(frame, reply);
+                } catch (Throwable t) {
+                    reply.meta.setLength(0);
+                    reply.body = new byte[0];
+                    reply.put("status", "exception");
+                    reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
+                    fatal = t instanceof VirtualMachineError;
+                }
+                try {
+                    write(out, id, reply);
+                } catch (java.io.IOException e) {
+                    System.exit(1); // the server closed the pipe
+                }
+                active.decrementAndGet();
+                if (fatal) System.exit(3); // the heap may be broken: let the pool replace us
+            });
         }
     }
 
@@ -134,13 +152,16 @@ public final class DevutilPlantumlWorker {
         }
     }
 
-    private static void write(DataOutputStream out, Reply reply) throws java.io.IOException {
+    private static void write(DataOutputStream out, int id, Reply reply) throws java.io.IOException {
         final byte[] meta = reply.meta.toString().getBytes(StandardCharsets.UTF_8);
-        out.writeInt(4 + meta.length + reply.body.length);
-        out.writeInt(meta.length);
-        out.write(meta);
-        out.write(reply.body);
-        out.flush();
+        synchronized (out) {
+            out.writeInt(8 + meta.length + reply.body.length);
+            out.writeInt(id);
+            out.writeInt(meta.length);
+            out.write(meta);
+            out.write(reply.body);
+            out.flush();
+        }
     }
 
     private static void info(Reply r) {
