@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
 import { defaultJar } from '../src/services/plantuml/java.ts';
 import { freePort } from '../test/helpers/ports.ts';
@@ -27,10 +27,13 @@ function uniquePaths(tag: string, n: number): string[] {
   });
 }
 
+const scratch: string[] = [];
+
 /** A wrk script walking `paths` in order (one wrk thread, so one counter). */
 function walker(paths: string[]): string {
   const file = tempFile('paths.txt', `${paths.join('\n')}\n`);
-  return tempFile(
+  scratch.push(dirname(file));
+  return scratchFile(
     'walk.lua',
     `local paths = {}
 init = function(args) for line in io.lines("${file}") do paths[#paths + 1] = line end end
@@ -41,6 +44,12 @@ request = function()
 end
 `,
   );
+}
+
+function scratchFile(name: string, content: string): string {
+  const f = tempFile(name, content);
+  scratch.push(dirname(f));
+  return f;
 }
 
 function childPids(pid: number): number[] {
@@ -211,5 +220,6 @@ rows.push({
   higherIsBetter: false,
 });
 rmSync(dataDir, { recursive: true, force: true });
+for (const d of scratch) rmSync(d, { recursive: true, force: true });
 
 report(`PlantUML, ${corpus.length}-diagram corpus, svg+png`, 'picoweb', rows);
