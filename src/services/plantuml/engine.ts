@@ -137,6 +137,9 @@ export class PlantumlEngine {
           this.onPoolEvent?.(event);
         },
       });
+      // All workers start on first use, so the later ones warm up while the first one serves,
+      // instead of starting cold in the middle of the first burst.
+      this.pool.warm();
       return this.pool;
     })();
     this.prepared.catch((err: unknown) => {
