@@ -31,7 +31,20 @@ export async function serve(
 
 async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Promise<number> {
   const app = await buildServer({ config, logger, ...opts });
-  await app.listen({ port: config.server.port, host: config.server.host });
+  try {
+    await app.listen({ port: config.server.port, host: config.server.host });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why =
+      e.code === 'EADDRINUSE'
+        ? 'address already in use'
+        : e.code === 'EACCES'
+          ? 'permission denied'
+          : e.message;
+    logger.fatal({ code: e.code }, `cannot listen on ${config.server.host}:${config.server.port}: ${why}`);
+    await app.close();
+    return 1;
+  }
   const u = app.ctx.urls;
   // Background listeners need one owner: the single process, or worker 1 in cluster mode.
   const background: Background[] = [];

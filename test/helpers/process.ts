@@ -21,6 +21,18 @@ export async function startDevutilProcess(
   env: Record<string, string> = {},
   args: string[] = [],
 ): Promise<DevutilProcess> {
+  // A free port can be taken by a parallel test process before the child binds it: try another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(env, args);
+    } catch (err) {
+      if (attempt >= 3 || env['DEVUTIL_PORT'] || !/EADDRINUSE|address already in use/.test(String(err)))
+        throw err;
+    }
+  }
+}
+
+async function startOnce(env: Record<string, string>, args: string[]): Promise<DevutilProcess> {
   const port = Number(env['DEVUTIL_PORT'] ?? (await freePort()));
   const url = `http://127.0.0.1:${port}`;
   const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve', ...args], {
