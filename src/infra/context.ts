@@ -14,15 +14,27 @@ export interface ReadyResult {
   detail?: string;
 }
 
-/** Named dependency checks behind /readyz. A check should answer within a second or two. */
-export class Readiness {
-  private checks = new Map<string, () => Promise<ReadyResult> | ReadyResult>();
+type Check = () => Promise<ReadyResult> | ReadyResult;
 
-  add(name: string, check: () => Promise<ReadyResult> | ReadyResult): void {
+/**
+ * Named dependency checks behind /readyz. A check should answer within a second or two. A failing
+ * critical check (storage, Redis) makes the instance not ready; a failing optional one (a utility
+ * whose engine is missing, such as Java for diagrams) only marks it degraded, so a load balancer
+ * keeps sending it the traffic every other utility can serve.
+ */
+export class Readiness {
+  private checks = new Map<string, Check>();
+  private optional = new Set<string>();
+
+  add(name: string, check: Check, opts: { critical?: boolean } = {}): void {
     this.checks.set(name, check);
+    if (opts.critical === false) this.optional.add(name);
+    else this.optional.delete(name);
   }
 
-  async run(timeoutMs = 2000): Promise<{ ok: boolean; checks: Record<string, ReadyResult> }> {
+  async run(
+    timeoutMs = 2000,
+  ): Promise<{ ok: boolean; degraded: boolean; checks: Record<string, ReadyResult> }> {
     const entries = [...this.checks.entries()];
     const results = await Promise.all(
       entries.map(async ([name, check]): Promise<[string, ReadyResult]> => {
@@ -43,7 +55,12 @@ export class Readiness {
       }),
     );
     const checks = Object.fromEntries(results);
-    return { ok: results.every(([, r]) => r.ok), checks };
+    const failed = results.filter(([, r]) => !r.ok).map(([name]) => name);
+    return {
+      ok: failed.every((n) => this.optional.has(n)),
+      degraded: failed.length > 0,
+      checks,
+    };
   }
 }
 

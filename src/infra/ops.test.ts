@@ -35,6 +35,26 @@ describe('operations routes', () => {
     assert.match(m.body, /devutil_process_resident_memory_bytes \d+/);
   });
 
+  it('fails readiness on a critical check and only degrades it on an optional one', async () => {
+    const { Readiness } = await import('./context.ts');
+    const r = new Readiness();
+    r.add('engine', () => ({ ok: false, detail: 'no java' }), { critical: false });
+    assert.deepEqual(await r.run(), {
+      ok: true,
+      degraded: true,
+      checks: { engine: { ok: false, detail: 'no java' } },
+    });
+    r.add('store', async () => {
+      throw new Error('down');
+    });
+    const both = await r.run();
+    assert.equal(both.ok, false);
+    assert.deepEqual(both.checks['store'], { ok: false, detail: 'down' });
+    r.add('slow', () => new Promise(() => {}));
+    const slow = await r.run(50);
+    assert.match(slow.checks['slow']?.detail ?? '', /no answer within 50ms/);
+  });
+
   it('guards /metrics with a bearer token when one is configured', async () => {
     const guarded = await buildTestServer({ overrides: { metrics: { token: 'tok-123' } } });
     try {

@@ -25,7 +25,7 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
   app.get('/readyz', { schema: { ...hide } }, async (_req, reply) => {
     const r = await ctx.readiness.run();
     reply.header('cache-control', 'no-store').code(r.ok ? 200 : 503);
-    return { status: r.ok ? 'ready' : 'not ready', checks: r.checks };
+    return { status: !r.ok ? 'not ready' : r.degraded ? 'degraded' : 'ready', checks: r.checks };
   });
 
   if (ctx.config.metrics.enabled) {

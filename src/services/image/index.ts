@@ -59,10 +59,13 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         logger: log,
       });
       await dir.start();
-      ctx.readiness.add('image-dir', () =>
-        dir.scanned
-          ? { ok: true, detail: `${dir.count} images` }
-          : { ok: false, detail: 'first scan running' },
+      ctx.readiness.add(
+        'image-dir',
+        () =>
+          dir.scanned
+            ? { ok: true, detail: `${dir.count} images` }
+            : { ok: false, detail: 'first scan running' },
+        { critical: false },
       );
       sources.push(dir);
     } else if (name === 'upstream' && cfg.upstreamUrl) {

@@ -27,9 +27,10 @@ describe('PlantUML without Java', () => {
     }
   });
 
-  it('reports it in /readyz', async () => {
+  it('reports it in /readyz as degraded, keeping the instance ready for the other utilities', async () => {
     const r = await app.inject({ url: '/readyz' });
-    assert.equal(r.statusCode, 503);
+    assert.equal(r.statusCode, 200);
+    assert.equal(r.json().status, 'degraded');
     const check = r.json().checks.plantuml;
     assert.equal(check.ok, false);
     assert.match(check.detail, /Java 17\+/);
