@@ -24,7 +24,9 @@ export function httpError(err: unknown): unknown {
     return gatewayTimeout(`diagram render timed out: ${err.message}`, 'RENDER_TIMEOUT');
   if (err instanceof BadDiagram) return badRequest(err.message, 'BAD_DIAGRAM');
   if (err instanceof NotSupported) return new AppError('NOT_IMPLEMENTED', 501, err.message);
-  if (err instanceof RenderFailed) return new AppError('RENDER_FAILED', 500, err.message);
+  // plantuml-server answers 500 here; the request is well formed but this engine cannot render the
+  // diagram in this format (e.g. txt of a class diagram without Graphviz): 422, not a server fault.
+  if (err instanceof RenderFailed) return new AppError('RENDER_FAILED', 422, err.message);
   return err;
 }
 

@@ -239,7 +239,9 @@ export class PlantumlEngine {
         throw new BadDiagram('No image at this index');
       default:
         this.log.warn({ exception: reply.exception }, 'plantuml engine exception');
-        throw new RenderFailed('the PlantUML engine failed on this diagram');
+        throw new RenderFailed(
+          'the PlantUML engine failed on this diagram in this format (try svg or png; txt of most diagram types needs Graphviz)',
+        );
     }
   }
 
