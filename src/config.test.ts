@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../test/helpers/server.ts';
@@ -40,6 +40,15 @@ describe('config', () => {
       assert.ok(names.includes(fixed), `${fixed} missing`);
     }
     for (const n of names) assert.match(n, /^DEVUTIL_[A-Z0-9_]+$/);
+  });
+
+  it('documents every key in the README configuration reference (npm run docs:config)', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const missing = configReference().filter((r) => !readme.includes(`\`${r.env}\``));
+    assert.deepEqual(
+      missing.map((r) => r.env),
+      [],
+    );
   });
 
   it('applies flags over env over file over defaults', () => {
