@@ -4,40 +4,12 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ByteLru } from '../../infra/lru.ts';
 
 /** Least-recently-used map of buffers with a total byte budget. */
-export class MemoryLru {
-  private map = new Map<string, Buffer>();
-  private used = 0;
-  constructor(private readonly budget: number) {}
-
-  get(key: string): Buffer | undefined {
-    const v = this.map.get(key);
-    if (v) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-
-  set(key: string, value: Buffer): void {
-    if (value.length > this.budget / 4) return; // one huge image must not flush everything else
-    const old = this.map.get(key);
-    if (old) {
-      this.used -= old.length;
-      this.map.delete(key);
-    }
-    this.map.set(key, value);
-    this.used += value.length;
-    for (const [k, v] of this.map) {
-      if (this.used <= this.budget) break;
-      this.map.delete(k);
-      this.used -= v.length;
-    }
-  }
-
-  get bytes(): number {
-    return this.used;
+export class MemoryLru extends ByteLru<Buffer> {
+  constructor(budget: number) {
+    super(budget, (b) => b.length);
   }
 }
 

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ByteLru } from '../../infra/lru.ts';
 
 export interface Cached {
   body: Buffer;
@@ -11,42 +12,10 @@ export interface Cached {
   meta: Record<string, string | number>;
 }
 
-/** Byte-bounded LRU (Map keeps insertion order; a hit re-inserts). */
-export class MemoryLru {
-  private map = new Map<string, Cached>();
-  private used = 0;
-  constructor(private readonly maxBytes: number) {}
-
-  get(key: string): Cached | undefined {
-    const v = this.map.get(key);
-    if (v) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-
-  set(key: string, v: Cached): void {
-    const size = v.body.length + 256;
-    if (size > this.maxBytes / 4) return; // one huge entry must not flush the whole cache
-    this.delete(key);
-    this.map.set(key, v);
-    this.used += size;
-    for (const [k] of this.map) {
-      if (this.used <= this.maxBytes) break;
-      this.delete(k);
-    }
-  }
-
-  delete(key: string): void {
-    const old = this.map.get(key);
-    if (!old) return;
-    this.map.delete(key);
-    this.used -= old.body.length + 256;
-  }
-
-  get bytes(): number {
-    return this.used;
+/** Byte-bounded LRU of processed images (256 bytes of bookkeeping counted per entry). */
+export class MemoryLru extends ByteLru<Cached> {
+  constructor(maxBytes: number) {
+    super(maxBytes, (v) => v.body.length + 256);
   }
 }
 

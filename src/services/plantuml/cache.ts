@@ -3,6 +3,7 @@
 // shapes the output (engine, profile, format, page, source).
 import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ByteLru } from '../../infra/lru.ts';
 import type { DiagramError } from './protocol.ts';
 
 export interface Rendered {
@@ -12,40 +13,10 @@ export interface Rendered {
   body: Buffer;
 }
 
-export class MemoryLru {
-  private map = new Map<string, Rendered>();
-  private bytes = 0;
-
-  constructor(private readonly maxBytes: number) {}
-
-  get(key: string): Rendered | undefined {
-    const v = this.map.get(key);
-    if (v) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-
-  set(key: string, v: Rendered): void {
-    const size = v.body.length + 256;
-    if (size > this.maxBytes / 4) return; // one huge diagram must not flush the whole cache
-    const old = this.map.get(key);
-    if (old) {
-      this.bytes -= old.body.length + 256;
-      this.map.delete(key);
-    }
-    this.map.set(key, v);
-    this.bytes += size;
-    for (const [k, e] of this.map) {
-      if (this.bytes <= this.maxBytes) break;
-      this.map.delete(k);
-      this.bytes -= e.body.length + 256;
-    }
-  }
-
-  get size(): number {
-    return this.map.size;
+/** Byte-bounded LRU of rendered diagrams (256 bytes of bookkeeping counted per entry). */
+export class MemoryLru extends ByteLru<Rendered> {
+  constructor(maxBytes: number) {
+    super(maxBytes, (v) => v.body.length + 256);
   }
 }
 

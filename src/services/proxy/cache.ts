@@ -5,6 +5,7 @@ import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import { ByteLru } from '../../infra/lru.ts';
 import type { CacheStore, Entry } from './cache-store.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 
@@ -79,41 +80,9 @@ function fromEntry(
 }
 
 /** Small hot objects kept in memory (LRU, bounded), so hits skip four file-system round trips. */
-export class MemoryTier {
-  private items = new Map<string, Buffer>();
-  private total = 0;
-  readonly maxItem: number;
-
-  constructor(readonly maxBytes: number) {
-    this.maxItem = Math.min(256 * 1024, Math.floor(maxBytes / 16));
-  }
-
-  get(key: string): Buffer | undefined {
-    const b = this.items.get(key);
-    if (b) {
-      this.items.delete(key);
-      this.items.set(key, b);
-    }
-    return b;
-  }
-
-  set(key: string, b: Buffer): void {
-    if (b.length > this.maxItem) return;
-    this.delete(key);
-    this.items.set(key, b);
-    this.total += b.length;
-    for (const [k, v] of this.items) {
-      if (this.total <= this.maxBytes) break;
-      this.items.delete(k);
-      this.total -= v.length;
-    }
-  }
-
-  delete(key: string): void {
-    const b = this.items.get(key);
-    if (!b) return;
-    this.items.delete(key);
-    this.total -= b.length;
+export class MemoryTier extends ByteLru<Buffer> {
+  constructor(maxBytes: number) {
+    super(maxBytes, (b) => b.length, Math.min(256 * 1024, Math.floor(maxBytes / 16)));
   }
 }
 
@@ -152,7 +121,7 @@ export class DiskCache implements ProxyCache {
 
   /** The object's bytes when it is small enough for the memory tier (loaded on first use). */
   private async small(e: Entry): Promise<Buffer | undefined> {
-    if (e.size > this.mem.maxItem || e.size === 0) return undefined;
+    if (e.size > this.mem.maxItemBytes || e.size === 0) return undefined;
     const hit = this.mem.get(e.key);
     if (hit) return hit;
     try {

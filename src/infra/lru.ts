@@ -1,0 +1,54 @@
+// A least-recently-used map bounded by a byte budget (Map keeps insertion order; a hit re-inserts).
+// Shared by the memory tiers of the image, diagram, avatar and proxy caches.
+
+export class ByteLru<V> {
+  private map = new Map<string, V>();
+  private used = 0;
+  /** Entries larger than this are not kept: one huge entry must not flush everything else. */
+  readonly maxItemBytes: number;
+
+  constructor(
+    readonly maxBytes: number,
+    private readonly sizeOf: (v: V) => number,
+    maxItemBytes = maxBytes / 4,
+  ) {
+    this.maxItemBytes = maxItemBytes;
+  }
+
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+
+  set(key: string, v: V): void {
+    const size = this.sizeOf(v);
+    if (size > this.maxItemBytes) return;
+    this.delete(key);
+    this.map.set(key, v);
+    this.used += size;
+    for (const [k] of this.map) {
+      if (this.used <= this.maxBytes) break;
+      this.delete(k);
+    }
+  }
+
+  delete(key: string): void {
+    const old = this.map.get(key);
+    if (old === undefined) return;
+    this.map.delete(key);
+    this.used -= this.sizeOf(old);
+  }
+
+  /** Bytes held, by the sizes `sizeOf` reported. */
+  get bytes(): number {
+    return this.used;
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}
