@@ -5,8 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/ports.ts';
-
-const ROOT = new URL('..', import.meta.url).pathname;
+import { startDevutilProcess } from '../test/helpers/process.ts';
 
 export interface WrkResult {
   rps: number;
@@ -114,34 +113,19 @@ function stopper(proc: ChildProcess, cleanup?: () => void): () => Promise<void> 
 }
 
 /**
- * Starts `devutil serve` as a child process with DEVUTIL_* env (log level warn, temp data dir,
- * relay off unless given). `readyPath` is polled until it answers.
+ * Starts `devutil serve` as a child process (test/helpers/process.ts: temp data dir, relay off) at
+ * log level warn with DEVUTIL_* `env`; `readyPath` is polled until it answers.
  */
 export async function startDevutil(env: Record<string, string> = {}, readyPath = '/healthz'): Promise<Proc> {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-'));
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/root',
-      DEVUTIL_PORT: String(port),
-      DEVUTIL_HOST: '127.0.0.1',
-      DEVUTIL_DATA_DIR: dataDir,
-      DEVUTIL_LOG_LEVEL: 'warn',
-      DEVUTIL_RELAY_ENABLED: 'false',
-      DEVUTIL_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      ...env,
-    },
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttp(url + readyPath);
+  const p = await startDevutilProcess({ DEVUTIL_LOG_LEVEL: 'warn', ...env });
+  if (readyPath !== '/healthz') await waitHttp(p.url + readyPath);
   return {
-    url,
-    port,
-    pid: proc.pid ?? 0,
-    close: stopper(proc, () => rmSync(dataDir, { recursive: true, force: true })),
+    url: p.url,
+    port: p.port,
+    pid: p.proc.pid ?? 0,
+    close: async () => {
+      await p.stop();
+    },
   };
 }
 
