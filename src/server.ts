@@ -13,6 +13,7 @@ import { createBlobStore } from './infra/blob-store.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
 import { hostRewriter, publicUrls } from './infra/hosts.ts';
+import { lazyChildFactory } from './infra/lazy-logger.ts';
 import { createLogger } from './infra/logger.ts';
 import { Metrics } from './infra/metrics.ts';
 import { opsPlugin } from './infra/ops.ts';
@@ -33,6 +34,8 @@ export interface BuildOptions {
   /** Extra plugins registered after the services (embedders, test fixtures). */
   plugins?: FastifyPluginAsync<ServiceContext>[];
 }
+
+type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
 
 const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -67,6 +70,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const trusted = trustList(config.server.trustProxy);
 
   const app = Fastify({
+    childLoggerFactory: lazyChildFactory() as ChildFactory,
     loggerInstance: logger as FastifyBaseLogger,
     trustProxy: false, // infra/client-ip.ts does the trusted-proxy walk (and Forwarded)
     bodyLimit: config.server.bodyLimit,
@@ -114,9 +118,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     const svc = req.routeOptions.config.svc ?? 'core';
     const route = req.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
-    metrics.httpRequests.inc({ svc, route, method: req.method, status });
-    metrics.httpDuration.observe({ svc, route, method: req.method }, reply.elapsedTime / 1000);
-    if (status >= 400) metrics.httpErrors.inc({ svc, route, status });
+    metrics.http.record(svc, route, req.method, status, reply.elapsedTime / 1000);
     done();
   });
   app.addHook('onClose', async () => {
@@ -147,10 +149,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       scope.addHook('onRoute', (route) => {
         route.config = { ...(route.config as object), svc: svc.name };
       });
-      // The per-request child logger carries `svc` from its creation (no second child per request).
-      scope.setChildLoggerFactory((parent, bindings, childOpts) =>
-        parent.child({ ...bindings, svc: svc.name }, childOpts),
-      );
+      // The per-request child logger carries `svc` and is built only when something is logged.
+      scope.setChildLoggerFactory(lazyChildFactory({ svc: svc.name }) as ChildFactory);
       await scope.register(svc.plugin, ctx);
     });
   }
