@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { freePort } from '../helpers/ports.ts';
+import { startDevutilProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
@@ -129,30 +130,23 @@ describe('devutil process', () => {
   });
 
   it('runs several workers with --workers and stops them all on SIGTERM', async () => {
-    const port = await freePort();
-    const p = spawn(process.execPath, [BIN, 'serve', '--workers', '2'], {
-      env: baseEnv(port),
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let log = '';
-    p.stdout?.on('data', (c) => {
-      log += c;
-    });
+    const p = await startDevutilProcess({}, ['--workers', '2']);
     try {
-      await waitUp(port);
       // Both workers announce themselves once they listen.
       const until = Date.now() + 20_000;
-      while (!(log.includes('"worker":1') && log.includes('"worker":2')) && Date.now() < until) {
+      while (
+        !(p.output().includes('"worker":1') && p.output().includes('"worker":2')) &&
+        Date.now() < until
+      ) {
         await new Promise((r) => setTimeout(r, 100));
       }
-      assert.match(log, /"worker":1/);
-      assert.match(log, /"worker":2/);
-      const results = await Promise.all(Array.from({ length: 20 }, () => get(port, '/rest/api/v1/ip')));
+      assert.match(p.output(), /"worker":1/);
+      assert.match(p.output(), /"worker":2/);
+      const results = await Promise.all(Array.from({ length: 20 }, () => get(p.port, '/rest/api/v1/ip')));
       assert.ok(results.every((r) => r.status === 200));
-      p.kill('SIGTERM');
-      assert.equal(await exitOf(p), 0);
+      assert.equal(await p.stop(), 0);
     } finally {
-      if (p.exitCode === null) p.kill('SIGKILL');
+      await p.kill9();
     }
   });
 });
