@@ -2,6 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { TS_EXEC_ARGV } from '../scripts/ts-loader.js';
 
 const dir = new URL('.', import.meta.url).pathname;
 const all = readdirSync(dir)
@@ -17,7 +18,7 @@ for (const n of names) {
     continue;
   }
   console.log(`\n##### bench/${n}.ts`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(dir, `${n}.ts`)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [...TS_EXEC_ARGV, join(dir, `${n}.ts`)], { stdio: 'inherit' });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

@@ -3,6 +3,7 @@
 // devutil. Targets (issue 5): p50 overhead under 1 ms; req/s reported. Budgets are off here.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { TS_EXEC_ARGV } from '../scripts/ts-loader.js';
 import { BOT, CHATS } from '../test/fixtures/telegram/fake-bot-api.ts';
 import { report, startDevutil, tempFile, wrk } from './lib.ts';
 
@@ -10,7 +11,7 @@ const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
 const ROOT = new URL('..', import.meta.url).pathname;
 
 // The fake runs in its own process, like Telegram would, so it does not share devutil's event loop.
-const fakeProc = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/telegram/fake-bot-api.ts', '0'], {
+const fakeProc = spawn(process.execPath, [...TS_EXEC_ARGV, 'test/fixtures/telegram/fake-bot-api.ts', '0'], {
   cwd: ROOT,
   stdio: ['ignore', 'pipe', 'inherit'],
 });

@@ -1,8 +1,18 @@
 #!/usr/bin/env node
-// The devutil command. TypeScript runs through tsx, so `npm install && npm start` needs no build step.
-import { register } from 'tsx/esm/api';
-
-register();
+// The devutil command. Node >= 22.18 (24, 26) runs the TypeScript sources itself by stripping
+// types, so nothing else is loaded; older runtimes (Node 20) register tsx first.
+if (!process.features.typescript) {
+  try {
+    const { register } = await import('tsx/esm/api');
+    register();
+  } catch {
+    process.stderr.write(
+      `devutil: Node ${process.version} cannot run TypeScript by itself and tsx is not installed.\n` +
+        'Use Node 24 or 26, or run `npm install` (it installs tsx).\n',
+    );
+    process.exit(1);
+  }
+}
 const { main } = await import('../src/cli.ts');
 const code = await main(process.argv.slice(2));
 // Exit explicitly: a cluster worker's IPC channel (or a reconnecting client) would otherwise keep

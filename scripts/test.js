@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths) through
-// node's own test runner with tsx. Test files run in parallel processes; CI=true makes tests that
+// node's own test runner (types stripped by Node 24/26 itself, by tsx on Node 20). Test files run in parallel processes; CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
+import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -42,8 +43,7 @@ const concurrency = process.env.DEVUTIL_TEST_CONCURRENCY ?? String(Math.max(2, a
 const child = spawn(
   process.execPath,
   [
-    '--import',
-    'tsx',
+    ...TS_EXEC_ARGV,
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',

@@ -1,8 +1,6 @@
 // `devutil serve | config | --help`: flags > env > config file > defaults.
 import { parseArgs } from 'node:util';
-import { ConfigError, configReference, describeConfig, loadConfig } from './config.ts';
-import { serve } from './main.ts';
-import { VERSION } from './server.ts';
+import { VERSION } from './version.ts';
 
 const HELP = `devutil ${VERSION}: developer utilities in one server
 
@@ -51,6 +49,8 @@ export async function main(
     process.stderr.write(`devutil: unknown command ${JSON.stringify(positionals.join(' '))}\n\n${HELP}`);
     return 2;
   }
+  // Loaded only now: --help and --version answer without loading the config schema or the server.
+  const { ConfigError, configReference, describeConfig, loadConfig } = await import('./config.ts');
   if (command === 'config' && values.reference) {
     for (const r of configReference()) {
       process.stdout.write(
@@ -97,6 +97,7 @@ export async function main(
     for (const w of loaded.warnings) process.stderr.write(`warning: ${w}\n`);
     return 0;
   }
+  const { serve } = await import('./main.ts');
   return serve(loaded.config, loaded.warnings);
 }
 

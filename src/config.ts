@@ -138,10 +138,12 @@ export interface ConfigSources {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
+  readonly problems: string[];
+  constructor(problems: string[]) {
     super(
       `invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n  ${problems.join('\n  ')}`,
     );
+    this.problems = problems;
     this.name = 'ConfigError';
   }
 }

@@ -13,13 +13,12 @@ export interface AppErrorOptions {
 
 export class AppError extends Error {
   readonly headers: Record<string, string | number>;
-  constructor(
-    readonly code: string,
-    readonly status: number,
-    message: string,
-    opts: AppErrorOptions = {},
-  ) {
+  readonly code: string;
+  readonly status: number;
+  constructor(code: string, status: number, message: string, opts: AppErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.status = status;
     this.name = 'AppError';
     this.headers = opts.headers ?? {};
   }
@@ -80,7 +79,10 @@ export type EnvelopeName = keyof typeof ENVELOPES;
 /** Maps URL path prefixes to envelopes; the longest matching prefix wins. */
 export class EnvelopeTable {
   private rows: { prefix: string; env: Envelope }[] = [];
-  constructor(private fallback: Envelope = ENVELOPES.v1) {}
+  private fallback: Envelope;
+  constructor(fallback: Envelope = ENVELOPES.v1) {
+    this.fallback = fallback;
+  }
 
   /** `prefix` matches itself and anything below it: '/api/file' covers '/api/file/x'. */
   mount(prefix: string, env: EnvelopeName | Envelope): void {

@@ -1,7 +1,7 @@
 // buildServer: composes infra and the enabled services into one Fastify instance, ready but not
 // listening (tests drive it with inject(); main.ts listens).
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
@@ -20,10 +20,9 @@ import { opsPlugin } from './infra/ops.ts';
 import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
 import { connectRedis } from './infra/redis.ts';
 import { SERVICES } from './services/index.ts';
+import { VERSION } from './version.ts';
 
-export const VERSION: string = JSON.parse(
-  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
-).version;
+export { VERSION };
 
 export interface BuildOptions {
   config: Config;

@@ -61,7 +61,9 @@ export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   readonly tmpDir: string;
 
-  constructor(readonly root: string) {
+  readonly root: string;
+  constructor(root: string) {
+    this.root = root;
     this.tmpDir = join(root, '.tmp');
   }
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
+import { TS_EXEC_ARGV } from '../../scripts/ts-loader.js';
 import { startS3 } from '../../test/fixtures/files/s3.ts';
 import { tempDir } from '../../test/helpers/server.ts';
 import { FsBlobStore } from './blob-fs.ts';
@@ -177,7 +178,7 @@ describe('fs blob store start-up', () => {
       const body = new Readable({ read() { if (n++ < 16) this.push(Buffer.alloc(65536, 7)); } });
       await store.put('files/victim', body, {});
     `;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--input-type=module', '-e', code], {
       stdio: 'ignore',
     });
     const exited = new Promise((r) => child.once('exit', r));

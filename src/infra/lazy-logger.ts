@@ -9,11 +9,14 @@ type LogFn = (...args: unknown[]) => void;
 export class LazyChild {
   private built: Logger | undefined;
 
-  constructor(
-    private readonly parent: Logger,
-    private readonly bound: Bindings,
-    private readonly opts: ChildLoggerOptions = {},
-  ) {}
+  private readonly parent: Logger;
+  private readonly bound: Bindings;
+  private readonly opts: ChildLoggerOptions;
+  constructor(parent: Logger, bound: Bindings, opts: ChildLoggerOptions = {}) {
+    this.parent = parent;
+    this.bound = bound;
+    this.opts = opts;
+  }
 
   private get real(): Logger {
     this.built ??= this.parent.child(this.bound, this.opts);

@@ -7,11 +7,11 @@ export class ByteLru<V> {
   /** Entries larger than this are not kept: one huge entry must not flush everything else. */
   readonly maxItemBytes: number;
 
-  constructor(
-    readonly maxBytes: number,
-    private readonly sizeOf: (v: V) => number,
-    maxItemBytes = maxBytes / 4,
-  ) {
+  readonly maxBytes: number;
+  private readonly sizeOf: (v: V) => number;
+  constructor(maxBytes: number, sizeOf: (v: V) => number, maxItemBytes = maxBytes / 4) {
+    this.maxBytes = maxBytes;
+    this.sizeOf = sizeOf;
     this.maxItemBytes = maxItemBytes;
   }
 

@@ -61,10 +61,11 @@ return {n, ttl}`;
 
 export class RedisStore implements LimitStore {
   readonly kind = 'redis';
-  constructor(
-    private redis: Redis,
-    private prefix: string,
-  ) {
+  private redis: Redis;
+  private prefix: string;
+  constructor(redis: Redis, prefix: string) {
+    this.redis = redis;
+    this.prefix = prefix;
     redis.defineCommand('devutilHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
 
@@ -91,10 +92,12 @@ export interface LimiterOptions {
 }
 
 export class RateLimiter {
-  constructor(
-    readonly store: LimitStore,
-    private opts: LimiterOptions,
-  ) {}
+  readonly store: LimitStore;
+  private opts: LimiterOptions;
+  constructor(store: LimitStore, opts: LimiterOptions) {
+    this.store = store;
+    this.opts = opts;
+  }
 
   /** Counts one request of `id` (usually the client IP) against `bucket`'s budget. */
   async take(bucket: string, id: string, rate: Rate): Promise<Decision> {

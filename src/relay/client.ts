@@ -23,7 +23,9 @@ export class MessageStream {
   private ended: Error | null = null;
   autoPong = true;
 
-  constructor(readonly sock: Socket) {
+  readonly sock: Socket;
+  constructor(sock: Socket) {
+    this.sock = sock;
     sock.on('data', (chunk: Buffer) => {
       this.dec.push(chunk);
       for (let m = this.dec.next(); m; m = this.dec.next()) {

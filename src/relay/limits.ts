@@ -7,10 +7,11 @@ export class TokenBucket {
   private last: number;
   private readonly burst: number;
 
-  constructor(
-    private readonly rate: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {
+  private readonly rate: number;
+  private readonly now: () => number;
+  constructor(rate: number, now: () => number = () => performance.now()) {
+    this.rate = rate;
+    this.now = now;
     this.burst = rate * 2;
     this.tokens = this.burst;
     this.last = this.now();
@@ -33,10 +34,9 @@ export class TokenBucket {
 export class RateLimits {
   readonly global: TokenBucket | null;
 
-  constructor(
-    globalRate: number,
-    private readonly perSessionRate: number,
-  ) {
+  private readonly perSessionRate: number;
+  constructor(globalRate: number, perSessionRate: number) {
+    this.perSessionRate = perSessionRate;
     this.global = globalRate > 0 ? new TokenBucket(globalRate) : null;
   }
 

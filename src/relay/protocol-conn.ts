@@ -40,11 +40,11 @@ export class ProtocolConn {
   private readonly idleTimer: NodeJS.Timeout;
   private done = false;
 
-  constructor(
-    private readonly sock: TLSSocket,
-    private readonly hub: Hub,
-    certDer: Buffer,
-  ) {
+  private readonly sock: TLSSocket;
+  private readonly hub: Hub;
+  constructor(sock: TLSSocket, hub: Hub, certDer: Buffer) {
+    this.sock = sock;
+    this.hub = hub;
     this.id = deviceIdOf(certDer);
     this.hex = this.id.toString('hex');
     this.dec = new FrameDecoder(hub.maxMessageBytes);

@@ -82,12 +82,15 @@ export class Relay implements Hub {
   readonly invitationAddress: Buffer;
   invitationPort = 0;
 
-  private constructor(
-    readonly settings: RelaySettings,
-    readonly identity: RelayIdentity,
-    readonly logger: Logger,
-    private readonly events: RelayEvents,
-  ) {
+  readonly settings: RelaySettings;
+  readonly identity: RelayIdentity;
+  readonly logger: Logger;
+  private readonly events: RelayEvents;
+  private constructor(settings: RelaySettings, identity: RelayIdentity, logger: Logger, events: RelayEvents) {
+    this.settings = settings;
+    this.identity = identity;
+    this.logger = logger;
+    this.events = events;
     this.token = settings.token;
     this.pingIntervalMs = settings.pingIntervalMs;
     this.networkTimeoutMs = settings.networkTimeoutMs;

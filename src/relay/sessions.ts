@@ -44,7 +44,9 @@ export class SessionTable {
   /** Session-mode sockets still in their first-message handshake. */
   handshaking = new Set<Socket>();
 
-  constructor(private readonly o: SessionOptions) {
+  private readonly o: SessionOptions;
+  constructor(o: SessionOptions) {
+    this.o = o;
     // Idle sessions are found by a coarse sweep over byte counters rather than a per-socket timer
     // that every chunk would have to refresh (the pipe's hot path stays free of bookkeeping).
     const every = Math.max(50, Math.min(5000, Math.floor(o.networkTimeoutMs / 4)));

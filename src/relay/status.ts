@@ -10,7 +10,9 @@ export class RateSampler {
   private samples: number[] = [0];
   private timer: NodeJS.Timeout;
 
-  constructor(private readonly total: () => number) {
+  private readonly total: () => number;
+  constructor(total: () => number) {
+    this.total = total;
     this.timer = setInterval(() => this.sample(), SAMPLE_S * 1000);
     this.timer.unref();
   }

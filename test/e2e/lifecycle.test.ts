@@ -5,6 +5,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { TS_EXEC_ARGV } from '../../scripts/ts-loader.js';
 import { freePort } from '../helpers/ports.ts';
 import { startDevutilProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -103,7 +104,7 @@ describe('devutil process', () => {
 
   it('lets an in-flight request finish on SIGTERM, refuses new ones, and exits 0', async () => {
     const port = await freePort();
-    const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
+    const p = spawn(process.execPath, [...TS_EXEC_ARGV, join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
       env: baseEnv(port),
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -132,7 +132,10 @@ export function decodePayload(type: number, payload: Buffer): Message {
 export class FrameDecoder {
   private buf: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly maxPayload = DEFAULT_MAX_PAYLOAD) {}
+  private readonly maxPayload: number;
+  constructor(maxPayload = DEFAULT_MAX_PAYLOAD) {
+    this.maxPayload = maxPayload;
+  }
 
   push(chunk: Buffer): void {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);

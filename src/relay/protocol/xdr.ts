@@ -41,7 +41,10 @@ export class XdrWriter {
 export class XdrReader {
   private off = 0;
 
-  constructor(private readonly buf: Buffer) {}
+  private readonly buf: Buffer;
+  constructor(buf: Buffer) {
+    this.buf = buf;
+  }
 
   private need(n: number): void {
     if (this.off + n > this.buf.length) throw new ProtocolError('truncated payload');

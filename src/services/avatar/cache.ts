@@ -19,11 +19,14 @@ export class DiskCache {
   private pending = new Set<Promise<void>>();
   private pruning: Promise<void> | null = null;
 
-  constructor(
-    readonly dir: string,
-    private readonly budget: number,
-    private readonly onError: (err: unknown) => void,
-  ) {}
+  readonly dir: string;
+  private readonly budget: number;
+  private readonly onError: (err: unknown) => void;
+  constructor(dir: string, budget: number, onError: (err: unknown) => void) {
+    this.dir = dir;
+    this.budget = budget;
+    this.onError = onError;
+  }
 
   pathOf(key: string): string {
     const d = createHash('sha256').update(key).digest('hex');

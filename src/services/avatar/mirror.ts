@@ -58,7 +58,10 @@ export class Mirror {
   private backoff = new Map<string, number>();
   private inflight = new Map<string, Promise<Fetched>>();
 
-  constructor(private readonly o: MirrorOptions) {}
+  private readonly o: MirrorOptions;
+  constructor(o: MirrorOptions) {
+    this.o = o;
+  }
 
   async find(hash: string, rating: Rating, now = Date.now()): Promise<MirrorHit | null> {
     const key = `${hash}-${rating}`;

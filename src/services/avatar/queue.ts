@@ -6,10 +6,12 @@ export class Semaphore {
   private running = 0;
   private waiting: (() => void)[] = [];
 
-  constructor(
-    private readonly slots: number,
-    private readonly maxWaiting: number,
-  ) {}
+  private readonly slots: number;
+  private readonly maxWaiting: number;
+  constructor(slots: number, maxWaiting: number) {
+    this.slots = slots;
+    this.maxWaiting = maxWaiting;
+  }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.running >= this.slots) {

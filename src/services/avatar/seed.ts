@@ -25,7 +25,9 @@ export class Seed {
   private buf: Buffer;
   private pos = 0;
 
-  constructor(readonly text: string) {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
     // Mixed through SHA-256 so hand-made hashes (000...1) still get varied pictures; anything that
     // is not a hash (or no hash at all) gets a stable picture of its own.
     const valid = parseHash(text);

@@ -52,7 +52,9 @@ export class AvatarService {
   private inflight = new Map<string, Promise<Buffer>>();
   private etags = new Map<string, string>();
 
-  constructor(private readonly d: ServiceDeps) {
+  private readonly d: ServiceDeps;
+  constructor(d: ServiceDeps) {
+    this.d = d;
     this.mem = new MemoryLru(d.memBytes);
     this.sem = new Semaphore(d.concurrency, d.queue);
   }

@@ -27,22 +27,26 @@ export interface StoredUpload extends UploadRef {
 }
 
 export class UploadError extends Error {
+  readonly status: number;
   constructor(
     message: string,
     /** 400 for a bad image, 413 for one past the pixel limit. */
-    readonly status = 400,
+    status = 400,
   ) {
     super(message);
+    this.status = status;
   }
 }
 
 export class Uploads {
   private memo = new Map<string, { ref: UploadRef | null; until: number }>();
 
-  constructor(
-    private readonly blobs: BlobStore,
-    private readonly maxPixels: number,
-  ) {}
+  private readonly blobs: BlobStore;
+  private readonly maxPixels: number;
+  constructor(blobs: BlobStore, maxPixels: number) {
+    this.blobs = blobs;
+    this.maxPixels = maxPixels;
+  }
 
   async find(hex: string, kind: HashKind): Promise<UploadRef | null> {
     const now = Date.now();

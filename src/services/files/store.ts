@@ -86,11 +86,14 @@ export class FileStore {
   /** Bytes this instance believes the stored files take (for the quota); -1 until counted. */
   private used = -1;
 
-  constructor(
-    private readonly blobs: BlobStore,
-    private readonly o: FilesOptions,
-    private readonly log: Logger,
-  ) {}
+  private readonly blobs: BlobStore;
+  private readonly o: FilesOptions;
+  private readonly log: Logger;
+  constructor(blobs: BlobStore, o: FilesOptions, log: Logger) {
+    this.blobs = blobs;
+    this.o = o;
+    this.log = log;
+  }
 
   /** Seconds a file of `stored` bytes lives: fixed, or 0x0.st's cubic size rule; 0 = forever. */
   retentionSec(stored: number): number {

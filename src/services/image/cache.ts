@@ -31,11 +31,13 @@ export class DiskLru {
   private used = 0;
   private seq = 0;
 
-  constructor(
-    private readonly dir: string,
-    private readonly maxBytes: number,
-    private readonly onError: (err: unknown) => void = () => {},
-  ) {
+  private readonly dir: string;
+  private readonly maxBytes: number;
+  private readonly onError: (err: unknown) => void;
+  constructor(dir: string, maxBytes: number, onError: (err: unknown) => void = () => {}) {
+    this.dir = dir;
+    this.maxBytes = maxBytes;
+    this.onError = onError;
     if (maxBytes <= 0) return;
     mkdirSync(dir, { recursive: true });
     const found: { name: string; size: number; mtime: number }[] = [];

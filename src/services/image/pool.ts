@@ -17,11 +17,14 @@ export class WorkPool {
   private running = 0;
   private waiting: (() => void)[] = [];
 
-  constructor(
-    private readonly concurrency: number,
-    private readonly queueLength: number,
-    private readonly onChange?: (s: PoolStats) => void,
-  ) {}
+  private readonly concurrency: number;
+  private readonly queueLength: number;
+  private readonly onChange?: (s: PoolStats) => void;
+  constructor(concurrency: number, queueLength: number, onChange?: (s: PoolStats) => void) {
+    this.concurrency = concurrency;
+    this.queueLength = queueLength;
+    this.onChange = onChange;
+  }
 
   get stats(): PoolStats {
     return { running: this.running, queued: this.waiting.length };

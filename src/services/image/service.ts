@@ -56,12 +56,13 @@ export class ImageService {
   private readonly fingerprint: string;
   sources: ImageSource[] = [];
 
-  constructor(
-    private readonly c: ServiceConfig,
-    dataDir: string,
-    private readonly logger: Logger,
-    private readonly events: ServiceEvents = {},
-  ) {
+  private readonly c: ServiceConfig;
+  private readonly logger: Logger;
+  private readonly events: ServiceEvents;
+  constructor(c: ServiceConfig, dataDir: string, logger: Logger, events: ServiceEvents = {}) {
+    this.c = c;
+    this.logger = logger;
+    this.events = events;
     this.memory = new MemoryLru(c.cacheMemoryBytes);
     this.disk = new DiskLru(join(dataDir, 'image-cache'), c.cacheDiskBytes, (err) =>
       logger.warn({ err }, 'image disk cache error'),

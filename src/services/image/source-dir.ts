@@ -56,7 +56,10 @@ export class DirSource implements ImageSource {
   private scanning: Promise<void> | undefined;
   private again = false;
 
-  constructor(private readonly o: DirOptions) {}
+  private readonly o: DirOptions;
+  constructor(o: DirOptions) {
+    this.o = o;
+  }
 
   /** True once the first scan has finished (readiness). */
   scanned = false;

@@ -4,7 +4,10 @@ import { type Catalogue, type ImageSource, type Loaded, randomPoolId, type Sourc
 
 export class GeneratorSource implements ImageSource {
   readonly name = 'generator';
-  constructor(private readonly pool: number) {}
+  private readonly pool: number;
+  constructor(pool: number) {
+    this.pool = pool;
+  }
 
   private entry(id: string): SourceEntry {
     const s = sceneOf(id);

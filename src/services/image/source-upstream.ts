@@ -34,7 +34,9 @@ export class UpstreamSource implements ImageSource {
   private readonly hosts: Set<string>;
   private inflight = new Map<string, Promise<Buffer>>();
 
-  constructor(private readonly o: UpstreamOptions) {
+  private readonly o: UpstreamOptions;
+  constructor(o: UpstreamOptions) {
+    this.o = o;
     const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
     this.hosts = new Set(o.hosts.length ? o.hosts.map((h) => h.toLowerCase()) : [own]);
     if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);

@@ -25,10 +25,12 @@ export class DiskCache {
   private used = -1; // unknown until the first scan
   private pruning: Promise<void> | null = null;
 
-  constructor(
-    private readonly dir: string,
-    private readonly maxBytes: number,
-  ) {}
+  private readonly dir: string;
+  private readonly maxBytes: number;
+  constructor(dir: string, maxBytes: number) {
+    this.dir = dir;
+    this.maxBytes = maxBytes;
+  }
 
   private path(key: string): string {
     return join(this.dir, key.slice(0, 2), key);

@@ -70,12 +70,15 @@ export class PlantumlEngine {
   prepareError: string | null = null;
   private closed = false;
 
-  constructor(
-    private readonly cfg: EngineConfig,
-    private readonly dataDir: string,
-    private readonly log: Logger,
-    private readonly onPoolEvent?: (event: string) => void,
-  ) {
+  private readonly cfg: EngineConfig;
+  private readonly dataDir: string;
+  private readonly log: Logger;
+  private readonly onPoolEvent?: (event: string) => void;
+  constructor(cfg: EngineConfig, dataDir: string, log: Logger, onPoolEvent?: (event: string) => void) {
+    this.cfg = cfg;
+    this.dataDir = dataDir;
+    this.log = log;
+    this.onPoolEvent = onPoolEvent;
     this.jar = cfg.jar || defaultJar();
     let id = this.jar;
     try {

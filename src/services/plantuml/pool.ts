@@ -37,7 +37,10 @@ export class WorkerPool {
   private tick = 0;
   private closed = false;
 
-  constructor(private readonly o: PoolOptions) {}
+  private readonly o: PoolOptions;
+  constructor(o: PoolOptions) {
+    this.o = o;
+  }
 
   stats(): { workers: number; busy: number; idle: number; queued: number } {
     let busy = 0;

@@ -88,7 +88,10 @@ export class FrameReader {
   private chunks: Buffer[] = [];
   private size = 0;
 
-  constructor(private readonly maxFrame: number) {}
+  private readonly maxFrame: number;
+  constructor(maxFrame: number) {
+    this.maxFrame = maxFrame;
+  }
 
   push(chunk: Buffer): Buffer[] {
     this.chunks.push(chunk);

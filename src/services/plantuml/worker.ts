@@ -20,11 +20,12 @@ export interface WorkerOptions {
 }
 
 export class WorkerExited extends Error {
-  constructor(
-    readonly code: number | null,
-    readonly signal: string | null,
-  ) {
+  readonly code: number | null;
+  readonly signal: string | null;
+  constructor(code: number | null, signal: string | null) {
     super(`worker exited (code ${code}, signal ${signal})`);
+    this.code = code;
+    this.signal = signal;
   }
 }
 

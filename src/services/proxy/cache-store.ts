@@ -18,10 +18,11 @@ export class CacheStore {
   private index = new Map<string, Entry>();
   total = 0;
 
-  constructor(
-    readonly dir: string,
-    readonly maxBytes: number,
-  ) {
+  readonly dir: string;
+  readonly maxBytes: number;
+  constructor(dir: string, maxBytes: number) {
+    this.dir = dir;
+    this.maxBytes = maxBytes;
     mkdirSync(join(dir, 'tmp'), { recursive: true });
     rmSync(join(dir, 'tmp'), { recursive: true, force: true });
     mkdirSync(join(dir, 'tmp'), { recursive: true });

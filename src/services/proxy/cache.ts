@@ -109,12 +109,13 @@ export class DiskCache implements ProxyCache {
 
   private mem: MemoryTier;
 
-  constructor(
-    readonly store: CacheStore,
-    private ttlMs: number,
-    private stats: CacheStats,
-    memoryBytes = 0,
-  ) {
+  readonly store: CacheStore;
+  private ttlMs: number;
+  private stats: CacheStats;
+  constructor(store: CacheStore, ttlMs: number, stats: CacheStats, memoryBytes = 0) {
+    this.store = store;
+    this.ttlMs = ttlMs;
+    this.stats = stats;
     this.mem = new MemoryTier(memoryBytes);
     store.onDrop = (key) => this.mem.delete(key);
   }

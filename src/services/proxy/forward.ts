@@ -11,12 +11,12 @@ import { decide, type Route } from './policy.ts';
 import { rewriteLfs, rewritePypi } from './rewrite.ts';
 
 export class ProxyError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: HeaderMap = {},
-  ) {
+  readonly status: number;
+  readonly headers: HeaderMap;
+  constructor(status: number, message: string, headers: HeaderMap = {}) {
     super(message);
+    this.status = status;
+    this.headers = headers;
   }
 }
 

@@ -3,11 +3,16 @@
 import type { AllowList } from './target.ts';
 
 export class Links {
+  readonly base: string;
+  private allow: AllowList;
   constructor(
     /** Public proxy URL plus the secret prefix when one is configured; no trailing slash. */
-    readonly base: string,
-    private allow: AllowList,
-  ) {}
+    base: string,
+    allow: AllowList,
+  ) {
+    this.base = base;
+    this.allow = allow;
+  }
 
   /** The target URL is https, allow-listed and carries no port, userinfo or IP literal. */
   allowed(u: URL): boolean {

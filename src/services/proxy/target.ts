@@ -10,11 +10,10 @@ export interface Target {
 }
 
 export class TargetError extends Error {
-  constructor(
-    readonly status: 400 | 403,
-    message: string,
-  ) {
+  readonly status: 400 | 403;
+  constructor(status: 400 | 403, message: string) {
     super(message);
+    this.status = status;
   }
 }
 

@@ -36,7 +36,9 @@ export class BotApiClient {
   private readonly origin: string;
   private readonly prefix: string;
 
-  constructor(private readonly opts: BotApiOptions) {
+  private readonly opts: BotApiOptions;
+  constructor(opts: BotApiOptions) {
+    this.opts = opts;
     const base = new URL(opts.apiBase);
     this.origin = base.origin;
     this.prefix = base.pathname.replace(/\/+$/, '');

@@ -11,7 +11,10 @@ export interface Pauses {
 
 export class MemoryPauses implements Pauses {
   private until = new Map<string, number>();
-  constructor(private readonly maxEntries = 10_000) {}
+  private readonly maxEntries: number;
+  constructor(maxEntries = 10_000) {
+    this.maxEntries = maxEntries;
+  }
 
   async remaining(id: string): Promise<number> {
     const u = this.until.get(id);
@@ -41,10 +44,12 @@ export class MemoryPauses implements Pauses {
 }
 
 export class RedisPauses implements Pauses {
-  constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
-  ) {}
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  constructor(redis: Redis, prefix: string) {
+    this.redis = redis;
+    this.prefix = prefix;
+  }
 
   async remaining(id: string): Promise<number> {
     const ttl = await this.redis.pttl(`${this.prefix}tg-pause:${id}`);

@@ -2,7 +2,10 @@
 // (the output of another html`` call), so config values and the caller's address cannot inject markup.
 
 export class Raw {
-  constructor(readonly value: string) {}
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
   toString(): string {
     return this.value;
   }

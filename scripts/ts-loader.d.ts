@@ -1,0 +1,2 @@
+export declare const NATIVE_TS: boolean;
+export declare const TS_EXEC_ARGV: string[];
