@@ -2,7 +2,7 @@
 // drive both with the same wrk load, print each figure and the ratio. Not run in CI.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/ports.ts';
 import { startDevutilProcess } from '../test/helpers/process.ts';
@@ -196,9 +196,23 @@ export interface Row {
 
 const fmt = (n: number) => (Number.isFinite(n) ? (Math.abs(n) >= 100 ? n.toFixed(0) : n.toFixed(2)) : 'n/a');
 
+/**
+ * The header every benchmark prints first: what it measures, the runtime devutil and the bench run
+ * on (the bench's own node: startDevutil uses process.execPath) and how busy the machine is.
+ */
+export function header(what: string): void {
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  console.log(`# ${what}`);
+  console.log(`# runtime: node ${process.version}; ${availableParallelism()} cores; load average ${load}`);
+  if (Number(process.versions.node.split('.')[0]) < 24)
+    console.log('# NOTE: production runs Node 24/26; figures on this runtime are not the ones to quote');
+}
+
 /** Prints each figure and the ratio devutil/anchor, with the target verdict where there is one. */
 export function report(title: string, anchorName: string, rows: Row[]): void {
-  console.log(`\n== ${title} (devutil vs ${anchorName}) ==`);
+  console.log(`\n== ${title} (devutil vs ${anchorName}; node ${process.version}) ==`);
   console.log(`${'metric'.padEnd(34)} ${'devutil'.padStart(12)} ${anchorName.padStart(12)}  ratio   target`);
   for (const r of rows) {
     const ratio = r.devutil / r.anchor;
