@@ -1,14 +1,13 @@
 // Regenerates the configuration table in README.md from the one schema (npm run docs:config).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { configReference } from '../src/config.ts';
-import { formatRate, type Rate } from '../src/infra/schema.ts';
 
 const README = new URL('../README.md', import.meta.url);
 const START = '<!-- config-reference:start -->';
 const END = '<!-- config-reference:end -->';
 
+/** A default as it is written in env or a file (configReference gives sizes, durations, rates so). */
 function show(v: unknown): string {
-  if (v && typeof v === 'object' && 'windowMs' in v) return formatRate(v as Rate);
   if (Array.isArray(v)) return v.length ? v.join(',') : '(empty)';
   if (v === '') return '(empty)';
   return String(v);
@@ -17,7 +16,8 @@ function show(v: unknown): string {
 export function referenceTable(): string {
   const rows = ['| env | file key | default | meaning |', '|---|---|---|---|'];
   for (const r of configReference()) {
-    const doc = r.doc.replace(/\|/g, '\\|');
+    const was = r.formerly ? ` (formerly \`${r.formerly}\`, still read with a warning)` : '';
+    const doc = `${r.doc}${was}`.replace(/\|/g, '\\|');
     rows.push(
       `| \`${r.env}\` | \`${r.section}.${r.key}\` | \`${show(r.default).replace(/\|/g, '\\|')}\` | ${doc} |`,
     );

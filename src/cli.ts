@@ -54,7 +54,7 @@ export async function main(
   if (command === 'config' && values.reference) {
     for (const r of configReference()) {
       process.stdout.write(
-        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${JSON.stringify(r.default)}\n    ${r.doc}\n`,
+        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${JSON.stringify(r.default)}\n    ${r.doc}${r.formerly ? ` (formerly ${r.formerly})` : ''}\n`,
       );
     }
     return 0;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { stringify as toYaml } from 'yaml';
 import { tempDir } from '../test/helpers/server.ts';
 import { ConfigError, configReference, describeConfig, loadConfig } from './config.ts';
 
@@ -141,5 +142,121 @@ describe('config', () => {
     assert.ok(!text.includes('hunter2'));
     assert.ok(!text.includes('s3cret'));
     assert.ok(text.includes('********'));
+  });
+
+  it('takes every time setting as 30s, 5m, 1500ms, 2h or a plain number in the key unit', () => {
+    const load = (env: Record<string, string>) => loadConfig({ env }).config;
+    assert.equal(load({ DEVUTIL_SHUTDOWN_TIMEOUT_MS: '30s' }).server.shutdownTimeoutMs, 30_000);
+    assert.equal(load({ DEVUTIL_SHUTDOWN_TIMEOUT_MS: '1500' }).server.shutdownTimeoutMs, 1500);
+    assert.equal(load({ DEVUTIL_PROXY_BODY_TIMEOUT_MS: '5m' }).proxy.bodyTimeoutMs, 300_000);
+    assert.equal(load({ DEVUTIL_TELEGRAM_TIMEOUT_MS: '1500ms' }).telegram.timeoutMs, 1500);
+    assert.equal(load({ DEVUTIL_REQUEST_TIMEOUT_MS: '2h' }).server.requestTimeoutMs, 7_200_000);
+    // Keys ending in Sec keep counting seconds, whichever way they are written.
+    assert.equal(load({ DEVUTIL_FILES_MAX_AGE_SEC: '86400' }).files.maxAgeSec, 86_400);
+    assert.equal(load({ DEVUTIL_FILES_MAX_AGE_SEC: '7d' }).files.maxAgeSec, 604_800);
+    assert.equal(load({ DEVUTIL_AVATAR_MAX_AGE_SEC: '5m' }).avatar.maxAgeSec, 300);
+    // The relay's strelaysrv-style timeouts keep Go durations and plain seconds.
+    assert.equal(load({ DEVUTIL_RELAY_PING_INTERVAL: '1m30s' }).relay.pingInterval, 90_000);
+    assert.equal(load({ DEVUTIL_RELAY_PING_INTERVAL: '90' }).relay.pingInterval, 90_000);
+    const refused: [string, string, RegExp][] = [
+      ['DEVUTIL_SHUTDOWN_TIMEOUT_MS', 'soon', /expected a duration like 30s/],
+      ['DEVUTIL_SHUTDOWN_TIMEOUT_MS', '-5s', /expected a duration/],
+      ['DEVUTIL_HEADERS_TIMEOUT_MS', '500ms', /between 1s and unlimited/],
+      ['DEVUTIL_FILES_MAX_AGE_SEC', '1500ms', /whole number of seconds/],
+      ['DEVUTIL_IMAGE_RETRY_AFTER_SEC', '0', /between 1s/],
+    ];
+    for (const [name, value, why] of refused) {
+      assert.throws(
+        () => loadConfig({ env: { [name]: value } }),
+        (err: unknown) => err instanceof ConfigError && err.message.includes(name) && why.test(err.message),
+        `${name}=${value}`,
+      );
+    }
+  });
+
+  it('configures the shared blob store in storage and still reads the former files.* names', () => {
+    const fresh = loadConfig({ env: { DEVUTIL_STORAGE_BACKEND: 's3', DEVUTIL_STORAGE_S3_BUCKET: 'b' } });
+    assert.equal(fresh.config.storage.backend, 's3');
+    assert.equal(fresh.config.storage.s3Bucket, 'b');
+    assert.deepEqual(fresh.warnings, []);
+
+    const old = loadConfig({ env: { DEVUTIL_FILES_BACKEND: 's3', DEVUTIL_FILES_S3_TIMEOUT_MS: '2s' } });
+    assert.equal(old.config.storage.backend, 's3');
+    assert.equal(old.config.storage.s3TimeoutMs, 2000);
+    assert.deepEqual(old.warnings, [
+      'DEVUTIL_FILES_BACKEND is deprecated: use DEVUTIL_STORAGE_BACKEND instead',
+      'DEVUTIL_FILES_S3_TIMEOUT_MS is deprecated: use DEVUTIL_STORAGE_S3_TIMEOUT_MS instead',
+    ]);
+
+    const file = join(tempDir(), 'old.yaml');
+    writeFileSync(file, 'files:\n  maxBytes: 1MiB\n  s3Bucket: from-file\n');
+    const fromFile = loadConfig({ file, flags: { 'files.s3Region': 'eu-west-1' } });
+    assert.equal(fromFile.config.storage.s3Bucket, 'from-file');
+    assert.equal(fromFile.config.storage.s3Region, 'eu-west-1');
+    assert.equal(fromFile.config.files.maxBytes, 1024 ** 2);
+    assert.deepEqual(fromFile.warnings, [
+      `${file}: files.s3Bucket is deprecated: use storage.s3Bucket instead`,
+      '--files.s3Region is deprecated: use storage.s3Region instead',
+    ]);
+
+    // At one level the new name wins; a higher level wins whatever its name.
+    const both = loadConfig({
+      file,
+      env: {
+        DEVUTIL_STORAGE_S3_REGION: 'new',
+        DEVUTIL_FILES_S3_REGION: 'old',
+        DEVUTIL_FILES_S3_BUCKET: 'env',
+      },
+    });
+    assert.equal(both.config.storage.s3Region, 'new');
+    assert.equal(both.config.storage.s3Bucket, 'env');
+  });
+
+  it('prints a configuration that loads back equal, as JSON and as YAML', () => {
+    const { config } = loadConfig({
+      env: {
+        DEVUTIL_TRUST_PROXY: 'loopback,10.0.0.0/8',
+        DEVUTIL_BODY_LIMIT: '1500',
+        DEVUTIL_SHUTDOWN_TIMEOUT_MS: '1500',
+        DEVUTIL_FILES_MAX_BYTES: '3GiB',
+        DEVUTIL_FILES_MAX_AGE_SEC: '90',
+        DEVUTIL_IP_RATE_LIMIT: '5/10s',
+        DEVUTIL_TELEGRAM_CHAT_RATE: '7/90s',
+        DEVUTIL_STORAGE_S3_REGION: 'auto',
+        DEVUTIL_RELAY_PING_INTERVAL: '1m30s',
+        DEVUTIL_RELAY_GLOBAL_RATE: '10MiB',
+      },
+    });
+    const printed = describeConfig(config);
+    assert.equal(printed['ip']?.['rateLimit'], '5/10s');
+    assert.equal(printed['files']?.['maxBytes'], '3GiB');
+    assert.equal(printed['server']?.['shutdownTimeoutMs'], '1500ms');
+    assert.equal(printed['relay']?.['pingInterval'], '90s');
+    const dir = tempDir();
+    for (const [name, text] of [
+      ['cfg.json', JSON.stringify(printed, null, 2)],
+      ['cfg.yaml', toYaml(printed)],
+    ] as const) {
+      writeFileSync(join(dir, name), text);
+      const back = loadConfig({ file: join(dir, name) });
+      assert.deepEqual(back.config, config, name);
+      assert.deepEqual(back.warnings, [], name);
+    }
+  });
+
+  it('refuses the mask of a printed secret instead of taking it as the secret', () => {
+    const secretEnv = { DEVUTIL_METRICS_TOKEN: 's3cret-token' };
+    const { config } = loadConfig({ env: secretEnv });
+    const file = join(tempDir(), 'cfg.json');
+    writeFileSync(file, JSON.stringify(describeConfig(config)));
+    assert.throws(
+      () => loadConfig({ file }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.problems.length === 1 &&
+        /metrics\.token: \*{8} stands for a secret/.test(err.message),
+    );
+    // With the secret given again (its variable beats the file) the printed file loads.
+    assert.deepEqual(loadConfig({ file, env: secretEnv }).config, config);
   });
 });

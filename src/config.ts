@@ -1,131 +1,58 @@
-// The one config schema: server + shared infra + a section per utility. Sources, highest first:
-// CLI flags > DEVUTIL_* env > config file (JSON or YAML) > defaults. Nothing else reads process.env.
+// The one config schema: server + shared infra + a section per utility (from its definition in
+// services/index.ts). Sources, highest first: CLI flags > DEVUTIL_* env > config file (JSON or
+// YAML) > defaults. Nothing else reads process.env.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import {
-  bool,
-  bytes,
-  type Field,
-  int,
-  list,
-  oneOf,
-  type Section,
-  type SectionValue,
-  str,
-  url,
-} from './infra/schema.ts';
-import { relaySection } from './relay/config.ts';
-import { avatarSection } from './services/avatar/config.ts';
-import { filesSection } from './services/files/config.ts';
-import { imageSection } from './services/image/config.ts';
-import { ipSection } from './services/ip/config.ts';
-import { plantumlSection } from './services/plantuml/config.ts';
-import { proxySection } from './services/proxy/config.ts';
-import { telegramSection } from './services/telegram/config.ts';
-import { webSection } from './services/web/config.ts';
+  logSection,
+  metricsSection,
+  redisSection,
+  serverSection,
+  storageSection,
+} from './config-sections.ts';
+import type { Field, Section, SectionValue } from './infra/schema.ts';
+import type { ServiceDef } from './services/define.ts';
+import { SERVICES } from './services/index.ts';
 
-const TRUST_KEYWORDS = ['loopback', 'private', 'linklocal', 'uniquelocal'];
-
-function cidrItem(s: string): string | null {
-  if (TRUST_KEYWORDS.includes(s)) return null;
-  const [addr, bits, ...rest] = s.split('/');
-  const v = isIP(addr ?? '');
-  if (!v || rest.length) return 'expected an IP, a CIDR or one of loopback, private, linklocal, uniquelocal';
-  if (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)))
-    return 'bad prefix length';
-  return null;
-}
-
-export const serverSection = {
-  port: int(8080, { min: 0, max: 65535, doc: 'HTTP listen port (0 = any free port)' }),
-  host: str('0.0.0.0', { doc: 'HTTP listen address' }),
-  dataDir: str('./data', { doc: 'directory for stored files, caches and the relay identity' }),
-  publicUrl: url('', {
-    optional: true,
-    doc: 'public base URL used in links and rewritten redirects (default http://localhost:<port>)',
-  }),
-  trustProxy: list([], {
-    item: cidrItem,
-    doc: 'reverse proxies whose X-Forwarded-For/Forwarded are believed: IPs, CIDRs, loopback, private',
-  }),
-  forwardedHeader: oneOf('x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const, {
-    doc: 'which header the trusted proxies append the client address to',
-  }),
-  workers: str('1', {
-    pattern: /^(auto|[1-9]\d{0,2})$/,
-    hint: 'a number of processes or auto',
-    doc: 'HTTP worker processes (node:cluster); auto = one per core',
-  }),
-  shutdownTimeoutMs: int(10_000, { min: 0, doc: 'how long SIGTERM waits for in-flight requests' }),
-  bodyLimit: bytes(1024 * 1024, {
-    min: 1024,
-    doc: 'largest JSON/text request body (uploads have their own limit)',
-  }),
-  headersTimeoutMs: int(15_000, {
-    min: 1000,
-    doc: 'time a client has to send its request headers (slowloris guard)',
-  }),
-  requestTimeoutMs: int(3_600_000, { min: 0, doc: 'time a client has to send a whole request (0 = none)' }),
-  keepAliveTimeoutMs: int(5_000, { min: 0, doc: 'idle keep-alive connection timeout' }),
-  idleTimeoutMs: int(300_000, {
-    min: 0,
-    doc: 'a connection with no bytes moving either way for this long is closed (stalled clients; 0 = never)',
-  }),
-} satisfies Section;
-
-export const logSection = {
-  level: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, {
-    doc: 'log level',
-  }),
-} satisfies Section;
-
-export const redisSection = {
-  url: str('', {
-    pattern: /^rediss?:\/\/\S+$/,
-    hint: 'a redis:// or rediss:// URL',
-    secret: true,
-    doc: 'Redis for shared rate limits and caches across instances (empty = in-memory)',
-  }),
-  keyPrefix: str('devutil:', { doc: 'prefix for every Redis key' }),
-  failMode: oneOf('open', ['open', 'closed'] as const, {
-    doc: 'when Redis is unreachable, rate limits let requests through (open) or refuse them with 503 (closed)',
-  }),
-} satisfies Section;
-
-export const metricsSection = {
-  enabled: bool(true, { doc: 'serve Prometheus metrics at /metrics' }),
-  token: str('', { secret: true, doc: 'if set, /metrics requires Authorization: Bearer <token>' }),
-} satisfies Section;
-
-export const SCHEMA = {
+const CORE = {
   server: serverSection,
   log: logSection,
   redis: redisSection,
   metrics: metricsSection,
-  ip: ipSection,
-  files: filesSection,
-  image: imageSection,
-  telegram: telegramSection,
-  proxy: proxySection,
-  plantuml: plantumlSection,
-  avatar: avatarSection,
-  relay: relaySection,
-  web: webSection,
+  storage: storageSection,
 } as const;
 
-type Schema = typeof SCHEMA;
+type ServiceSchema = { [D in (typeof SERVICES)[number] as D['name']]: D['config'] };
+type Schema = typeof CORE & ServiceSchema;
+
+/** The sections of a server built with these definitions: the shared ones, then one per utility. */
+export function schemaOf(services: readonly ServiceDef[]): Record<string, Section> {
+  const out: Record<string, Section> = { ...CORE };
+  for (const d of services) {
+    if (d.name in out) throw new Error(`two config sections are named "${d.name}"`);
+    out[d.name] = d.config;
+  }
+  return out;
+}
+
+export const SCHEMA = schemaOf(SERVICES) as Schema;
 export type Config = { readonly [S in keyof Schema]: SectionValue<Schema[S]> };
 export type SectionName = keyof Schema;
 
 const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
 
-/** The one environment variable name of a key. */
-export function envName(section: string, key: string, field: Field<unknown>): string {
-  if (field.env) return field.env;
+function derivedEnvName(section: string, key: string): string {
   return section === 'server' ? `DEVUTIL_${snake(key)}` : `DEVUTIL_${snake(section)}_${snake(key)}`;
 }
+
+/** The one environment variable name of a key. */
+export function envName(section: string, key: string, field: Field<unknown>): string {
+  return field.env ?? derivedEnvName(section, key);
+}
+
+/** What `devutil config` prints in place of a set secret; refused on load, so it never becomes one. */
+export const MASK = '********';
 
 export interface ConfigSources {
   env?: Record<string, string | undefined>;
@@ -135,6 +62,8 @@ export interface ConfigSources {
   file?: string;
   /** Values for tests and embedders, keyed by section then key, applied like flags. */
   overrides?: { [S in SectionName]?: Partial<Record<keyof Schema[S], unknown>> };
+  /** The utility definitions whose sections are read (default: services/index.ts). */
+  services?: readonly ServiceDef[];
 }
 
 export class ConfigError extends Error {
@@ -170,9 +99,12 @@ export interface LoadedConfig {
   warnings: string[];
 }
 
+type Found = { raw: unknown; where: string };
+
 /** Builds the frozen config or throws one ConfigError that lists every bad value. */
 export function loadConfig(src: ConfigSources = {}): LoadedConfig {
   const env = src.env ?? {};
+  const schema = src.services ? schemaOf(src.services) : (SCHEMA as Record<string, Section>);
   const problems: string[] = [];
   const warnings: string[] = [];
   const filePath = src.file ?? env['DEVUTIL_CONFIG'];
@@ -181,42 +113,81 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
   const flagsSeen = new Set<string>();
   const out: Record<string, Record<string, unknown>> = {};
 
-  for (const [sname, fields] of Object.entries(SCHEMA) as [string, Section][]) {
-    const fileSection = file[sname];
-    if (
-      fileSection !== undefined &&
-      (typeof fileSection !== 'object' || fileSection === null || Array.isArray(fileSection))
-    ) {
-      problems.push(`${filePath}: section "${sname}" must be a mapping`);
-    }
-    const fsec = (typeof fileSection === 'object' && fileSection !== null ? fileSection : {}) as Record<
-      string,
-      unknown
-    >;
-    for (const k of Object.keys(fsec)) {
-      if (!(k in fields)) problems.push(`${filePath}: unknown key "${sname}.${k}"`);
-    }
-    const values: Record<string, unknown> = {};
-    const overrides = (src.overrides?.[sname as SectionName] ?? {}) as Record<string, unknown>;
+  // Keys a file section may hold: its own and those later moved out of it (files.backend).
+  const fileKeys = new Map<string, Set<string>>();
+  for (const [sname, fields] of Object.entries(schema)) {
     for (const [key, field] of Object.entries(fields)) {
-      const name = envName(sname, key, field);
-      known.add(name);
-      const flag = src.flags?.[`${sname}.${key}`];
-      if (flag !== undefined) flagsSeen.add(`${sname}.${key}`);
-      let raw: unknown;
-      let where: string;
-      if (key in overrides) [raw, where] = [overrides[key], `${sname}.${key}`];
-      else if (flag !== undefined) [raw, where] = [flag, `--${sname === 'server' ? '' : `${sname}.`}${key}`];
-      else if (env[name] !== undefined) [raw, where] = [env[name], name];
-      else if (key in fsec) [raw, where] = [fsec[key], `${filePath}: ${sname}.${key}`];
-      else {
+      for (const [s, k] of [[sname, key], field.formerly?.split('.') ?? []]) {
+        if (s && k) fileKeys.set(s, (fileKeys.get(s) ?? new Set()).add(k));
+      }
+    }
+  }
+  const fileSections: Record<string, Record<string, unknown>> = {};
+  for (const [sname, keys] of fileKeys) {
+    const sec = file[sname];
+    if (sec === undefined) continue;
+    if (typeof sec !== 'object' || sec === null || Array.isArray(sec)) {
+      problems.push(`${filePath}: section "${sname}" must be a mapping`);
+      continue;
+    }
+    fileSections[sname] = sec as Record<string, unknown>;
+    for (const k of Object.keys(sec)) {
+      if (!keys.has(k)) problems.push(`${filePath}: unknown key "${sname}.${k}"`);
+    }
+  }
+
+  // One key's value by precedence; at each level the current name before the one it replaced.
+  const levels: ((s: string, k: string, env: string) => Found | undefined)[] = [
+    (s, k) => {
+      const o = (src.overrides as Record<string, Record<string, unknown>> | undefined)?.[s];
+      return o && k in o ? { raw: o[k], where: `${s}.${k}` } : undefined;
+    },
+    (s, k) => {
+      const f = src.flags?.[`${s}.${k}`];
+      return f === undefined ? undefined : { raw: f, where: `--${s === 'server' ? '' : `${s}.`}${k}` };
+    },
+    (_s, _k, name) => (env[name] === undefined ? undefined : { raw: env[name], where: name }),
+    (s, k) => {
+      const f = fileSections[s];
+      return f && k in f ? { raw: f[k], where: `${filePath}: ${s}.${k}` } : undefined;
+    },
+  ];
+
+  for (const [sname, fields] of Object.entries(schema)) {
+    const values: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(fields)) {
+      // A key moved to another section (files.backend -> storage.backend) is still read under its
+      // former name, just below the new one at each level, with a warning naming the new one.
+      const names: [string, string, string][] = [[sname, key, envName(sname, key, field)]];
+      const [oldS, oldK] = field.formerly?.split('.') ?? [];
+      if (oldS && oldK) names.push([oldS, oldK, derivedEnvName(oldS, oldK)]);
+      for (const [s, k, name] of names) {
+        known.add(name);
+        if (src.flags?.[`${s}.${k}`] !== undefined) flagsSeen.add(`${s}.${k}`);
+      }
+      for (const [s, k, name] of names.slice(1)) {
+        for (const hit of levels.map((level) => level(s, k, name))) {
+          const now = hit?.where === name ? envName(sname, key, field) : `${sname}.${key}`;
+          if (hit) warnings.push(`${hit.where} is deprecated: use ${now} instead`);
+        }
+      }
+      let found: Found | undefined;
+      for (const level of levels) {
+        for (const [s, k, name] of names) found ??= level(s, k, name);
+        if (found) break;
+      }
+      if (!found) {
         values[key] = field.default;
         continue;
       }
+      if (field.secret && found.raw === MASK) {
+        problems.push(`${found.where}: ${MASK} stands for a secret in printed configs; give the real value`);
+        continue;
+      }
       // Overrides may pass already-typed values (arrays, objects) straight through the parser.
-      const r = field.parse(raw);
+      const r = field.parse(found.raw);
       if (r.ok) values[key] = r.value;
-      else problems.push(`${where}: ${r.error}`);
+      else problems.push(`${found.where}: ${r.error}`);
     }
     out[sname] = values;
   }
@@ -242,38 +213,56 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
-/** The effective config as a plain object with secrets masked (for `devutil config`). */
-export function describeConfig(config: Config): Record<string, Record<string, unknown>> {
+/**
+ * The effective config as a plain object that loadConfig takes back as a file (`devutil config >
+ * cfg.json`): sizes, durations and rates in their written form, secrets masked.
+ */
+export function describeConfig(
+  config: Config,
+  services?: readonly ServiceDef[],
+): Record<string, Record<string, unknown>> {
+  const schema = services ? schemaOf(services) : (SCHEMA as Record<string, Section>);
   const out: Record<string, Record<string, unknown>> = {};
-  for (const [sname, fields] of Object.entries(SCHEMA) as [string, Section][]) {
+  for (const [sname, fields] of Object.entries(schema)) {
     const sec = (config as unknown as Record<string, Record<string, unknown>>)[sname] ?? {};
     out[sname] = {};
     for (const [key, field] of Object.entries(fields)) {
       const v = sec[key];
-      out[sname][key] = field.secret && v !== '' && v !== undefined ? '********' : v;
+      out[sname][key] = field.secret && v !== '' && v !== undefined ? MASK : printed(field, v);
     }
   }
   return out;
 }
 
-/** Every key with its env name, type, default and description (README reference, `devutil --help`). */
-export function configReference(): {
+function printed(field: Field<unknown>, value: unknown): unknown {
+  return field.format ? field.format(value) : value;
+}
+
+/**
+ * Every key with its env name (and the one it replaced), type, default as written and description
+ * (README reference, `devutil config --reference`).
+ */
+export function configReference(services?: readonly ServiceDef[]): {
   section: string;
   key: string;
   env: string;
+  formerly?: string;
   kind: string;
   default: unknown;
   doc: string;
 }[] {
+  const schema = services ? schemaOf(services) : (SCHEMA as Record<string, Section>);
   const rows = [];
-  for (const [sname, fields] of Object.entries(SCHEMA) as [string, Section][]) {
+  for (const [sname, fields] of Object.entries(schema)) {
     for (const [key, field] of Object.entries(fields)) {
+      const [oldS, oldK] = field.formerly?.split('.') ?? [];
       rows.push({
         section: sname,
         key,
         env: envName(sname, key, field),
+        ...(oldS && oldK ? { formerly: derivedEnvName(oldS, oldK) } : {}),
         kind: field.kind,
-        default: field.default,
+        default: printed(field, field.default),
         doc: field.doc,
       });
     }

@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { BACKGROUND, type Background } from './background.ts';
+import { type Background, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/logger.ts';
 import { type BuildOptions, buildServer } from './server.ts';
@@ -47,12 +47,8 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
   }
   const u = app.ctx.urls;
   // Background listeners need one owner: the single process, or worker 1 in cluster mode.
-  const background: Background[] = [];
-  if (cluster.isPrimary || cluster.worker?.id === 1) {
-    for (const b of BACKGROUND) {
-      if (b.enabled(config)) background.push(await b.start(app.ctx));
-    }
-  }
+  const background: Background[] =
+    cluster.isPrimary || cluster.worker?.id === 1 ? await startBackground(app.ctx) : [];
   logger.info(
     {
       base: u.base,

@@ -12,13 +12,14 @@ import { EnvelopeTable, installErrorHandling } from './errors.ts';
 import { createBlobStore } from './infra/blob-store.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
-import { hostRewriter, publicUrls } from './infra/hosts.ts';
+import { hostRewriter, hostRoutes, publicUrls } from './infra/hosts.ts';
 import { lazyChildFactory } from './infra/lazy-logger.ts';
 import { createLogger } from './infra/logger.ts';
 import { Metrics } from './infra/metrics.ts';
 import { opsPlugin } from './infra/ops.ts';
 import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
 import { connectRedis } from './infra/redis.ts';
+import { isEnabled, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
 
@@ -32,6 +33,8 @@ export interface BuildOptions {
   redis?: Redis | null;
   /** Extra plugins registered after the services (embedders, test fixtures). */
   plugins?: FastifyPluginAsync<ServiceContext>[];
+  /** The utility definitions (default: services/index.ts); their sections must be in `config`. */
+  services?: readonly ServiceDef[];
 }
 
 type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
@@ -40,6 +43,7 @@ const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
+  const services = opts.services ?? SERVICES;
   const logger = opts.logger ?? createLogger(config.log.level);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -58,14 +62,10 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   });
   const readiness = new Readiness();
   if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
-  const blobs = await createBlobStore({ ...config.files, dataDir });
+  const blobs = await createBlobStore({ ...config.storage, dataDir });
   readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })));
 
-  const rewrite = hostRewriter({
-    proxy: config.proxy.host,
-    plantuml: config.plantuml.host,
-    avatar: config.avatar.host,
-  });
+  const rewrite = hostRewriter(hostRoutes(config, services));
   const trusted = trustList(config.server.trustProxy);
 
   const app = Fastify({
@@ -91,7 +91,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
 
   const ctx: ServiceContext = {
     config,
-    urls: publicUrls(config),
+    urls: publicUrls(config, services),
     limiter,
     metrics,
     readiness,
@@ -100,6 +100,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     blobs,
     logger,
     version: VERSION,
+    services,
+    relay: { running: null, failure: null },
   };
   app.decorate('ctx', ctx);
   app.decorate('envelopes', new EnvelopeTable());
@@ -140,9 +142,9 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   });
   await app.register(opsPlugin, ctx);
 
-  for (const svc of SERVICES) {
-    const section = config[svc.name] as { enabled?: boolean };
-    if (section.enabled === false) continue;
+  for (const svc of services) {
+    if (!isEnabled(config, svc)) continue;
+    const plugin = (await svc.plugin()).default;
     await app.register(async (scope) => {
       // Tag every route of the service so logs and metrics carry `svc`.
       scope.addHook('onRoute', (route) => {
@@ -150,7 +152,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       });
       // The per-request child logger carries `svc` and is built only when something is logged.
       scope.setChildLoggerFactory(lazyChildFactory({ svc: svc.name }) as ChildFactory);
-      await scope.register(svc.plugin, ctx);
+      await scope.register(plugin, ctx);
     });
   }
   for (const plugin of opts.plugins ?? []) await app.register(plugin, ctx);

@@ -68,7 +68,8 @@ export class S3BlobStore implements BlobStore {
   private readonly locks = new Map<string, Promise<unknown>>();
 
   constructor(o: S3Options) {
-    if (!o.bucket) throw new Error('files.s3Bucket (DEVUTIL_FILES_S3_BUCKET) is required when backend=s3');
+    if (!o.bucket)
+      throw new Error('storage.s3Bucket (DEVUTIL_STORAGE_S3_BUCKET) is required when backend=s3');
     const cfg: S3ClientConfig = {
       region: o.region || 'us-east-1',
       forcePathStyle: o.forcePathStyle,

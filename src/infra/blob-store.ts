@@ -1,5 +1,5 @@
 // The blob store contract shared by file storage and avatars: local disk (default) or S3-compatible.
-// Implementations live beside this file (blob-fs.ts, blob-s3.ts) and are chosen by config.files.
+// Implementations live beside this file (blob-fs.ts, blob-s3.ts) and are chosen by config.storage.
 // Keys are namespaced by the caller ("files/<key>", "avatars/<hash>"); metadata is small strings
 // that travel with the object (S3 user metadata / a sidecar written atomically on disk).
 

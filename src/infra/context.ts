@@ -1,9 +1,11 @@
 // What every service plugin receives: config, public URLs, shared limiter, metrics, readiness
-// checks, the optional Redis connection and the absolute data directory.
-import type { FastifyPluginAsync } from 'fastify';
+// checks, the optional Redis connection, the absolute data directory, the service definitions and
+// the handles of the listeners that run beside the HTTP server.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Config, SectionName } from '../config.ts';
+import type { Config } from '../config.ts';
+import type { RelayHandle } from '../relay/index.ts';
+import type { ServiceDef } from '../services/define.ts';
 import type { BlobStore } from './blob-store.ts';
 import type { PublicUrls } from './hosts.ts';
 import type { Metrics } from './metrics.ts';
@@ -73,17 +75,15 @@ export interface ServiceContext {
   redis: Redis | null;
   /** Absolute path of the data directory (created at start-up). */
   dataDir: string;
-  /** The shared blob store (fs or S3, config.files.backend); namespace keys: "files/..", "avatars/..". */
+  /** The shared blob store (fs or S3, config.storage.backend); namespace keys: "files/..", "avatars/..". */
   blobs: BlobStore;
   logger: Logger;
   /** The package version, e.g. 0.1.0. */
   version: string;
-}
-
-export interface ServiceDef {
-  /** The utility's one name: folder, config section, log field `svc`, metric label. */
-  name: SectionName;
-  plugin: FastifyPluginAsync<ServiceContext>;
+  /** Every utility definition this server was built with, enabled or not (services/index.ts). */
+  services: readonly ServiceDef[];
+  /** The Syncthing relay when it runs in this process (worker 1 in cluster mode); set by its listener. */
+  relay: RelayHandle;
 }
 
 declare module 'fastify' {

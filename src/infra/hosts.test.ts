@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildTestServer } from '../../test/helpers/server.ts';
-import { hostnameOf, hostRewriter, publicUrls } from './hosts.ts';
+import { SERVICES } from '../services/index.ts';
+import { hostnameOf, hostRewriter, hostRoutes, publicUrls } from './hosts.ts';
 
 describe('host routing', () => {
-  const rw = hostRewriter({
-    proxy: 'proxy.example.com',
-    plantuml: 'uml.example.com:8443',
-    avatar: 'avatar.example.com',
-  });
+  const none = { host: '', publicUrl: '' };
+  const rw = hostRewriter(
+    hostRoutes(
+      {
+        proxy: { ...none, host: 'proxy.example.com' },
+        plantuml: { ...none, host: 'uml.example.com:8443' },
+        avatar: { ...none, host: 'avatar.example.com' },
+      },
+      SERVICES,
+    ),
+  );
 
   it('maps every path on the proxy host onto the /proxy mount', () => {
     assert.equal(rw('proxy.example.com', '/github.com/a/b'), '/proxy/github.com/a/b');
@@ -35,19 +42,21 @@ describe('host routing', () => {
   });
   it('derives public URLs from config, never from the request', () => {
     const base = { server: { publicUrl: 'https://dev.example.com' } };
-    const none = { host: '', publicUrl: '' };
-    assert.deepEqual(publicUrls({ ...base, proxy: none, plantuml: none, avatar: none }), {
+    assert.deepEqual(publicUrls({ ...base, proxy: none, plantuml: none, avatar: none }, SERVICES), {
       base: 'https://dev.example.com',
       proxy: 'https://dev.example.com/proxy',
       plantuml: 'https://dev.example.com/plantuml',
       avatar: 'https://dev.example.com',
     });
-    const u = publicUrls({
-      ...base,
-      proxy: { host: 'gh.example.com', publicUrl: '' },
-      plantuml: { host: '', publicUrl: 'https://uml.example.org' },
-      avatar: { host: 'avatar.example.com', publicUrl: '' },
-    });
+    const u = publicUrls(
+      {
+        ...base,
+        proxy: { host: 'gh.example.com', publicUrl: '' },
+        plantuml: { host: '', publicUrl: 'https://uml.example.org' },
+        avatar: { host: 'avatar.example.com', publicUrl: '' },
+      },
+      SERVICES,
+    );
     assert.equal(u.proxy, 'https://gh.example.com');
     assert.equal(u.plantuml, 'https://uml.example.org');
     assert.equal(u.avatar, 'https://avatar.example.com');

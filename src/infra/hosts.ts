@@ -1,16 +1,22 @@
-// One listener, four public addresses. A request whose Host is the configured proxy, PlantUML or
-// avatar host belongs wholly to that utility and is rewritten onto the utility's mount prefix, so
-// one routing table serves both `proxy.example.com/github.com/x` and `example.com/proxy/github.com/x`.
-// Public URLs come from config only: never from the request's Host (it is client input).
+// One listener, several public addresses. A utility whose definition has a `host` can be given its
+// own host name (config `<name>.host`): a request with that Host belongs wholly to the utility and
+// is rewritten onto its mount prefix, so one routing table serves both `proxy.example.com/github.com/x`
+// and `example.com/proxy/github.com/x`. Public URLs come from config only: never from the request's
+// Host (it is client input).
+import type { SERVICES } from '../services/index.ts';
 
-export type VhostName = 'proxy' | 'plantuml' | 'avatar';
+/** Names of the utilities that may have a host of their own (from their definitions). */
+type HostedName = Extract<(typeof SERVICES)[number], { host: object }>['name'];
 
-export interface PublicUrls {
-  base: string;
-  proxy: string;
-  plantuml: string;
-  /** `{avatar_url}`: avatars live at `${avatar}/avatar/<hash>`. */
-  avatar: string;
+/** The base URL and one public URL per hosted utility (`urls.proxy`; `urls[name]` for any other). */
+export type PublicUrls = { readonly base: string } & { readonly [N in HostedName]: string } & {
+  readonly [name: string]: string | undefined;
+};
+
+/** What the router needs of a definition (services/define.ts). */
+export interface Hosted {
+  readonly name: string;
+  readonly host?: { readonly mount: string; readonly urlsCarryMount?: boolean };
 }
 
 interface HostCfg {
@@ -18,34 +24,27 @@ interface HostCfg {
   publicUrl: string;
 }
 
-/** Where each virtual host's paths are mounted on the base host. */
-export const MOUNTS: Record<VhostName, string> = {
-  proxy: '/proxy',
-  plantuml: '/plantuml',
-  avatar: '/avatar',
-};
-
-function derived(base: string, h: HostCfg, mount: string): string {
-  if (h.publicUrl) return h.publicUrl;
-  if (!h.host) return `${base}${mount}`;
-  const scheme = new URL(base).protocol;
-  return `${scheme}//${h.host}`;
+function hostCfg(config: object, name: string): HostCfg {
+  const s = (config as Record<string, Partial<HostCfg> | undefined>)[name];
+  if (typeof s?.host !== 'string' || typeof s.publicUrl !== 'string')
+    throw new Error(`service ${name} has a host but its config section has no host and publicUrl keys`);
+  return { host: s.host, publicUrl: s.publicUrl };
 }
 
-export function publicUrls(cfg: {
-  server: { publicUrl: string };
-  proxy: HostCfg;
-  plantuml: HostCfg;
-  avatar: HostCfg;
-}): PublicUrls {
-  const base = cfg.server.publicUrl;
-  return {
-    base,
-    proxy: derived(base, cfg.proxy, MOUNTS.proxy),
-    plantuml: derived(base, cfg.plantuml, MOUNTS.plantuml),
-    // The avatar path already carries /avatar, so the base host serves it at the root.
-    avatar: derived(base, cfg.avatar, ''),
-  };
+export function publicUrls(
+  config: { readonly server: { readonly publicUrl: string } } & Readonly<Record<string, unknown>>,
+  services: readonly Hosted[],
+): PublicUrls {
+  const base = config.server.publicUrl;
+  const urls: Record<string, string> = { base };
+  for (const s of services) {
+    if (!s.host) continue;
+    const h = hostCfg(config, s.name);
+    // A utility whose URLs carry its mount (avatars) is served from the base host's root.
+    const path = s.host.urlsCarryMount ? '' : s.host.mount;
+    urls[s.name] = h.publicUrl || (h.host ? `${new URL(base).protocol}//${h.host}` : `${base}${path}`);
+  }
+  return urls as PublicUrls;
 }
 
 /** Lower-cased host without port and trailing dot; `[::1]:8080` -> `[::1]`. */
@@ -62,19 +61,33 @@ export function hostnameOf(hostHeader: string | undefined): string {
   return h.endsWith('.') ? h.slice(0, -1) : h;
 }
 
+export interface HostRoute {
+  /** The configured host name, optionally with a port. */
+  host: string;
+  mount: string;
+  urlsCarryMount: boolean;
+}
+
+/** The host routes of the hosted utilities that have a host configured. */
+export function hostRoutes(config: object, services: readonly Hosted[]): HostRoute[] {
+  return services.flatMap((s) => {
+    const host = s.host ? hostCfg(config, s.name).host : '';
+    if (!s.host || !host) return [];
+    return [{ host, mount: s.host.mount, urlsCarryMount: s.host.urlsCarryMount === true }];
+  });
+}
+
 /**
  * Builds Fastify's `rewriteUrl`. A configured host that includes a port must match with the port;
  * one without matches any port.
  */
 export function hostRewriter(
-  hosts: Partial<Record<VhostName, string>>,
+  routes: readonly HostRoute[],
 ): (host: string | undefined, url: string) => string {
-  const table: { match: string; withPort: boolean; name: VhostName }[] = [];
-  for (const [name, h] of Object.entries(hosts) as [VhostName, string][]) {
-    if (!h) continue;
-    const lower = h.toLowerCase();
-    table.push({ match: lower, withPort: /:\d+$/.test(lower), name });
-  }
+  const table = routes.map((r) => {
+    const match = r.host.toLowerCase();
+    return { ...r, match, withPort: /:\d+$/.test(match) };
+  });
   if (table.length === 0) return (_h, url) => url;
   return (hostHeader, url) => {
     if (!hostHeader) return url;
@@ -82,12 +95,9 @@ export function hostRewriter(
     const bare = hostnameOf(raw);
     for (const t of table) {
       if (t.withPort ? raw !== t.match : bare !== t.match) continue;
-      const mount = MOUNTS[t.name];
-      // Avatar URLs carry /avatar themselves; anything else on that host is the avatar service's too.
-      if (
-        t.name === 'avatar' &&
-        (url === mount || url.startsWith(`${mount}/`) || url.startsWith(`${mount}?`))
-      )
+      const mount = t.mount;
+      // URLs that carry the mount are left alone; anything else on that host is the utility's too.
+      if (t.urlsCarryMount && (url === mount || url.startsWith(`${mount}/`) || url.startsWith(`${mount}?`)))
         return url;
       return url.startsWith('/') ? `${mount}${url}` : `${mount}/${url}`;
     }

@@ -10,11 +10,21 @@ export interface Field<T> {
   /** Overrides the derived DEVUTIL_<SECTION>_<KEY> name (only for names fixed by issues). */
   readonly env?: string;
   readonly secret?: boolean;
+  /**
+   * The `section.key` this key replaced (e.g. "files.backend"): its env name, file key and flag are
+   * still read, with a deprecation warning naming the new ones.
+   */
+  readonly formerly?: string;
   /** Parses a string (env, flag) or a JSON/YAML value (config file). */
   parse(raw: unknown): Parsed<T>;
+  /**
+   * The value as `devutil config` prints it, in a form parse() takes back unchanged (sizes "1GiB",
+   * durations "30s", rates "30/min"); plain values print as they are when absent.
+   */
+  format?(value: T): unknown;
 }
 
-type Opts = { doc: string; env?: string; secret?: boolean };
+type Opts = { doc: string; env?: string; secret?: boolean; formerly?: string };
 
 const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });
@@ -72,6 +82,88 @@ export function bytes(def: number, o: Opts & { min?: number }): Field<number> {
       if (!Number.isSafeInteger(n) || n < (o.min ?? 0)) return bad(`size out of range: ${show(raw)}`);
       return ok(n);
     },
+    format: formatBytes,
+  };
+}
+
+const BINARY: [string, number][] = [
+  ['TiB', 1024 ** 4],
+  ['GiB', 1024 ** 3],
+  ['MiB', 1024 ** 2],
+  ['KiB', 1024],
+];
+
+/** `1073741824` -> "1GiB"; a count that is no whole number of KiB stays a number. */
+export function formatBytes(n: number): string | number {
+  const unit = BINARY.find(([, size]) => n >= size && n % size === 0);
+  return unit ? `${n / unit[1]}${unit[0]}` : n;
+}
+
+type TimeUnit = 'ms' | 's';
+const DURATION_UNITS: [string, number][] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1000],
+  ['ms', 1],
+];
+const UNIT_MS: Record<string, number> = Object.fromEntries(DURATION_UNITS);
+const UNIT_NAME: Record<TimeUnit, string> = { ms: 'milliseconds', s: 'seconds' };
+
+/** Milliseconds in "30s", "5m", "1500ms", "2h", "7d", "1.5h" or Go-style "1m30s"; null if none. */
+export function parseDurationMs(text: string): number | null {
+  const s = text.trim().toLowerCase();
+  if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(s)) return null;
+  let ms = 0;
+  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) ms += Number(m[1]) * (UNIT_MS[m[2] ?? ''] ?? 0);
+  // Decimal fractions are not exact in binary ("1.1s"): keep microsecond precision.
+  return Math.round(ms * 1000) / 1000;
+}
+
+/** `90_000` -> "90s", `3_600_000` -> "1h": the largest unit that divides it exactly; 0 stays 0. */
+export function formatDurationMs(ms: number): string | number {
+  if (ms === 0) return 0;
+  const unit = DURATION_UNITS.find(([, size]) => ms % size === 0);
+  return unit ? `${ms / unit[1]}${unit[0]}` : `${ms}ms`;
+}
+
+/**
+ * The one time type. The value is a whole number of `unit` (milliseconds for keys ending in Ms,
+ * seconds for keys ending in Sec, so the code and the env names keep their meaning); it accepts
+ * "30s", "5m", "1500ms", "2h", "7d" or a plain number of `plain` (default: `unit`).
+ */
+export function duration(
+  def: number,
+  o: Opts & { unit: TimeUnit; plain?: TimeUnit; min?: number; max?: number },
+): Field<number> {
+  const per = UNIT_MS[o.unit] ?? 1;
+  const plainPer = UNIT_MS[o.plain ?? o.unit] ?? 1;
+  const min = o.min ?? 0;
+  const max = o.max ?? Number.MAX_SAFE_INTEGER;
+  const span = (v: number) => String(formatDurationMs(v * per));
+  return {
+    kind: 'duration',
+    default: def,
+    ...o,
+    parse(raw) {
+      let ms: number | null = null;
+      if (typeof raw === 'number') ms = Number.isFinite(raw) ? raw * plainPer : null;
+      else if (typeof raw === 'string')
+        ms = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) * plainPer : parseDurationMs(raw);
+      if (ms === null || ms < 0)
+        return bad(
+          `expected a duration like 30s, 5m, 1500ms or 2h (a plain number is ${UNIT_NAME[o.plain ?? o.unit]}), got ${show(raw)}`,
+        );
+      const v = Math.round(ms * 1000) / 1000 / per;
+      if (!Number.isSafeInteger(v))
+        return bad(`expected a whole number of ${UNIT_NAME[o.unit]}, got ${show(raw)}`);
+      if (v < min || v > max)
+        return bad(
+          `must be between ${span(min)} and ${max === Number.MAX_SAFE_INTEGER ? 'unlimited' : span(max)}, got ${show(raw)}`,
+        );
+      return ok(v);
+    },
+    format: (v) => formatDurationMs(v * per),
   };
 }
 
@@ -195,18 +287,30 @@ export function rate(def: string, o: Opts): Field<Rate> {
       if (!m || unit === undefined) return bad(`expected a rate like 30/min, 5/10s or off, got ${show(raw)}`);
       const windowMs = (m[2] ? Number(m[2]) : 1) * unit;
       if (windowMs <= 0) return bad(`window must be positive: ${show(raw)}`);
+      // Any window of a zero budget means unlimited: one value, so it prints back as "off".
+      if (Number(m[1]) === 0) return ok({ limit: 0, windowMs: 60_000 });
       return ok({ limit: Number(m[1]), windowMs });
     },
+    format: formatRate,
   };
   const d = f.parse(def);
   if (!d.ok) throw new Error(`bad default rate ${def}`);
   return { ...f, default: d.value };
 }
 
+const RATE_WINDOWS: [string, number][] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['min', 60_000],
+  ['s', 1000],
+];
+
+/** `{limit: 30, windowMs: 60000}` -> "30/min", `{5, 5000}` -> "5/5s": the form rate() parses. */
 export function formatRate(r: Rate): string {
   if (r.limit === 0) return 'off';
-  const unit = Object.entries(WINDOWS).find(([, ms]) => r.windowMs % ms === 0 && r.windowMs / ms === 1);
-  return unit ? `${r.limit}/${unit[0]}` : `${r.limit}/${r.windowMs / 1000}s`;
+  const unit = RATE_WINDOWS.find(([, ms]) => r.windowMs % ms === 0) ?? ['s', 1000];
+  const n = r.windowMs / unit[1];
+  return `${r.limit}/${n === 1 ? '' : n}${unit[0]}`;
 }
 
 function show(v: unknown): string {

@@ -1,5 +1,6 @@
 // Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
-// through ctx.metrics, the start-up log line with the relay URI, and the BackgroundDef main.ts runs.
+// through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
+// definition starts (services/relay/definition.ts); it records itself on ctx.relay.
 import { Counter, Gauge } from 'prom-client';
 import type { BackgroundDef } from '../background.ts';
 import type { Config } from '../config.ts';
@@ -8,17 +9,11 @@ import type { Metrics } from '../infra/metrics.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
 
-let running: Relay | null = null;
-let failure: string | null = null;
-
-/** Why the relay is not running in this process although enabled, if it failed to start. */
-export function relayFailure(): string | null {
-  return failure;
-}
-
-/** The relay running in this process (worker 1 in cluster mode), if any. */
-export function currentRelay(): Relay | null {
-  return running;
+/** The relay of one server (ServiceContext.relay): the one running in this process, if any. */
+export interface RelayHandle {
+  running: Relay | null;
+  /** Why the relay is not running in this process although enabled, if it failed to start. */
+  failure: string | null;
 }
 
 /** Splits "host", "host:port", "[v6]:port" or "[v6]". */
@@ -101,31 +96,31 @@ export function relayMetrics(metrics: Metrics, relay: () => Relay | null): Relay
 
 export const relayBackground: BackgroundDef = {
   name: 'relay',
-  enabled: (config) => config.relay.enabled,
   async start(ctx: ServiceContext) {
+    const handle = ctx.relay;
     const identity = loadOrCreateIdentity(ctx.dataDir);
     const log = ctx.logger.child({ svc: 'relay' });
     if (identity.created) log.info({ deviceId: identity.deviceId }, 'relay identity created');
     const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
-    const events = relayMetrics(ctx.metrics, () => running);
+    const events = relayMetrics(ctx.metrics, () => handle.running);
     let relay: Relay;
     try {
       relay = await Relay.start(settings, identity, log, events);
     } catch (err) {
       // A taken relay port must not take the HTTP utilities down with it; the API reports it.
       log.error({ err, port: settings.port }, 'relay failed to start');
-      failure = err instanceof Error ? err.message : String(err);
+      handle.failure = err instanceof Error ? err.message : String(err);
       return { close: async () => {} };
     }
-    running = relay;
-    failure = null;
+    handle.running = relay;
+    handle.failure = null;
     log.info(
       { uri: relay.uri, port: relay.port, statusPort: relay.statusPort || undefined },
       `relay listening: ${relay.uri}`,
     );
     return {
       async close() {
-        if (running === relay) running = null;
+        if (handle.running === relay) handle.running = null;
         await relay.close();
       },
     };

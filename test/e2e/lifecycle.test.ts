@@ -1,6 +1,7 @@
 // The process as users run it: `devutil serve` start-up, config errors, graceful SIGTERM, cluster.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -83,6 +84,35 @@ describe('devutil process', () => {
     assert.equal(parsed.server.port, 9999);
     assert.equal(parsed.redis.url, '********');
     assert.ok(!cfg.stdout.includes('topsecret'));
+  });
+
+  it('starts from its own printed config: devutil config > cfg.json; devutil serve --config cfg.json', async () => {
+    const port = await freePort();
+    const printed = await run(process.execPath, [BIN, 'config'], { env: baseEnv(port) });
+    assert.equal(printed.stderr, '');
+    const file = join(tempDir(), 'cfg.json');
+    writeFileSync(file, printed.stdout);
+    // Everything now comes from the file: no DEVUTIL_* variable at all.
+    const env = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root' };
+    const p = spawn(process.execPath, [BIN, 'serve', '--config', file], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    p.stdout?.on('data', (c) => {
+      out += c;
+    });
+    p.stderr?.on('data', (c) => {
+      out += c;
+    });
+    try {
+      await waitUp(port);
+      assert.equal((await get(port, '/rest/api/v1/ip')).status, 200);
+    } finally {
+      p.kill('SIGTERM');
+      assert.equal(await exitOf(p), 0, out);
+    }
+    assert.doesNotMatch(out, /"level":40|problem|deprecated/);
   });
 
   it('serves the exact IP shapes to curl after start', { skip: toolSkip('curl') }, async () => {

@@ -11,13 +11,13 @@ import { tempDir } from '../helpers/server.ts';
 
 function s3Env(port: number, timeoutMs = 1000): Record<string, string> {
   return {
-    DEVUTIL_FILES_BACKEND: 's3',
-    DEVUTIL_FILES_S3_ENDPOINT: `http://127.0.0.1:${port}`,
-    DEVUTIL_FILES_S3_BUCKET: 'faults',
-    DEVUTIL_FILES_S3_ACCESS_KEY_ID: 'S3RVER',
-    DEVUTIL_FILES_S3_SECRET_ACCESS_KEY: 'S3RVER',
-    DEVUTIL_FILES_S3_FORCE_PATH_STYLE: 'true',
-    DEVUTIL_FILES_S3_TIMEOUT_MS: String(timeoutMs),
+    DEVUTIL_STORAGE_BACKEND: 's3',
+    DEVUTIL_STORAGE_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+    DEVUTIL_STORAGE_S3_BUCKET: 'faults',
+    DEVUTIL_STORAGE_S3_ACCESS_KEY_ID: 'S3RVER',
+    DEVUTIL_STORAGE_S3_SECRET_ACCESS_KEY: 'S3RVER',
+    DEVUTIL_STORAGE_S3_FORCE_PATH_STYLE: 'true',
+    DEVUTIL_STORAGE_S3_TIMEOUT_MS: String(timeoutMs),
   };
 }
 

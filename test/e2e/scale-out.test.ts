@@ -21,13 +21,13 @@ const ADMIN = testSecret('avatar-admin-');
 function s3Env(s3: S3Handle): Record<string, string> {
   const o = s3.overrides;
   return {
-    DEVUTIL_FILES_BACKEND: 's3',
-    DEVUTIL_FILES_S3_ENDPOINT: String(o['s3Endpoint']),
-    DEVUTIL_FILES_S3_BUCKET: String(o['s3Bucket']),
-    DEVUTIL_FILES_S3_REGION: String(o['s3Region']),
-    DEVUTIL_FILES_S3_ACCESS_KEY_ID: String(o['s3AccessKeyId']),
-    DEVUTIL_FILES_S3_SECRET_ACCESS_KEY: String(o['s3SecretAccessKey']),
-    DEVUTIL_FILES_S3_FORCE_PATH_STYLE: 'true',
+    DEVUTIL_STORAGE_BACKEND: 's3',
+    DEVUTIL_STORAGE_S3_ENDPOINT: String(o['s3Endpoint']),
+    DEVUTIL_STORAGE_S3_BUCKET: String(o['s3Bucket']),
+    DEVUTIL_STORAGE_S3_REGION: String(o['s3Region']),
+    DEVUTIL_STORAGE_S3_ACCESS_KEY_ID: String(o['s3AccessKeyId']),
+    DEVUTIL_STORAGE_S3_SECRET_ACCESS_KEY: String(o['s3SecretAccessKey']),
+    DEVUTIL_STORAGE_S3_FORCE_PATH_STYLE: 'true',
   };
 }
 

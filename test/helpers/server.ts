@@ -10,6 +10,7 @@ import pino, { type DestinationStream } from 'pino';
 import { type Config, type ConfigSources, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/infra/logger.ts';
 import { buildServer } from '../../src/server.ts';
+import type { ServiceDef } from '../../src/services/define.ts';
 import { freePort } from './ports.ts';
 
 export type Overrides = NonNullable<ConfigSources['overrides']>;
@@ -51,11 +52,15 @@ export function tempDir(prefix = 'devutil-test-'): string {
   return d;
 }
 
-export function testConfig(overrides: Overrides = {}, env: Record<string, string> = {}): Config {
+export function testConfig(
+  overrides: Overrides = {},
+  env: Record<string, string> = {},
+  services?: readonly ServiceDef[],
+): Config {
   const o: Overrides = { ...overrides };
   o.server = { dataDir: tempDir(), ...overrides.server };
   o.log = { level: 'debug', ...overrides.log };
-  return loadConfig({ env, overrides: o }).config;
+  return loadConfig({ env, overrides: o, ...(services ? { services } : {}) }).config;
 }
 
 export interface BuildTestOptions {
@@ -63,15 +68,18 @@ export interface BuildTestOptions {
   env?: Record<string, string>;
   logs?: LogCapture;
   redis?: Redis | null;
+  /** Utility definitions other than services/index.ts (a toy utility). */
+  services?: readonly ServiceDef[];
 }
 
 export async function buildTestServer(opts: BuildTestOptions = {}): Promise<FastifyInstance> {
-  const config = testConfig(opts.overrides, opts.env);
+  const config = testConfig(opts.overrides, opts.env, opts.services);
   const logger = createLogger(config.log.level, opts.logs ? opts.logs.stream : runLogStream());
   const app = await buildServer({
     config,
     logger,
     ...(opts.redis !== undefined ? { redis: opts.redis } : {}),
+    ...(opts.services ? { services: opts.services } : {}),
   });
   return app;
 }

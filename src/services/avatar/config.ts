@@ -1,6 +1,6 @@
 // Avatar section. DEVUTIL_AVATAR_HOST gives it its own virtual host; the rest are Gravatar-compatible
 // serving, mirroring, generation-cache and upload limits (docs/avatar.md).
-import { bool, bytes, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
 
 const DEFAULTS = ['mp', 'identicon', 'monsterid', 'wavatar', 'retro', 'robohash', 'blank', 'color'] as const;
 
@@ -24,20 +24,30 @@ export const avatarSection = {
     doc: 'Gravatar-compatible service mirrored for hashes not uploaded here (none = mirroring off)',
   }),
   upstreamSize: int(512, { min: 16, max: 2048, doc: 'size fetched from the upstream once per hash' }),
-  upstreamTimeoutMs: int(4000, { min: 100, doc: 'give up on the upstream after this long' }),
+  upstreamTimeoutMs: duration(4000, { unit: 'ms', min: 100, doc: 'give up on the upstream after this long' }),
   upstreamMaxBytes: bytes(4 * 1024 ** 2, { min: 1024, doc: 'largest upstream image accepted' }),
-  mirrorMinTtlSec: int(300, {
+  mirrorMinTtlSec: duration(300, {
+    unit: 's',
     min: 0,
     doc: 'shortest time a mirrored image is fresh, whatever max-age says',
   }),
-  mirrorMaxTtlSec: int(86_400, { min: 1, doc: 'longest time a mirrored image is fresh' }),
-  staleSec: int(7 * 86_400, {
+  mirrorMaxTtlSec: duration(86_400, { unit: 's', min: 1, doc: 'longest time a mirrored image is fresh' }),
+  staleSec: duration(7 * 86_400, {
+    unit: 's',
     min: 0,
     doc: 'after expiry, serve the cached copy at once and refresh it in the background this long',
   }),
-  missTtlSec: int(300, { min: 0, doc: 'how long an upstream "no such avatar" is remembered' }),
-  errorTtlSec: int(30, { min: 0, doc: 'how long an upstream failure stops further tries' }),
-  maxAgeSec: int(300, { min: 0, doc: 'Cache-Control max-age of avatar responses (Gravatar: 300)' }),
+  missTtlSec: duration(300, {
+    unit: 's',
+    min: 0,
+    doc: 'how long an upstream "no such avatar" is remembered',
+  }),
+  errorTtlSec: duration(30, { unit: 's', min: 0, doc: 'how long an upstream failure stops further tries' }),
+  maxAgeSec: duration(300, {
+    unit: 's',
+    min: 0,
+    doc: 'Cache-Control max-age of avatar responses (Gravatar: 300)',
+  }),
   default: oneOf('mp', DEFAULTS, { doc: 'image served when no d= is given or d= is not usable' }),
   redirectAllow: list([], {
     item: allowItem,

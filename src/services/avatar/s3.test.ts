@@ -15,7 +15,7 @@ describe('avatar uploads on the S3 blob backend', () => {
   before(async () => {
     s3 = await startS3();
     app = await buildTestServer({
-      overrides: { files: s3.overrides, avatar: { upstream: 'none', adminToken: TOKEN } },
+      overrides: { storage: s3.overrides, avatar: { upstream: 'none', adminToken: TOKEN } },
     });
   });
   after(async () => {

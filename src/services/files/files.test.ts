@@ -114,7 +114,8 @@ for (const backend of ['fs', 's3'] as const) {
         logs,
         overrides: {
           server: { dataDir },
-          files: { maxBytes: MAX, rateLimit: 'off', ...(s3?.overrides ?? {}) },
+          files: { maxBytes: MAX, rateLimit: 'off' },
+          ...(s3 ? { storage: s3.overrides } : {}),
         },
       });
     });
@@ -449,7 +450,8 @@ for (const backend of ['fs', 's3'] as const) {
         const other = await startTestServer({
           overrides: {
             server: { dataDir: tempDir() },
-            files: { maxBytes: MAX, rateLimit: 'off', ...(s3?.overrides ?? {}) },
+            files: { maxBytes: MAX, rateLimit: 'off' },
+            ...(s3 ? { storage: s3.overrides } : {}),
           },
         });
         try {

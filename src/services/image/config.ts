@@ -1,7 +1,7 @@
 // Random image section: sources, output limits, caches and the sharp work pool. Every limit is
 // config with a default (imgproxy's rule); env names are DEVUTIL_IMAGE_<KEY>.
 import { availableParallelism } from 'node:os';
-import { bool, bytes, int, list, oneOf, rate, str } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str } from '../../infra/schema.ts';
 
 const SOURCES = ['dir', 'upstream', 'generator'];
 
@@ -13,7 +13,8 @@ export const imageSection = {
     doc: 'image sources in order of preference; a failing source falls through to the next',
   }),
   dir: str('', { doc: 'directory of source images (the operator collection); empty = none' }),
-  dirRescanSec: int(60, {
+  dirRescanSec: duration(60, {
+    unit: 's',
     min: 0,
     doc: 'periodic rescan of the directory besides change events (0 = only events)',
   }),
@@ -27,7 +28,7 @@ export const imageSection = {
   }),
   upstreamWidth: int(2400, { min: 1, max: 8192, doc: 'source width asked of the upstream ({width})' }),
   upstreamHeight: int(1600, { min: 1, max: 8192, doc: 'source height asked of the upstream ({height})' }),
-  upstreamTimeoutMs: int(10_000, { min: 100, doc: 'whole upstream fetch timeout' }),
+  upstreamTimeoutMs: duration(10_000, { unit: 'ms', min: 100, doc: 'whole upstream fetch timeout' }),
   randomPool: int(1000, {
     min: 1,
     max: 1_000_000,
@@ -53,10 +54,14 @@ export const imageSection = {
     doc: 'image operations run at once (sharp/libvips)',
   }),
   queueLength: int(32, { min: 0, doc: 'operations waiting for a slot; beyond that requests get 503' }),
-  retryAfterSec: int(2, { min: 1, doc: 'Retry-After sent with 503 when the pool is saturated' }),
+  retryAfterSec: duration(2, {
+    unit: 's',
+    min: 1,
+    doc: 'Retry-After sent with 503 when the pool is saturated',
+  }),
   cacheMemoryBytes: bytes(64 * 1024 * 1024, { doc: 'in-memory LRU of processed images (0 = off)' }),
   cacheDiskBytes: bytes(1024 * 1024 * 1024, {
     doc: 'on-disk cache of processed images and upstream sources under the data dir (0 = off)',
   }),
-  maxAgeSec: int(86_400, { min: 0, doc: 'Cache-Control max-age for responses with an id' }),
+  maxAgeSec: duration(86_400, { unit: 's', min: 0, doc: 'Cache-Control max-age for responses with an id' }),
 };

@@ -1,6 +1,6 @@
 // Diagram rendering section. DEVUTIL_PLANTUML_HOST gives it its own virtual host; WORKERS and
 // TIMEOUT_MS are the names issue 7 fixes. Defaults fit a 2-core machine with a few GiB.
-import { bool, bytes, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
 
 function urlPrefix(s: string): string | null {
   return /^https?:\/\/[^\s/@]+(\/\S*)?$/i.test(s) ? null : 'expected an http(s):// URL prefix';
@@ -29,7 +29,11 @@ export const plantumlSection = {
     min: 64 * 1024 ** 2,
     doc: 'heap cap (-Xmx) of each worker (C4/stdlib diagrams thrash a smaller heap)',
   }),
-  timeoutMs: int(10_000, { min: 100, doc: 'wall-clock limit of one render; the worker is killed past it' }),
+  timeoutMs: duration(10_000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'wall-clock limit of one render; the worker is killed past it',
+  }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   prestart: bool(false, { doc: 'start the workers when the server starts listening (else on first use)' }),
   securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {

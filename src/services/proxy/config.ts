@@ -1,7 +1,7 @@
 // Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host; RESOLVE,
 // UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
 import { isIP } from 'node:net';
-import { bool, bytes, int, list, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
 
 /** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
 export const DEFAULT_ALLOW = [
@@ -67,9 +67,13 @@ export const proxySection = {
   maxRewriteBytes: bytes(32 * 1024 ** 2, { min: 1024, doc: 'largest index/LFS body rewritten in memory' }),
   maxRedirects: int(5, { min: 0, max: 20, doc: 'redirect hops followed internally' }),
   maxPathLength: int(2048, { min: 64, doc: 'longest accepted target URL' }),
-  headersTimeoutMs: int(30_000, { min: 100, doc: 'time the upstream has to send response headers' }),
-  bodyTimeoutMs: int(60_000, { min: 100, doc: 'longest idle gap in an upstream body' }),
-  connectTimeoutMs: int(10_000, { min: 100, doc: 'upstream TCP+TLS connect timeout' }),
+  headersTimeoutMs: duration(30_000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'time the upstream has to send response headers',
+  }),
+  bodyTimeoutMs: duration(60_000, { unit: 'ms', min: 100, doc: 'longest idle gap in an upstream body' }),
+  connectTimeoutMs: duration(10_000, { unit: 'ms', min: 100, doc: 'upstream TCP+TLS connect timeout' }),
   upstreamConnections: int(128, { min: 1, doc: 'keep-alive connections per upstream host' }),
   rateLimit: rate('1200/min', { doc: 'per-client request budget' }),
   maxConcurrent: int(32, { min: 0, doc: 'concurrent proxied requests per client IP (0 = unlimited)' }),
@@ -85,5 +89,9 @@ export const proxySection = {
     doc: 'memory for small hot cache objects (each at most 256 KiB; 0 = disk only)',
   }),
   cacheDir: str('', { doc: 'cache directory (default <data_dir>/proxy-cache)' }),
-  indexTtlSec: int(600, { min: 0, doc: 'how long PyPI index pages and Debian Release files stay fresh' }),
+  indexTtlSec: duration(600, {
+    unit: 's',
+    min: 0,
+    doc: 'how long PyPI index pages and Debian Release files stay fresh',
+  }),
 };

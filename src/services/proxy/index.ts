@@ -3,9 +3,9 @@ import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
-import { MOUNTS } from '../../infra/hosts.ts';
 import { DiskCache } from './cache.ts';
 import { CacheStore } from './cache-store.ts';
+import { MOUNT } from './definition.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
 import { AllowList } from './target.ts';
@@ -25,7 +25,7 @@ function clientFilter(cidrs: readonly string[]): (ip: string) => boolean {
 
 const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cfg = ctx.config.proxy;
-  app.envelopes.mount(MOUNTS.proxy, 'text');
+  app.envelopes.mount(MOUNT, 'text');
   const allow = new AllowList(cfg.allow);
   const base = cfg.secret ? `${ctx.urls.proxy}/t/${cfg.secret}` : ctx.urls.proxy;
   const agent = createAgent({

@@ -3,9 +3,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, forbidden, tooMany } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { MOUNTS } from '../../infra/hosts.ts';
 import { redactUrl } from '../../infra/logger.ts';
 import type { ProxyCache } from './cache.ts';
+import { MOUNT } from './definition.ts';
 import { classify } from './errors.ts';
 import { type ForwardOptions, forward, type Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
@@ -19,7 +19,6 @@ export interface ProxyDeps {
   clientAllowed: (ip: string) => boolean;
 }
 
-const MOUNT = MOUNTS.proxy;
 const ALL = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
 export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, deps: ProxyDeps): Promise<void> {

@@ -1,11 +1,12 @@
 // GET /rest/api/v1/relay: the Syncthing relay URI and live stats (v1 envelope). The relay itself is
-// a background listener (src/relay); in cluster mode it lives in worker 1 only, so other workers
-// answer from the stored identity and read the stats from the relay's status port when it is on.
+// a background listener (src/relay) recorded on ctx.relay; in cluster mode it lives in worker 1
+// only, so other workers answer from the stored identity and read the stats from the relay's
+// status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
 import { unavailable } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { readIdentity } from '../../relay/identity.ts';
-import { currentRelay, relayFailure, relaySettings } from '../../relay/index.ts';
+import { relaySettings } from '../../relay/index.ts';
 import { relayUri } from '../../relay/relay.ts';
 
 const STAT_KEYS = [
@@ -53,7 +54,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       },
     },
     async () => {
-      const r = currentRelay();
+      const r = ctx.relay.running;
       if (r) {
         return {
           status: 1,
@@ -80,7 +81,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           port,
           running: stats !== null,
           stats,
-          note: relayFailure()
+          note: ctx.relay.failure
             ? 'the relay failed to start; see the server log'
             : stats
               ? 'stats read from the relay status port (the relay runs in another worker)'

@@ -83,3 +83,28 @@ describe('relay that cannot take its port', () => {
     }
   });
 });
+
+describe('relay handle on the server context', () => {
+  it('reports the relay of its own server only: a second server in the process is not running one', async () => {
+    const relay = { host: '127.0.0.1', port: 0, statusPort: 0 };
+    const one = await buildTestServer({ overrides: { relay } });
+    const two = await buildTestServer({ overrides: { relay } });
+    const bg = await relayBackground.start(one.ctx);
+    try {
+      assert.ok(one.ctx.relay.running);
+      assert.equal(two.ctx.relay.running, null);
+      const mine = (await one.inject({ url: '/rest/api/v1/relay' })).json();
+      assert.equal(mine.data.running, true);
+      assert.equal(mine.data.deviceId, one.ctx.relay.running?.identity.deviceId);
+      loadOrCreateIdentity(two.ctx.dataDir);
+      const other = (await two.inject({ url: '/rest/api/v1/relay' })).json();
+      assert.equal(other.data.running, false);
+      assert.notEqual(other.data.deviceId, mine.data.deviceId);
+    } finally {
+      await bg.close();
+      await one.close();
+      await two.close();
+    }
+    assert.equal(one.ctx.relay.running, null, 'closing the relay clears its handle');
+  });
+});

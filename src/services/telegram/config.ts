@@ -1,6 +1,6 @@
 // Message-bot relay section: upstream, outbound timeouts/proxy, payload caps and the budgets
 // (our callers per IP and per bot key, plus Telegram's own pacing per bot and per chat).
-import { bool, bytes, int, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, rate, str, url } from '../../infra/schema.ts';
 
 export const telegramSection = {
   enabled: bool(true, { doc: 'serve POST /rest/api/v1/telegram' }),
@@ -12,8 +12,16 @@ export const telegramSection = {
     secret: true,
     doc: 'outbound HTTP(S) proxy for reaching the Bot API, e.g. http://user:pass@proxy:3128 (empty = direct)',
   }),
-  connectTimeoutMs: int(5_000, { min: 100, doc: 'time to open the connection to the Bot API' }),
-  timeoutMs: int(30_000, { min: 100, doc: 'time for the Bot API to answer one call (then 504)' }),
+  connectTimeoutMs: duration(5_000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'time to open the connection to the Bot API',
+  }),
+  timeoutMs: duration(30_000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'time for the Bot API to answer one call (then 504)',
+  }),
   connections: int(32, { min: 1, max: 1024, doc: 'keep-alive connections kept to the Bot API host' }),
   maxResponseBytes: bytes(1024 * 1024, { min: 1024, doc: 'largest Bot API answer read (then 502)' }),
   maxBodyBytes: bytes(64 * 1024, { min: 1024, doc: 'largest request body accepted by the relay (413)' }),

@@ -1,11 +1,12 @@
-// Home page plugin: GET / (server-rendered, per request) and the hashed assets under /assets/.
-// Registered last so it can tell which utilities the server actually serves.
+// Home page plugin: GET / (server-rendered, per request) and the hashed assets under /assets/. The
+// sections come from the service definitions on ctx, each marked by whether this server serves it.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
+import { isEnabled } from '../define.ts';
 import { type Assets, loadAssets } from './assets.ts';
 import { type Coding, negotiate, SplicedGzip } from './encoding.ts';
 import { escapeHtml } from './html.ts';
-import { PAGE_CSP, renderPage, UTILITIES, type Utility } from './page.ts';
+import { PAGE_CSP, renderPage } from './page.ts';
 
 function secure(reply: FastifyReply): FastifyReply {
   return reply
@@ -26,19 +27,7 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ctx.logger.error({ err }, 'web assets could not be built; serving the page without them');
   }
 
-  // Lazy import: services/index.ts imports this file, so a static import would be a cycle.
-  const { SERVICES } = await import('../index.ts');
-  const registered = new Set<string>(
-    SERVICES.filter((s) => (ctx.config[s.name] as { enabled?: boolean }).enabled !== false).map(
-      (s) => s.name,
-    ),
-  );
-  const enabled = Object.fromEntries(UTILITIES.map((u) => [u, registered.has(u)])) as Record<
-    Utility,
-    boolean
-  >;
-  // The relay is not an HTTP service; its section is live when its status route exists.
-  enabled.relay = ctx.config.relay.enabled && app.hasRoute({ method: 'GET', url: '/rest/api/v1/relay' });
+  const enabled = new Set(ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name));
 
   const paths = assets
     ? { js: assets.paths['app.js'], css: assets.paths['app.css'], icon: assets.paths['favicon.svg'] }
@@ -49,12 +38,11 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const MARK = 'DEVUTIL-CLIENT-IP-SLOT';
   const parts = renderPage({
     urls: ctx.urls,
+    config: ctx.config,
+    services: ctx.services,
     enabled,
     clientIp: MARK,
     version: ctx.version,
-    maxUploadBytes: ctx.config.files.maxBytes,
-    proxy: { allow: ctx.config.proxy.allow, secret: ctx.config.proxy.secret !== '' },
-    relay: { port: ctx.config.relay.port },
     assets: paths,
   }).split(MARK);
   // The address shows only in the IP section: with that utility off there is no slot to fill.

@@ -1,48 +1,55 @@
-// The home page document: header with a section index, one section per utility, footer. Rendered
-// per request (it shows the caller's address), fully readable without JavaScript.
+// The home page document: header with a section index, one section per utility that defines one
+// (services/<name>/page.ts, in the order of services/index.ts), footer. Fully readable without
+// JavaScript; the caller's address is spliced in per request (index.ts).
+import type { Config } from '../../config.ts';
 import type { PublicUrls } from '../../infra/hosts.ts';
-import { html } from './html.ts';
-import { filesSection, imageSection, ipSection, telegramSection } from './sections-data.ts';
-import { avatarSection, plantumlSection, proxySection, relaySection } from './sections-net.ts';
+import type { ServiceDef } from '../define.ts';
+import { html, type Raw } from './html.ts';
 
-export const UTILITIES = [
-  'files',
-  'ip',
-  'image',
-  'telegram',
-  'proxy',
-  'plantuml',
-  'avatar',
-  'relay',
-] as const;
-export type Utility = (typeof UTILITIES)[number];
-
-const TITLES: Record<Utility, string> = {
-  files: 'Files',
-  ip: 'IP',
-  image: 'Images',
-  telegram: 'Telegram',
-  proxy: 'Proxy',
-  plantuml: 'Diagrams',
-  avatar: 'Avatars',
-  relay: 'Relay',
-};
+/** A utility's section of the home page. */
+export interface PageSection {
+  /** Label in the page's navigation. */
+  readonly nav: string;
+  /** Heading of the section. */
+  readonly title: string;
+  /** One sentence under the heading. */
+  readonly lead: string | ((p: PageInput) => string);
+  /** Examples and the try-it tool, shown when the utility is enabled on this server. */
+  body(p: PageInput): Raw;
+}
 
 export interface PageInput {
   urls: PublicUrls;
-  enabled: Record<Utility, boolean>;
+  config: Config;
+  /** Every definition of this server; those with a page get a section, those with a host a URL line. */
+  services: readonly ServiceDef[];
+  /** Names of the utilities this server serves. */
+  enabled: ReadonlySet<string>;
   clientIp: string;
   version: string;
-  maxUploadBytes: number;
-  proxy: { allow: readonly string[]; secret: boolean };
-  relay: { port: number };
   /** Public paths of the hashed assets; null when they could not be built (the page still reads). */
   assets: { js: string; css: string; icon: string } | null;
 }
 
+function section(p: PageInput, id: string, s: PageSection): Raw {
+  const lead = typeof s.lead === 'string' ? s.lead : s.lead(p);
+  return html`<section id="${id}" class="card" aria-labelledby="${id}-h">
+<h2 id="${id}-h"><a href="#${id}" class="anchor">${s.title}</a></h2>
+<p class="lead">${lead}</p>
+${p.enabled.has(id) ? s.body(p) : html`<p class="off" role="note">This utility is not enabled on this server.</p>`}
+</section>`;
+}
+
 export function renderPage(p: PageInput): string {
   const a = p.assets;
-  const nav = UTILITIES.map((u) => html`<li><a href="#${u}">${TITLES[u]}</a></li>`);
+  const pages = p.services.flatMap((d) => (d.page ? [{ id: d.name, page: d.page }] : []));
+  const nav = pages.map((s) => html`<li><a href="#${s.id}">${s.page.nav}</a></li>`);
+  const hosts = p.services.flatMap((d) =>
+    d.host
+      ? [{ label: d.host.label, url: `${p.urls[d.name]}${d.host.urlsCarryMount ? d.host.mount : ''}` }]
+      : [],
+  );
+  const proxy = p.config.proxy;
   const doc = html`<!doctype html>
 <html lang="en">
 <head>
@@ -53,7 +60,7 @@ export function renderPage(p: PageInput): string {
 <meta name="description" content="File storage, caller IP, random images, a Telegram relay, a GitHub/Debian/PyPI proxy, PlantUML, avatars and a Syncthing relay.">
 ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.icon}" type="image/svg+xml"><script type="module" src="${a.js}"></script>` : ''}
 </head>
-<body data-base="${p.urls.base}" data-proxy="${p.proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${p.proxy.allow.join(',')}">
+<body data-base="${p.urls.base}" data-proxy="${proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${proxy.allow.join(',')}">
 <a class="skip" href="#main">Skip to the utilities</a>
 <header class="top"><div class="wrap">
 <a class="brand" href="/" aria-label="devutil home">${a ? html`<img class="logo" src="${a.icon}" alt="" width="28" height="28">` : ''}devutil</a>
@@ -66,22 +73,11 @@ ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.ico
 <p>Small HTTP tools for development and testing, handy on restrictive networks. Each one is explained below with examples you can copy, and you can try it right here. The full API reference is at <a href="/docs">/docs</a>.</p>
 <ul class="urls">
 <li><span>Base URL</span> <code>${p.urls.base}</code></li>
-<li><span>Proxy</span> <code>${p.urls.proxy}</code></li>
-<li><span>PlantUML</span> <code>${p.urls.plantuml}</code></li>
-<li><span>Avatars</span> <code>${p.urls.avatar}/avatar</code></li>
-</ul>
+${hosts.map((h) => html`<li><span>${h.label}</span> <code>${h.url}</code></li>\n`)}</ul>
 <noscript><p class="note">The examples below work anywhere; the try-it tools on this page need JavaScript.</p></noscript>
 <p class="small">Calls that use resources (uploads, images, messages, diagrams) are rate-limited per address. Meant for development and testing, not production.</p>
 </section>
-${filesSection(p)}
-${ipSection(p)}
-${imageSection(p)}
-${telegramSection(p)}
-${proxySection(p)}
-${plantumlSection(p)}
-${avatarSection(p)}
-${relaySection(p)}
-</main>
+${pages.map((s) => html`${section(p, s.id, s.page)}\n`)}</main>
 <footer class="wrap"><p>devutil ${p.version} · <a href="/docs">API docs</a> · <a href="/openapi.json">OpenAPI</a> · <a href="/healthz">health</a></p></footer>
 </body>
 </html>

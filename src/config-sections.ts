@@ -1,0 +1,120 @@
+// The shared sections of the config schema: HTTP server, log, Redis, metrics and the blob store
+// (files and avatars). Each utility's own section lives in its folder (services/<name>/config.ts).
+import { isIP } from 'node:net';
+import { bool, bytes, duration, int, list, oneOf, type Section, str, url } from './infra/schema.ts';
+
+const TRUST_KEYWORDS = ['loopback', 'private', 'linklocal', 'uniquelocal'];
+
+function cidrItem(s: string): string | null {
+  if (TRUST_KEYWORDS.includes(s)) return null;
+  const [addr, bits, ...rest] = s.split('/');
+  const v = isIP(addr ?? '');
+  if (!v || rest.length) return 'expected an IP, a CIDR or one of loopback, private, linklocal, uniquelocal';
+  if (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)))
+    return 'bad prefix length';
+  return null;
+}
+
+export const serverSection = {
+  port: int(8080, { min: 0, max: 65535, doc: 'HTTP listen port (0 = any free port)' }),
+  host: str('0.0.0.0', { doc: 'HTTP listen address' }),
+  dataDir: str('./data', { doc: 'directory for stored files, caches and the relay identity' }),
+  publicUrl: url('', {
+    optional: true,
+    doc: 'public base URL used in links and rewritten redirects (default http://localhost:<port>)',
+  }),
+  trustProxy: list([], {
+    item: cidrItem,
+    doc: 'reverse proxies whose X-Forwarded-For/Forwarded are believed: IPs, CIDRs, loopback, private',
+  }),
+  forwardedHeader: oneOf('x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const, {
+    doc: 'which header the trusted proxies append the client address to',
+  }),
+  workers: str('1', {
+    pattern: /^(auto|[1-9]\d{0,2})$/,
+    hint: 'a number of processes or auto',
+    doc: 'HTTP worker processes (node:cluster); auto = one per core',
+  }),
+  shutdownTimeoutMs: duration(10_000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'how long SIGTERM waits for in-flight requests',
+  }),
+  bodyLimit: bytes(1024 * 1024, {
+    min: 1024,
+    doc: 'largest JSON/text request body (uploads have their own limit)',
+  }),
+  headersTimeoutMs: duration(15_000, {
+    unit: 'ms',
+    min: 1000,
+    doc: 'time a client has to send its request headers (slowloris guard)',
+  }),
+  requestTimeoutMs: duration(3_600_000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'time a client has to send a whole request (0 = none)',
+  }),
+  keepAliveTimeoutMs: duration(5_000, { unit: 'ms', min: 0, doc: 'idle keep-alive connection timeout' }),
+  idleTimeoutMs: duration(300_000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'a connection with no bytes moving either way for this long is closed (stalled clients; 0 = never)',
+  }),
+} satisfies Section;
+
+export const logSection = {
+  level: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, {
+    doc: 'log level',
+  }),
+} satisfies Section;
+
+export const redisSection = {
+  url: str('', {
+    pattern: /^rediss?:\/\/\S+$/,
+    hint: 'a redis:// or rediss:// URL',
+    secret: true,
+    doc: 'Redis for shared rate limits and caches across instances (empty = in-memory)',
+  }),
+  keyPrefix: str('devutil:', { doc: 'prefix for every Redis key' }),
+  failMode: oneOf('open', ['open', 'closed'] as const, {
+    doc: 'when Redis is unreachable, rate limits let requests through (open) or refuse them with 503 (closed)',
+  }),
+} satisfies Section;
+
+export const metricsSection = {
+  enabled: bool(true, { doc: 'serve Prometheus metrics at /metrics' }),
+  token: str('', { secret: true, doc: 'if set, /metrics requires Authorization: Bearer <token>' }),
+} satisfies Section;
+
+export const storageSection = {
+  backend: oneOf('fs', ['fs', 's3'] as const, {
+    formerly: 'files.backend',
+    doc: 'blob store of files and avatars: fs (under the data directory) or s3 (any S3-compatible store)',
+  }),
+  s3Endpoint: url('', {
+    optional: true,
+    formerly: 'files.s3Endpoint',
+    doc: 'S3 endpoint URL (empty = AWS for the region)',
+  }),
+  s3Bucket: str('', { formerly: 'files.s3Bucket', doc: 'S3 bucket (required when backend=s3)' }),
+  s3Region: str('us-east-1', { formerly: 'files.s3Region', doc: 'S3 region (R2: auto)' }),
+  s3AccessKeyId: str('', {
+    formerly: 'files.s3AccessKeyId',
+    doc: 'S3 access key id (empty = the SDK default credential chain)',
+  }),
+  s3SecretAccessKey: str('', {
+    secret: true,
+    formerly: 'files.s3SecretAccessKey',
+    doc: 'S3 secret access key',
+  }),
+  s3ForcePathStyle: bool(false, {
+    formerly: 'files.s3ForcePathStyle',
+    doc: 'path-style URLs (MinIO, s3rver); AWS and R2 use virtual hosts',
+  }),
+  s3TimeoutMs: duration(10_000, {
+    unit: 'ms',
+    min: 100,
+    formerly: 'files.s3TimeoutMs',
+    doc: 'S3 socket inactivity timeout; a down or hung store answers 503 after about twice this',
+  }),
+} satisfies Section;

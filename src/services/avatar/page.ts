@@ -1,0 +1,27 @@
+// The Avatars (Gravatar-compatible) section of the home page: examples built from the configured public URLs.
+import { copyField, example, html } from '../web/html.ts';
+import type { PageSection } from '../web/page.ts';
+
+export const avatarPage: PageSection = {
+  nav: 'Avatars',
+  title: 'Avatars',
+  lead: 'Gravatar-compatible avatars: anything that builds a Gravatar URL (WordPress, GitLab, Gitea, Discourse) works by swapping the host; unknown addresses get a generated picture.',
+  body(p) {
+    const a = p.urls.avatar;
+    return html`<div class="split"><div class="examples">
+${example('Avatar URL (SHA-256 or MD5 of the trimmed, lower-cased email)', `${a}/avatar/<hash>?s=80&d=identicon`)}
+${example('Hash an email in a shell', `printf '%s' 'me@example.com' | sha256sum`)}
+${example('Gravatar base URL for Gitea, GitLab, Discourse…', `${a}/avatar/`)}
+</div>
+<form class="tool" id="avatar-form">
+<p class="note">The hash is computed in your browser; the email address is never sent.</p>
+<div class="grid2">
+<div class="field"><label for="avatar-email">Email</label><input id="avatar-email" type="email" autocomplete="email" spellcheck="false" placeholder="you@example.com"></div>
+<div class="field"><label for="avatar-d">Default picture</label><select id="avatar-d">${['identicon', 'retro', 'monsterid', 'wavatar', 'robohash', 'mp', 'initials', 'blank'].map((d) => html`<option>${d}</option>`)}</select></div>
+</div>
+<div class="avatars" id="avatar-previews" aria-live="polite"></div>
+${copyField('avatar-url', 'Avatar URL')}
+<p class="status" id="avatar-status" role="status"></p>
+</form></div>`;
+  },
+};

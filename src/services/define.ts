@@ -1,0 +1,54 @@
+// What a utility is to the rest of the server: its one name, its config section, its plugin and,
+// optionally, its own host name, its home page section and a listener beside the HTTP server.
+// services/index.ts lists the definitions; config, server, host router, page and main read them.
+import type { FastifyPluginAsync } from 'fastify';
+import type { Background } from '../background.ts';
+import type { Config } from '../config.ts';
+import type { ServiceContext } from '../infra/context.ts';
+import type { Section, SectionValue } from '../infra/schema.ts';
+import type { PageSection } from './web/page.ts';
+
+export interface HostDef {
+  /**
+   * Path prefix of the utility's routes on the base host ('/proxy'). A request on its own host
+   * (config `<name>.host`) is rewritten under it, so one routing table serves both addresses.
+   */
+  readonly mount: string;
+  /**
+   * Its URLs carry the mount themselves (avatars: `<avatar_url>/avatar/<hash>`): the public URL is
+   * the host root and paths already under the mount pass unchanged.
+   */
+  readonly urlsCarryMount?: boolean;
+  /** Label of its public URL at the top of the home page. */
+  readonly label: string;
+}
+
+export interface ServiceDef<N extends string = string, S extends Section = Section> {
+  /** The utility's one name: folder, config section, env prefix, log field `svc`, metric label. */
+  readonly name: N;
+  /** Its config section; one with `host` also needs the keys `host` and `publicUrl`. */
+  readonly config: S;
+  /** Loads the Fastify plugin (when the server is built: reading the config loads no service code). */
+  readonly plugin: () => Promise<{ default: FastifyPluginAsync<ServiceContext> }>;
+  readonly host?: HostDef;
+  readonly page?: PageSection;
+  /** Starts a listener that lives beside the HTTP server (one owner process; see main.ts). */
+  readonly background?: (ctx: ServiceContext) => Promise<Background>;
+}
+
+/** Keeps the literal name and the section's field types (they make up the Config type). */
+export function defineService<const D extends ServiceDef>(def: D): D {
+  return def;
+}
+
+/** The values of a definition's section (for utilities the Config type does not list, e.g. in tests). */
+export function sectionOf<S extends Section>(config: Config, def: ServiceDef<string, S>): SectionValue<S> {
+  const section = (config as unknown as Record<string, SectionValue<S> | undefined>)[def.name];
+  if (!section) throw new Error(`the configuration has no section "${def.name}"`);
+  return section;
+}
+
+/** A utility is served unless its section says enabled=false. */
+export function isEnabled(config: Config, def: ServiceDef): boolean {
+  return (sectionOf(config, def) as { enabled?: unknown }).enabled !== false;
+}

@@ -1,0 +1,12 @@
+// The File storage utility's definition (see ../define.ts).
+
+import { defineService } from '../define.ts';
+import { filesSection } from './config.ts';
+import { filesPage } from './page.ts';
+
+export default defineService({
+  name: 'files',
+  config: filesSection,
+  plugin: () => import('./index.ts'),
+  page: filesPage,
+});

@@ -1,0 +1,47 @@
+// The File storage section of the home page: examples built from the configured public URLs.
+import { copyField, example, html } from '../web/html.ts';
+import type { PageSection } from '../web/page.ts';
+
+function humanBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1 && n % 1024 === 0) {
+    n /= 1024;
+    i++;
+  }
+  return `${n} ${units[i]}`;
+}
+
+export const filesPage: PageSection = {
+  nav: 'Files',
+  title: 'File storage',
+  lead: (p) =>
+    `Store a file under a key you choose and download it later under its original name; text is compressed on the way in (uploads up to ${humanBytes(p.config.files.maxBytes)}).`,
+  body(p) {
+    const b = p.urls.base;
+    return html`<div class="split"><div class="examples">
+${example('Upload', `curl -F file=@report.txt ${b}/api/file/report.txt`)}
+${example('Download under the original name', `curl -OJ ${b}/api/file/report.txt`)}
+${example('Replace or delete with the owner token from the first upload', `curl -H 'X-Owner-Token: <TOKEN>' -F file=@report.txt ${b}/api/file/report.txt\ncurl -X DELETE -H 'X-Owner-Token: <TOKEN>' ${b}/api/file/report.txt`)}
+</div>
+<form class="tool" id="upload-form" novalidate>
+<label class="drop" id="drop" for="upload-file"><span class="drop-text" id="drop-text">Drop a file here or <u>choose one</u></span>
+<input id="upload-file" name="file" type="file" required></label>
+<div class="field"><label for="upload-key">Key</label>
+<input id="upload-key" name="key" type="text" required maxlength="128" autocomplete="off" spellcheck="false" aria-describedby="upload-key-help">
+<small id="upload-key-help">1–128 of A–Z a–z 0–9 . _ - (not starting with a dot). Keys are case-sensitive.</small></div>
+<div class="field" id="upload-token-field" hidden><label for="upload-token">Owner token (only to replace a file you uploaded)</label>
+<input id="upload-token" type="password" autocomplete="off" spellcheck="false"></div>
+<div class="actions"><button type="submit" id="upload-go" disabled data-needs-js>Upload</button>
+<button type="button" id="upload-cancel" class="secondary" hidden>Cancel</button></div>
+<div class="progress-row"><progress id="upload-progress" max="100" value="0" aria-label="Upload progress"></progress><span id="upload-pct" aria-live="polite">0%</span></div>
+<p class="status" id="upload-status" role="status"></p>
+<div id="upload-result" hidden>
+${copyField('upload-owner', 'Owner token (keep it: it is shown once)')}
+${copyField('upload-link', 'Download link')}
+<p><a id="upload-download" href="#">Download</a></p>
+<div class="example"><div class="example-head"><span>The same file with curl</span><button type="button" class="copy" data-copy hidden>Copy</button></div><pre><code id="upload-cmds"></code></pre></div>
+<pre class="json" id="upload-json" tabindex="0" aria-label="Upload response"></pre></div>
+</form></div>`;
+  },
+};

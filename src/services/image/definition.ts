@@ -1,0 +1,12 @@
+// The Random image utility's definition (see ../define.ts).
+
+import { defineService } from '../define.ts';
+import { imageSection } from './config.ts';
+import { imagePage } from './page.ts';
+
+export default defineService({
+  name: 'image',
+  config: imageSection,
+  plugin: () => import('./index.ts'),
+  page: imagePage,
+});

@@ -1,0 +1,12 @@
+// The Caller IP utility's definition (see ../define.ts).
+
+import { defineService } from '../define.ts';
+import { ipSection } from './config.ts';
+import { ipPage } from './page.ts';
+
+export default defineService({
+  name: 'ip',
+  config: ipSection,
+  plugin: () => import('./index.ts'),
+  page: ipPage,
+});

@@ -1,0 +1,13 @@
+// The PlantUML server utility's definition (see ../define.ts).
+
+import { defineService } from '../define.ts';
+import { plantumlSection } from './config.ts';
+import { plantumlPage } from './page.ts';
+
+export default defineService({
+  name: 'plantuml',
+  config: plantumlSection,
+  plugin: () => import('./index.ts'),
+  host: { mount: '/plantuml', label: 'PlantUML' },
+  page: plantumlPage,
+});

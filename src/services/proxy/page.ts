@@ -1,0 +1,28 @@
+// The Reverse proxy section of the home page: examples built from the configured public URLs.
+import { copyField, example, html } from '../web/html.ts';
+import type { PageSection } from '../web/page.ts';
+
+export const proxyPage: PageSection = {
+  nav: 'Proxy',
+  title: 'Reverse proxy',
+  lead: 'Reach GitHub, Debian and PyPI through this server: put the original host and path after the proxy address. Only the hosts listed below are served.',
+  body(p) {
+    const x = p.config.proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy;
+    return html`<div class="split"><div class="examples">
+${example('git clone', `git clone ${x}/github.com/<owner>/<repo>.git`)}
+${example('Every GitHub clone through the proxy', `git config --global url."${x}/https://github.com/".insteadOf "https://github.com/"`)}
+${example('Release download', `curl -LO ${x}/github.com/<owner>/<repo>/releases/latest/download/<asset>`)}
+${example('apt (/etc/apt/sources.list)', `deb ${x}/deb.debian.org/debian bookworm main\ndeb ${x}/security.debian.org/debian-security bookworm-security main`)}
+${example('pip', `pip install --index-url ${x}/pypi.org/simple <package>`)}
+<details><summary>Allowed hosts</summary><ul class="hosts">${p.config.proxy.allow.map((h) => html`<li><code>${h}</code></li>`)}</ul></details>
+</div>
+<form class="tool" id="proxy-form">
+<div class="field"><label for="proxy-in">Original URL, git remote or apt line</label>
+<input id="proxy-in" type="text" spellcheck="false" autocomplete="off" placeholder="https://github.com/owner/repo" aria-describedby="proxy-help">
+<small id="proxy-help">For example https://github.com/nodejs/node, deb http://deb.debian.org/debian bookworm main or https://pypi.org/simple/requests/</small></div>
+${copyField('proxy-out', 'Proxied URL')}
+<p class="status" id="proxy-status" role="status"></p>
+<div class="example" id="proxy-snippet-box" hidden><div class="example-head"><span id="proxy-snippet-label">Snippet</span><button type="button" class="copy" data-copy>Copy</button></div><pre><code id="proxy-snippet"></code></pre></div>
+</form></div>`;
+  },
+};

@@ -1,0 +1,34 @@
+// The Message relay section of the home page: examples built from the configured public URLs.
+import { example, html } from '../web/html.ts';
+import type { PageSection } from '../web/page.ts';
+
+export const telegramPage: PageSection = {
+  nav: 'Telegram',
+  title: 'Message relay',
+  lead: 'Sends a Telegram bot message for you when your machine cannot reach the Telegram Bot API; the answer is Telegram’s own message object.',
+  body(p) {
+    const b = p.urls.base;
+    const post = `curl -X POST ${b}/rest/api/v1/telegram -H 'Content-Type: application/json' \\\n  -d `;
+    const tgPlain = `${post}'{"apiKey":"<BOT_KEY>","chatId":"@mychannel","msgText":"Build #42 passed (100%)!","escape":true}'`;
+    const tgObject = `${post}'{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":{"text":"<b>done</b>","parse_mode":"HTML","disable_notification":true}}'`;
+    const curl = `curl -X POST ${b}/rest/api/v1/telegram \\\n  -H 'Content-Type: application/json' \\\n  -d '{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":"Hello from *devutil*"}'`;
+    return html`<div class="split"><div class="examples">
+${example('Send (MarkdownV2 by default)', curl)}
+${example('Plain text, escaped for the parse mode by the server', tgPlain)}
+${example('An object: any sendMessage field is forwarded', tgObject)}
+</div>
+<form class="tool" id="telegram-form" autocomplete="off">
+<p class="note">Your bot key stays in this page: it is sent only with this request and never stored.</p>
+<div class="field"><label for="tg-key">Bot key</label><input id="tg-key" type="password" required autocomplete="off" spellcheck="false" placeholder="123456:ABC-DEF…"></div>
+<div class="field"><label for="tg-chat">Chat id</label><input id="tg-chat" type="text" required spellcheck="false" placeholder="123456789, -100… or @channel"></div>
+<div class="field"><label for="tg-text">Message</label><textarea id="tg-text" rows="3">Hello from devutil!</textarea></div>
+<div class="grid2">
+<div class="field"><label for="tg-mode">Parse mode</label><select id="tg-mode"><option>MarkdownV2</option><option>HTML</option><option>Markdown</option><option value="none">none (plain text)</option></select></div>
+<div class="field check"><input id="tg-escape" type="checkbox" checked><label for="tg-escape">Escape my text for the parse mode</label></div>
+</div>
+<div class="actions"><button type="submit" id="tg-send" disabled data-needs-js>Send</button></div>
+<p class="status" id="tg-status" role="status"></p>
+<pre class="json" id="tg-json" tabindex="0" aria-label="Relay response" hidden></pre>
+</form></div>`;
+  },
+};
