@@ -49,14 +49,12 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
   // Background listeners need one owner: the single process, or worker 1 in cluster mode.
   const background: Background[] =
     cluster.isPrimary || cluster.worker?.id === 1 ? await startBackground(app.ctx) : [];
+  // The public URL of each utility with a host of its own, as users write it (avatars: /avatar).
+  const hosted = app.ctx.services.flatMap((d) =>
+    d.host ? [[d.name, `${u[d.name]}${d.host.urlsCarryMount ? d.host.mount : ''}`]] : [],
+  );
   logger.info(
-    {
-      base: u.base,
-      proxy: u.proxy,
-      plantuml: u.plantuml,
-      avatar: `${u.avatar}/avatar`,
-      worker: cluster.worker?.id,
-    },
+    { base: u.base, ...Object.fromEntries(hosted), worker: cluster.worker?.id },
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
   return waitForSignal(app, background, config, logger);
