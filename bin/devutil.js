@@ -1,6 +1,12 @@
 #!/usr/bin/env node
 // The devutil command. Node >= 22.18 (24, 26) runs the TypeScript sources itself by stripping
 // types, so nothing else is loaded; older runtimes (Node 20) register tsx first.
+import module from 'node:module';
+
+// V8's code cache (and on Node 24/26 the type-stripped sources) kept between starts: start-up
+// parses and strips less. In the OS temp directory unless NODE_COMPILE_CACHE names another; a
+// read-only or missing directory only turns it off.
+module.enableCompileCache?.();
 if (!process.features.typescript) {
   try {
     const { register } = await import('tsx/esm/api');

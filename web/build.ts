@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { precompress } from '../src/services/web/encoding.ts';
 
 export const WEB_DIR = fileURLToPath(new URL('.', import.meta.url));
 export const SRC_DIR = join(WEB_DIR, 'src');
@@ -80,11 +81,19 @@ export async function buildAssets(): Promise<Built> {
   return { manifest: { sourceHash: hash, files }, contents };
 }
 
-/** Writes a build to web/dist/ (replacing what was there). */
+/**
+ * Writes a build to web/dist/ (replacing what was there), with each asset's .br and .gz beside it, so
+ * a server starting from web/dist/ compresses nothing (it was ~150 ms of every start-up).
+ */
 export function writeDist(built: Built, dir = DIST_DIR): void {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const [name, body] of built.contents) writeFileSync(join(dir, name), body);
+  for (const [name, body] of built.contents) {
+    writeFileSync(join(dir, name), body);
+    const coded = precompress(body);
+    writeFileSync(join(dir, `${name}.br`), coded.br);
+    writeFileSync(join(dir, `${name}.gz`), coded.gzip);
+  }
   writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(built.manifest, null, 2)}\n`);
 }
 

@@ -31,22 +31,39 @@ function typeOf(name: string): string {
   return TYPES[name.slice(name.lastIndexOf('.'))] ?? 'application/octet-stream';
 }
 
-function readDist(): Built | null {
+/** Hashed file name -> its brotli and gzip codings, as `npm install` wrote them beside it. */
+type Codings = Map<string, Record<Coding, Buffer>>;
+
+function readDist(): { built: Built; codings: Codings } | null {
   try {
     const manifest = JSON.parse(readFileSync(join(DIST_DIR, 'manifest.json'), 'utf8')) as Manifest;
     if (manifest.sourceHash !== sourceHash()) return null;
     const contents = new Map<string, Buffer>();
-    for (const name of Object.values(manifest.files)) contents.set(name, readFileSync(join(DIST_DIR, name)));
-    return { manifest, contents };
+    const codings: Codings = new Map();
+    for (const name of Object.values(manifest.files)) {
+      contents.set(name, readFileSync(join(DIST_DIR, name)));
+      const br = tryRead(join(DIST_DIR, `${name}.br`));
+      const gzip = tryRead(join(DIST_DIR, `${name}.gz`));
+      if (br && gzip) codings.set(name, { br, gzip });
+    }
+    return { built: { manifest, contents }, codings };
   } catch {
     return null;
   }
 }
 
-function toAssets(built: Built, origin: Assets['origin']): Assets {
+function tryRead(p: string): Buffer | null {
+  try {
+    return readFileSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function toAssets(built: Built, origin: Assets['origin'], codings: Codings = new Map()): Assets {
   const byName = new Map<string, Asset>();
   for (const [name, body] of built.contents) {
-    const all = precompress(body);
+    const all = codings.get(name) ?? precompress(body);
     const coded: Asset['coded'] = {};
     for (const c of ['br', 'gzip'] as const) if (all[c].length < body.length) coded[c] = all[c];
     byName.set(name, { body, type: typeOf(name), coded });
@@ -69,7 +86,7 @@ let loading: Promise<Assets> | null = null;
 export function loadAssets(logger: Logger): Promise<Assets> {
   loading ??= (async () => {
     const dist = readDist();
-    if (dist) return toAssets(dist, 'dist');
+    if (dist) return toAssets(dist.built, 'dist', dist.codings);
     const t0 = Date.now();
     const built = await buildAssets();
     logger.info({ ms: Date.now() - t0 }, 'web assets built at start-up (web/dist missing or stale)');
