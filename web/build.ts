@@ -3,13 +3,20 @@
 // is missing or was built from other sources, so `npm install && npm start` is always enough.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { precompress } from '../src/services/web/encoding.ts';
 
 export const WEB_DIR = fileURLToPath(new URL('.', import.meta.url));
 export const SRC_DIR = join(WEB_DIR, 'src');
 export const DIST_DIR = join(WEB_DIR, 'dist');
+const ROOT = join(WEB_DIR, '..');
+/**
+ * Framework-free server modules the page bundles too (one copy of the logic). They are part of the
+ * source hash, and the build refuses any other import from outside web/src, so a change to what the
+ * page runs always means a rebuild.
+ */
+export const SHARED_SOURCES = ['src/services/plantuml/text-encoder.ts'].map((p) => join(ROOT, p));
 
 /** Logical asset name -> hashed file name, plus the hash of the sources it was built from. */
 export interface Manifest {
@@ -35,8 +42,8 @@ function listSources(dir: string, out: string[] = []): string[] {
 /** A hash over every source file's name and bytes: a changed source means a stale web/dist. */
 export function sourceHash(): string {
   const h = createHash('sha256');
-  for (const p of listSources(SRC_DIR))
-    h.update(p.slice(SRC_DIR.length)).update('\0').update(readFileSync(p));
+  for (const p of [...listSources(SRC_DIR), ...SHARED_SOURCES])
+    h.update(relative(WEB_DIR, p)).update('\0').update(readFileSync(p));
   return h.digest('hex').slice(0, 16);
 }
 
@@ -55,8 +62,15 @@ export async function buildAssets(): Promise<Built> {
     sourcemap: false,
     write: false,
     outdir: 'out',
+    absWorkingDir: ROOT,
+    metafile: true,
     logLevel: 'silent',
   });
+  const outside = Object.keys(result.metafile.inputs)
+    .map((p) => join(ROOT, p))
+    .filter((p) => !p.startsWith(SRC_DIR + sep) && !SHARED_SOURCES.includes(p));
+  if (outside.length)
+    throw new Error(`the page imports ${outside.join(', ')}: add it to SHARED_SOURCES in web/build.ts`);
   const css = await esbuild.build({
     entryPoints: { app: join(SRC_DIR, 'style.css') },
     bundle: true,

@@ -11,7 +11,7 @@ import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { relayBackground } from '../../src/relay/index.ts';
 import { SERVICES } from '../../src/services/index.ts';
-import { decode64 } from '../../web/src/plantuml-encode.ts';
+import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -337,7 +337,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     const url = await page.inputValue('#uml-url');
     assert.ok(url.startsWith(`${srv.url}/plantuml/svg/`), url);
     const enc = url.slice(url.lastIndexOf('/') + 1);
-    assert.equal(inflateRawSync(decode64(enc)).toString('utf8'), text);
+    assert.equal(inflateRawSync(decode64(enc) ?? new Uint8Array()).toString('utf8'), text);
     const after = await page.locator('#uml-img').evaluate((i) => (i as HTMLImageElement).naturalHeight);
     assert.notEqual(after, before, 'the preview shows the new diagram');
     // A syntax error shows the error image and the server's error header with its line.

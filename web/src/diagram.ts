@@ -1,7 +1,7 @@
-// PlantUML live editor: encodes the text in the browser (plantuml-encode.ts), then previews it from
-// this server's /plantuml mount, debounced so typing does not queue a render per key press.
+// PlantUML live editor: encodes the text in the browser (with the server's own text-encoder.ts), then
+// previews it from this server's /plantuml mount, debounced so typing does not queue a render per key.
+import { encodePlantUml } from '../../src/services/plantuml/text-encoder.ts';
 import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
-import { encodePlantUml } from './plantuml-encode.ts';
 
 export function initDiagram(cfg: PageConfig): void {
   const src = byId<HTMLTextAreaElement>('uml-src');

@@ -1,50 +1,15 @@
 // PlantUML's text encoding (digest section 3): raw DEFLATE + PlantUML's own base64 alphabet, `~h`
 // hex, Kroki's zlib + base64url as a fallback. Pure functions, no framework.
 import { constants, deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { decode64, encode64 } from './text-encoder.ts';
 
-/** 0-9 A-Z a-z - _ in that order: NOT RFC 4648 (value 0 is '0'). */
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
-const VALUE = new Int8Array(128).fill(-1);
-for (let i = 0; i < ALPHABET.length; i++) VALUE[ALPHABET.charCodeAt(i)] = i;
-
-export function encode64(buf: Uint8Array): string {
-  let out = '';
-  for (let i = 0; i < buf.length; i += 3) {
-    const b1 = buf[i] ?? 0;
-    const b2 = buf[i + 1] ?? 0;
-    const b3 = buf[i + 2] ?? 0;
-    out +=
-      ALPHABET[b1 >> 2]! +
-      ALPHABET[((b1 & 0x3) << 4) | (b2 >> 4)]! +
-      ALPHABET[((b2 & 0xf) << 2) | (b3 >> 6)]! +
-      ALPHABET[b3 & 0x3f]!;
-  }
-  return out;
-}
-
-/** Decodes PlantUML base64; a length that is not a multiple of 4 is padded with '0'. Null on a bad char. */
-export function decode64(s: string): Buffer | null {
-  const padded = s.length % 4 === 0 ? s : s + '0'.repeat(4 - (s.length % 4));
-  const out = Buffer.alloc((padded.length / 4) * 3);
-  let o = 0;
-  for (let i = 0; i < padded.length; i += 4) {
-    const c = [0, 1, 2, 3].map((k) => {
-      const code = padded.charCodeAt(i + k);
-      return code < 128 ? VALUE[code]! : -1;
-    });
-    if (c.some((v) => v < 0)) return null;
-    const [c1, c2, c3, c4] = c as [number, number, number, number];
-    out[o++] = (c1 << 2) | (c2 >> 4);
-    out[o++] = ((c2 & 0xf) << 4) | (c3 >> 2);
-    out[o++] = ((c3 & 0x3) << 6) | c4;
-  }
-  return out;
-}
+// The alphabet lives in text-encoder.ts, the one module the page bundles too.
+export { decode64, encode64 };
 
 export class DecodeError extends Error {}
 
 /** Inflate that tolerates the zero-padded tail, truncation and bytes after the end of the stream. */
-function inflateTolerant(buf: Buffer, maxBytes: number, zlibHeader: boolean): string {
+function inflateTolerant(buf: Uint8Array, maxBytes: number, zlibHeader: boolean): string {
   const opts = { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: maxBytes };
   const out = zlibHeader ? inflateSync(buf, opts) : inflateRawSync(buf, opts);
   return out.toString('utf8');

@@ -1,8 +1,7 @@
 // The Diagrams (PlantUML server) section of the home page: examples built from the configured public URLs.
-import { deflateRawSync } from 'node:zlib';
-import { encode64 } from '../../../web/src/plantuml-encode.ts';
 import { copyField, example, html } from '../web/html.ts';
 import type { PageSection } from '../web/page.ts';
+import { encodeDiagram } from './encoding.ts';
 
 const SAMPLE_DIAGRAM = '@startuml\nAlice -> Bob : hello\nBob --> Alice : hi!\n@enduml\n';
 
@@ -12,9 +11,7 @@ export const plantumlPage: PageSection = {
   lead: 'A PlantUML server: editors, Markdown renderers and docs tools that ask for a “PlantUML server URL” work when pointed here.',
   body(p) {
     const u = p.urls.plantuml;
-    const enc = encode64(
-      deflateRawSync(Buffer.from('Alice -> Bob : hello\nBob --> Alice : hi!'), { level: 9 }),
-    );
+    const enc = encodeDiagram(SAMPLE_DIAGRAM);
     return html`<div class="split"><div class="examples">
 ${example('PlantUML server URL for editors and plugins', u)}
 ${example('Render an encoded diagram', `curl -o diagram.svg ${u}/svg/${enc}`)}
