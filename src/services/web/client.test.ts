@@ -7,20 +7,8 @@ import { emailHash, md5Hex } from '../../../web/src/md5.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
 import { decodeDiagram } from '../plantuml/encoding.ts';
 import { decode64, encode64, encodePlantUml } from '../plantuml/text-encoder.ts';
-
-// The proxy's default allow-list (issue 6), as the page receives it in data-allow.
-const DEFAULT_ALLOW = [
-  'github.com',
-  '*.github.com',
-  'githubusercontent.com',
-  '*.githubusercontent.com',
-  '*.debian.org',
-  'python.org',
-  '*.python.org',
-  'pypi.org',
-  'files.pythonhosted.org',
-  'secure.gravatar.com',
-];
+// The proxy's real default allow-list: the page receives exactly this in data-allow.
+import { DEFAULT_ALLOW } from '../proxy/config.ts';
 
 const decodeText = (enc: string) => inflateRawSync(decode64(enc) ?? new Uint8Array()).toString('utf8');
 
