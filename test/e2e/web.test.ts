@@ -10,7 +10,6 @@ import { after, before, describe, it } from 'node:test';
 import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { relayBackground } from '../../src/relay/index.ts';
-import { SERVICES } from '../../src/services/index.ts';
 import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type Overrides, type Running, startTestServer } from '../helpers/server.ts';
@@ -18,7 +17,6 @@ import { toolSkip } from '../helpers/tools.ts';
 import { type Browser, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
-const has = (name: string) => SERVICES.some((s) => s.name === name);
 const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay'];
 /**
  * Every visible element with its own text, checked for WCAG AA contrast against the first opaque
@@ -103,10 +101,9 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       relay: { port: await freePort(), statusPort: 0, host: '127.0.0.1' },
     };
     // No outside internet in tests: the avatar service must not wait for the real Gravatar.
-    if (has('avatar')) overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
+    overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
     srv = await startTestServer({ overrides });
-    if (srv.app.hasRoute({ method: 'GET', url: '/rest/api/v1/relay' }))
-      relay = await relayBackground.start(srv.app.ctx);
+    relay = await relayBackground.start(srv.app.ctx);
     browser = await launch();
   });
   after(async () => {
@@ -136,10 +133,8 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     // The script ran: copy buttons are revealed and the JS-only buttons enabled.
     assert.equal(await page.locator('html.js').count(), 1);
     assert.equal(await page.locator('#ip-refresh').isEnabled(), true);
-    if (has('image')) {
-      const w = await page.locator('#image-preview').evaluate((i) => (i as HTMLImageElement).naturalWidth);
-      assert.equal(w, 640, 'the random image preview loaded');
-    }
+    const w = await page.locator('#image-preview').evaluate((i) => (i as HTMLImageElement).naturalWidth);
+    assert.equal(w, 640, 'the random image preview loaded');
     mkdirSync(OUT, { recursive: true });
     await page.screenshot({ path: join(OUT, 'web-home.png'), fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
@@ -196,8 +191,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     }
   });
 
-  it('converts a GitHub URL, an apt line and a PyPI URL to proxied URLs with snippets', async (t) => {
-    if (!has('proxy')) return t.skip('proxy service not registered yet: its section has no converter');
+  it('converts a GitHub URL, an apt line and a PyPI URL to proxied URLs with snippets', async () => {
     const { page, errors } = await open();
     const input = page.locator('#proxy-in');
     await input.fill('https://github.com/nodejs/node');
@@ -232,8 +226,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('shows the avatar preview for an email, sending only its hash', async (t) => {
-    if (!has('avatar')) return t.skip('avatar service not registered yet: its section has no preview');
+  it('shows the avatar preview for an email, sending only its hash', async () => {
     const { page, errors } = await open();
     const requested: string[] = [];
     page.on('request', (r) => requested.push(r.url()));
@@ -258,8 +251,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('uploads a file through the page with a progress bar, then shows the result and token', async (t) => {
-    if (!has('files')) return t.skip('files service not registered yet: its section has no upload form');
+  it('uploads a file through the page with a progress bar, then shows the result and token', async () => {
     const { page, errors } = await open();
     const content = Buffer.alloc(3 * 1024 * 1024, 'devutil web upload test line\n');
     await page.setInputFiles('#upload-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: content });
@@ -319,12 +311,6 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
 
   it('updates the diagram preview after typing, with an encoded URL that decodes to the text', async () => {
     const { page, errors } = await open();
-    if (!has('plantuml')) {
-      // Without the plantuml service the section has no editor; the encoding itself is covered
-      // by src/services/web/client.test.ts. NOTE: preview not exercised in this run.
-      assert.equal(await page.locator('#uml-src').count(), 0);
-      return;
-    }
     const text = '@startuml\nactor User\nUser -> Web : types\nWeb --> User : preview\n@enduml';
     const before = await page.locator('#uml-img').evaluate((i) => (i as HTMLImageElement).naturalHeight);
     const rendered = Number((await page.locator('#uml-img').getAttribute('data-rendered')) ?? '0');
@@ -358,12 +344,11 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     );
     await page.close();
   });
-  it('updates the random image preview and its URL from the controls, and refreshes the IP', async (t) => {
+  it('updates the random image preview and its URL from the controls, and refreshes the IP', async () => {
     const { page, errors } = await open();
     await page.click('#ip-refresh');
     await page.waitForFunction(() => document.getElementById('ip-status')?.dataset['kind'] === 'ok');
     assert.equal(await page.textContent('#ip-value'), '127.0.0.1');
-    if (!has('image')) return t.skip('image service not registered yet');
     await page.fill('#image-width', '300');
     await page.fill('#image-height', '200');
     await page.fill('#image-id', 'web-e2e');
@@ -391,8 +376,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('sends a message through the relay form and keeps the bot key out of URLs and storage', async (t) => {
-    if (!has('telegram')) return t.skip('telegram service not registered yet');
+  it('sends a message through the relay form and keeps the bot key out of URLs and storage', async () => {
     const { page, errors } = await open();
     const urls: string[] = [];
     page.on('request', (r) => urls.push(r.url()));
@@ -429,12 +413,14 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('shows the relay URI and live status', async (t) => {
-    if (!relay) return t.skip('relay status route not registered yet');
+  it('shows the relay URI and live status', async () => {
+    // Every section is tested, none skipped: a relay route gone missing fails here.
+    const res = await fetch(`${srv.url}/rest/api/v1/relay`);
+    assert.equal(res.status, 200, 'GET /rest/api/v1/relay');
+    const api = (await res.json()) as { data: { uri: string } };
     const { page, errors } = await open();
     await page.waitForFunction(() => document.getElementById('relay-status')?.dataset['kind'] === 'ok');
     const uri = await page.inputValue('#relay-uri');
-    const api = (await (await fetch(`${srv.url}/rest/api/v1/relay`)).json()) as { data: { uri: string } };
     assert.equal(uri, api.data.uri);
     assert.match(uri, /^relay:\/\/127\.0\.0\.1:\d+\/\?id=[A-Z0-9-]{63}/);
     assert.equal(await page.textContent('#relay-sessions'), '0');
