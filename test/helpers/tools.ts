@@ -20,11 +20,17 @@ export function hasTool(cmd: string, versionArgs: string[] = ['--version']): boo
  * a reason string to skip when it is not (outside CI), and a thrown error under CI=true.
  */
 export function toolSkip(cmd: string, versionArgs?: string[]): false | string {
-  if (hasTool(cmd, versionArgs)) return false;
-  const msg = `${cmd} is not installed`;
-  if (process.env['CI'] === 'true') throw new Error(`${msg}: it is required when CI=true (see .ci/run)`);
+  return hasTool(cmd, versionArgs) ? false : missing(`${cmd} is not installed`);
+}
+
+/**
+ * The same rule for any other missing prerequisite (a JDK layout, a kernel feature): the reason
+ * to skip outside CI, a thrown error under CI=true. Every conditional skip goes through here.
+ */
+export function missing(reason: string): string {
+  if (process.env['CI'] === 'true') throw new Error(`${reason}: it is required when CI=true (see .ci/run)`);
   process.stderr.write(
-    `\n!!! SKIPPING tests that need ${cmd}: ${msg} (install it, or run with CI=true to make this fatal) !!!\n\n`,
+    `\n!!! SKIPPING tests: ${reason} (install it, or run with CI=true to make this fatal) !!!\n\n`,
   );
-  return msg;
+  return reason;
 }

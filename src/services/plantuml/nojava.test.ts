@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
-import { hasTool } from '../../../test/helpers/tools.ts';
+import { missing, toolSkip } from '../../../test/helpers/tools.ts';
 
 describe('PlantUML without Java', () => {
   let app: FastifyInstance;
@@ -49,18 +49,21 @@ describe('PlantUML without Java', () => {
 
 /**
  * A JRE made from the installed JDK: its own java and libjvm (so java.home points here), the rest
- * of lib/ as symlinks, and no javac. Null when the JDK layout is not the usual one.
+ * of lib/ as symlinks, and no javac. Without java or with an unusual JDK layout, a reason to skip,
+ * which under CI=true is a failure instead (test/helpers/tools.ts).
  */
-function fakeJre(): string | null {
-  if (!hasTool('java', ['-version'])) return null;
+function fakeJre(): { java: string } | { skip: string } {
+  const noJava = toolSkip('java', ['-version']);
+  if (noJava) return { skip: noJava };
   let home: string;
   try {
     home = dirname(dirname(realpathSync('/usr/bin/java')));
   } catch {
-    return null;
+    return { skip: missing('no /usr/bin/java to derive a JRE from') };
   }
   const jvm = join(home, 'lib', 'server', 'libjvm.so');
-  if (!existsSync(join(home, 'bin', 'javac')) || !existsSync(jvm)) return null;
+  if (!existsSync(join(home, 'bin', 'javac')) || !existsSync(jvm))
+    return { skip: missing(`no JDK (bin/javac, lib/server/libjvm.so) under ${home} to derive a JRE from`) };
   const jre = join(tempDir(), 'jre');
   mkdirSync(join(jre, 'bin'), { recursive: true });
   copyFileSync(join(home, 'bin', 'java'), join(jre, 'bin', 'java'));
@@ -74,14 +77,14 @@ function fakeJre(): string | null {
       symlinkSync(join(home, 'lib', 'server', name), join(jre, 'lib', 'server', name));
   }
   copyFileSync(realpathSync(jvm), join(jre, 'lib', 'server', 'libjvm.so'));
-  return join(jre, 'bin', 'java');
+  return { java: join(jre, 'bin', 'java') };
 }
 
 const jre = fakeJre();
-describe('PlantUML on a JRE without javac', { skip: jre ? false : 'no JDK to derive a JRE from' }, () => {
+describe('PlantUML on a JRE without javac', { skip: 'skip' in jre ? jre.skip : false }, () => {
   let app: FastifyInstance;
   before(async () => {
-    app = await buildTestServer({ overrides: { plantuml: { java: jre ?? 'java' } } });
+    app = await buildTestServer({ overrides: { plantuml: { java: 'java' in jre ? jre.java : 'java' } } });
   });
   after(async () => {
     await app?.close();
