@@ -9,9 +9,11 @@ import {
   type IncludeServer,
   startIncludeServer,
 } from '../../../test/fixtures/plantuml/include-server.ts';
+import { assertNoInternals } from '../../../test/helpers/leaks.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { encodeDiagram } from './encoding.ts';
+import { detectJava } from './java.ts';
 
 const CORPUS = new URL('../../../test/fixtures/plantuml/corpus/', import.meta.url);
 const corpus = readdirSync(CORPUS)
@@ -176,20 +178,23 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.equal(r.headers['x-evil'], undefined);
   });
 
-  const localReads: [string, RegExp][] = [
-    ['!include ../../../../../../etc/hostname', /./],
-    ['!includesub /etc/passwd!X', /root:/],
-    ['!include DevutilPlantumlWorker.class', /cafebabe|CAFEBABE/],
-    ['!import /etc/passwd', /root:/],
-    ['Alice -> Bob : %getenv("HOME") %getenv("PATH")', /\/root|\/usr\/bin/],
-    ['!$j = %load_json("/etc/os-release")\nAlice -> Bob : $j', /debian|PRETTY_NAME/i],
+  // Includes of local files are refused (400); %getenv and %load_json render with nothing read.
+  const etcHostname = readFileSync('/etc/hostname', 'utf8')
+    .trim()
+    .replace(/[^\w-]/g, '.');
+  const localReads: [string, number, RegExp][] = [
+    ['!include ../../../../../../etc/hostname', 400, new RegExp(`\\b${etcHostname}\\b`)],
+    ['!includesub /etc/passwd!X', 400, /root:/],
+    ['!include DevutilPlantumlWorker.class', 400, /cafebabe|CAFEBABE/],
+    ['!import /etc/passwd', 400, /root:/],
+    ['Alice -> Bob : %getenv("HOME") %getenv("PATH")', 200, /\/root|\/usr\/bin/],
+    ['!$j = %load_json("/etc/os-release")\nAlice -> Bob : $j', 200, /debian|PRETTY_NAME/i],
   ];
-  for (const [line, secret] of localReads) {
+  for (const [line, status, secret] of localReads) {
     it(`confines local reads: ${line.split('\n')[0]}`, async () => {
       const r = await post('/plantuml/txt', `@startuml\n${line}\nA -> B\n@enduml`);
-      assert.ok([200, 400].includes(r.statusCode));
-      if (!line.startsWith('!include ../')) assert.doesNotMatch(r.body, secret);
-      else assert.equal(r.statusCode, 400);
+      assert.equal(r.statusCode, status);
+      assert.doesNotMatch(r.body, secret);
     });
   }
 
@@ -274,11 +279,18 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.ok(width > 4096, `svg width ${width}`);
   });
 
-  it('answers PDF on Java < 21 with 501 and the reason', async () => {
+  it('answers PDF on Java 21+, and 501 with the reason on older Java', async () => {
+    // Which answer is right depends on this machine's Java, asked here, not on the answer itself.
+    const { major = 0 } = await detectJava(app.ctx.config.plantuml.java);
     const r = await app.inject({ url: `/plantuml/pdf/${HELLO}` });
-    if (r.statusCode === 200) return assert.equal(r.headers['content-type'], 'application/pdf');
-    assert.equal(r.statusCode, 501);
-    assert.match(r.body, /Java 21/);
+    if (major >= 21) {
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.headers['content-type'], 'application/pdf');
+      assert.equal(r.rawPayload.subarray(0, 5).toString(), '%PDF-');
+    } else {
+      assert.equal(r.statusCode, 501);
+      assert.match(r.body, /Java 21/);
+    }
   });
 
   it("serves Kroki's routes: base64url GET, POST with Accept and JSON POST", async () => {
@@ -315,31 +327,33 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.match(form.headers.location as string, new RegExp(`/plantuml/uml/${HELLO}$`));
   });
 
-  const hostile: [string, string, number[]][] = [
-    ['bad encoding', '/plantuml/svg/!!!!', [400]],
-    ['path traversal', '/plantuml/svg/..%2F..%2Fetc%2Fpasswd', [400]],
-    ['odd ~h', '/plantuml/png/~habc', [400]],
-    ['~1 encoding', `/plantuml/png/~1${HELLO}`, [400]],
-    ['unknown format', `/plantuml/exe/${HELLO}`, [404]],
-    ['negative index', `/plantuml/png/-1/${HELLO}`, [404]],
-    ['huge index', `/plantuml/png/99999999/${HELLO}`, [404]],
-    ['CRLF in format', `/plantuml/png%0d%0aSet-Cookie:x/${HELLO}`, [404]],
-    ['NUL in source', `/plantuml/txt/${hex('A -> B : \u0000x')}`, [200, 400]],
-    ['bad percent escape', '/plantuml/svg/%E0%A4%A', [400]],
-    ['unknown route', '/plantuml/nope', [404, 405]],
+  const hostile: [string, string, number][] = [
+    ['bad encoding', '/plantuml/svg/!!!!', 400],
+    ['path traversal', '/plantuml/svg/..%2F..%2Fetc%2Fpasswd', 400],
+    ['odd ~h', '/plantuml/png/~habc', 400],
+    ['~1 encoding', `/plantuml/png/~1${HELLO}`, 400],
+    ['unknown format', `/plantuml/exe/${HELLO}`, 404],
+    ['negative index', `/plantuml/png/-1/${HELLO}`, 404],
+    ['huge index', `/plantuml/png/99999999/${HELLO}`, 404],
+    ['CRLF in format', `/plantuml/png%0d%0aSet-Cookie:x/${HELLO}`, 404],
+    ['NUL in source', `/plantuml/txt/${hex('A -> B : \u0000x')}`, 200],
+    ['bad percent escape', '/plantuml/svg/%E0%A4%A', 400],
+    // /plantuml/:format exists for POST only.
+    ['unknown route', '/plantuml/nope', 405],
   ];
-  for (const [name, url, statuses] of hostile) {
-    it(`answers ${name} with ${statuses.join('/')} and no stack or path`, async () => {
+  for (const [name, url, status] of hostile) {
+    it(`answers ${name} with ${status} and no stack or path`, async () => {
       const r = await app.inject({ url });
-      assert.ok(statuses.includes(r.statusCode), `${r.statusCode} ${r.body.slice(0, 200)}`);
-      assert.doesNotMatch(r.body, /at [\w.$]+\(|\/work\/|node_modules|Exception/);
+      assert.equal(r.statusCode, status, r.body.slice(0, 200));
+      assertNoInternals(r.body, url);
+      assert.doesNotMatch(r.body, /Exception/);
       assert.equal(r.headers['set-cookie'], undefined);
     });
   }
 
-  it('refuses an oversize POST body and an empty one with 400/413', async () => {
+  it('refuses an oversize POST body with 413 and an empty one with 400', async () => {
     const big = await post('/plantuml/svg', `@startuml\n${'A -> B\n'.repeat(60_000)}@enduml`);
-    assert.ok([400, 413].includes(big.statusCode), String(big.statusCode));
+    assert.equal(big.statusCode, 413);
     const empty = await post('/plantuml/svg', '');
     assert.equal(empty.statusCode, 400);
   });
