@@ -28,7 +28,7 @@ describe('caller IP endpoints', () => {
     const body = r.json();
     assert.deepEqual(Object.keys(body).sort(), ['data', 'msg', 'status', 'version']);
     assert.equal(body.status, 1);
-    assert.equal(typeof body.msg, 'string');
+    assert.equal(body.msg, 'success');
     assert.deepEqual(body.data, { ip: '198.51.100.4' });
     assert.match(body.version, /^V\d+\.\d+\.\d+$/);
   });
@@ -71,20 +71,50 @@ describe('caller IP endpoints', () => {
     assert.equal(r.body, '');
   });
 
-  const hostile: [string, Record<string, string>, number, string][] = [
-    ['/rest/api/v1/ip?format=xml', {}, 400, 'message'],
-    ['/api/ip?format=xml', {}, 400, 'msg'],
-    ['/rest/api/v1/ip?format=%00', {}, 400, 'message'],
-    ['/api/ip', { 'x-forwarded-for': '\u0000\u0001' }, 200, 'msg'],
-    ['/rest/api/v1/ip', { forwarded: 'for="[', 'x-forwarded-for': 'x'.repeat(8000) }, 200, 'message'],
+  // The exact answer of each family, for the caller 127.0.0.1 (inject's peer) or the address given.
+  const legacy = (url: string) => url.startsWith('/api/');
+  const ok = (url: string, ip: string) =>
+    legacy(url)
+      ? { status: 1, msg: 'success', data: { ip } }
+      : { status: 1, message: 'success', data: { ip } };
+  const badFormat = (url: string) => {
+    const m = 'invalid request: querystring.format must be equal to one of the allowed values';
+    return legacy(url) ? { status: 0, msg: m, data: null } : { status: 0, message: m, data: null };
+  };
+  // [url, headers, status, address from an untrusted peer, address from a trusted proxy (127.0.0.0/8)]
+  const hostile: [string, Record<string, string>, number, string | null, string | null][] = [
+    ['/rest/api/v1/ip?format=xml', {}, 400, null, null],
+    ['/api/ip?format=xml', {}, 400, null, null],
+    ['/rest/api/v1/ip?format=%00', {}, 400, null, null],
+    ['/api/ip', { 'x-forwarded-for': '\u0000\u0001' }, 200, '127.0.0.1', '127.0.0.1'],
+    [
+      '/rest/api/v1/ip',
+      { forwarded: 'for="[', 'x-forwarded-for': 'x'.repeat(8000) },
+      200,
+      '127.0.0.1',
+      '127.0.0.1',
+    ],
+    // A malformed hop stops the walk: what the client typed to its left is never believed.
+    ['/rest/api/v1/ip', { 'x-forwarded-for': '1.2.3.4, \u0000' }, 200, '127.0.0.1', '127.0.0.1'],
+    ['/rest/api/v1/ip', { 'x-forwarded-for': '999.1.1.1' }, 200, '127.0.0.1', '127.0.0.1'],
+    ['/api/ip', { 'x-forwarded-for': '<script>alert(1)</script>' }, 200, '127.0.0.1', '127.0.0.1'],
+    ['/rest/api/v1/ip', { 'x-forwarded-for': '[2001:DB8::1]:443' }, 200, '127.0.0.1', '2001:db8::1'],
+    ['/rest/api/v1/ip', { 'x-forwarded-for': '::ffff:203.0.113.9' }, 200, '127.0.0.1', '203.0.113.9'],
   ];
-  for (const [url, headers, status, field] of hostile) {
-    it(`answers ${url} ${JSON.stringify(headers).slice(0, 40)} with ${status} in its envelope`, async () => {
-      const r = await app.inject({ url, headers });
-      assert.equal(r.statusCode, status);
-      const body = r.json();
-      assert.equal(body.status, status === 200 ? 1 : 0);
-      assert.equal(typeof body[field], 'string');
+  for (const [url, headers, status, untrustedIp, trustedIp] of hostile) {
+    const who = untrustedIp ? `: ${untrustedIp}, behind a trusted proxy ${trustedIp}` : ' in its envelope';
+    it(`answers ${url} ${JSON.stringify(headers).slice(0, 40)} with ${status}${who}`, async () => {
+      for (const [server, ip] of [
+        [app, untrustedIp],
+        [trusting, trustedIp],
+      ] as const) {
+        const r = await server.inject({ url, headers });
+        assert.equal(r.statusCode, status);
+        const { version, ...body } = r.json();
+        assert.deepEqual(body, ip === null ? badFormat(url) : ok(url, ip));
+        if (legacy(url) && status === 200) assert.match(version, /^V\d+\.\d+\.\d+$/);
+        else assert.equal(version, undefined);
+      }
     });
   }
 
