@@ -206,7 +206,8 @@ describe('random image with the built-in generator (fresh install: no network, n
       ['3', '4', '5'],
     );
     const first = body.data.images[0];
-    assert.equal(typeof first.width, 'number');
+    const scene = sceneOf('3');
+    assert.deepEqual([first.width, first.height], [scene.width, scene.height], "the artwork's native size");
     assert.equal(first.license, 'CC0-1.0');
     assert.match(first.downloadUrl, /\/rest\/api\/v1\/image\?id=3$/);
     assert.match(r.headers.link as string, /page=1&limit=3>; rel="prev", <.*page=3&limit=3>; rel="next"/);
@@ -237,8 +238,11 @@ describe('image limits', () => {
       assert.equal(b.statusCode, 200);
       assert.equal(c.statusCode, 429);
       assert.ok(Number(c.headers['retry-after']) >= 1);
-      assert.equal(c.json().status, 0);
-      assert.equal(typeof c.json().message, 'string');
+      assert.deepEqual(c.json(), {
+        status: 0,
+        message: `rate limit exceeded: 2 requests per 60s; retry in ${c.headers['retry-after']}s`,
+        data: null,
+      });
       assert.equal(other.statusCode, 200);
       const list = await app.inject({ url: `${URL_}/list`, remoteAddress: '198.51.100.7' });
       assert.equal(list.statusCode, 429);

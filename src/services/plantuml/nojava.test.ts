@@ -22,7 +22,7 @@ describe('PlantUML without Java', () => {
       assert.equal(r.statusCode, 503, url);
       assert.match(r.body, /Java 17\+/);
       assert.match(r.headers['content-type'] as string, /^text\/plain/);
-      assert.ok(r.headers['retry-after']);
+      assert.equal(r.headers['retry-after'], '60');
       assert.doesNotMatch(r.body, /nonexistent/); // no server path reaches the client
     }
   });
