@@ -1,7 +1,7 @@
 // The process as users run it: `devutil serve` start-up, config errors, graceful SIGTERM, cluster.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -13,7 +13,10 @@ import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+const RECORDER = join(ROOT, 'test/fixtures/core/record-loads.mjs');
 const BIN = join(ROOT, 'bin/devutil.js');
+/** Node 22.15+/24/26 have synchronous module hooks, which record-loads.mjs uses. */
+const HAS_HOOKS = 'registerHooks' in (await import('node:module'));
 const run = promisify(execFile);
 
 function baseEnv(port: number): Record<string, string> {
@@ -73,6 +76,25 @@ describe('devutil process', () => {
     assert.equal(err.code, 78);
     assert.match(err.stderr, /DEVUTIL_PORT: expected an integer, got "abc"/);
     assert.match(err.stderr, /DEVUTIL_LOG_LEVEL/);
+  });
+
+  it('answers --version and --help without loading the config schema or the server', {
+    skip: !HAS_HOOKS && 'no module.registerHooks on this runtime',
+  }, async () => {
+    for (const flag of ['--version', '--help']) {
+      const log = join(tempDir(), 'loads.txt');
+      const r = await run(process.execPath, [`--import=${RECORDER}`, BIN, flag], {
+        env: { ...baseEnv(1), DEVUTIL_LOAD_LOG: log },
+      });
+      assert.match(r.stdout, flag === '--version' ? /^\d+\.\d+\.\d+\n$/ : /--data-dir/);
+      const loads = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      assert.ok(
+        loads.some((u) => u.endsWith('/src/cli.ts')),
+        'the record includes the CLI itself',
+      );
+      const heavy = loads.filter((u) => /\/src\/(config|server|main)\.ts$|\/node_modules\/fastify\//.test(u));
+      assert.deepEqual(heavy, [], `${flag} loaded ${heavy.join(', ')}`);
+    }
   });
 
   it('prints help and the effective config with secrets masked', async () => {
