@@ -55,6 +55,19 @@ export const serverSection = {
     doc: 'time a client has to send a whole request (0 = none)',
   }),
   keepAliveTimeoutMs: duration(5_000, { unit: 'ms', min: 0, doc: 'idle keep-alive connection timeout' }),
+  bodyTimeoutMs: duration(10_000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'time a client has to send a small request body (JSON, text, diagram source) once its headers are in; file uploads and proxied bodies have requestTimeoutMs (0 = none)',
+  }),
+  maxConnections: int(0, {
+    min: 0,
+    doc: 'open client connections per process, HTTP and relay together; more are closed at accept (0 = derived from the open-files limit: (limit - 64) / 3, 320 for 1024)',
+  }),
+  maxConnectionsPerClient: int(64, {
+    min: 0,
+    doc: 'open connections one client address may hold (IPv6: per /64), HTTP and relay together; trusted proxies are held only to the total (0 = no per-client cap)',
+  }),
   idleTimeoutMs: duration(300_000, {
     unit: 'ms',
     min: 0,

@@ -10,7 +10,9 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { EnvelopeTable, installErrorHandling } from './errors.ts';
 import { createBlobStore } from './infra/blob-store.ts';
+import { bodyDeadline } from './infra/body-deadline.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
+import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/hosts.ts';
 import { lazyChildFactory } from './infra/lazy-logger.ts';
@@ -88,12 +90,21 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     rewriteUrl: (req) => rewrite(req.headers.host, req.url ?? '/'),
   });
   app.server.headersTimeout = config.server.headersTimeoutMs;
+  // One budget for every listener of this process (the relay takes it from ctx): fds are per process.
+  const connections = new ConnectionBudget({
+    total: config.server.maxConnections || derivedTotal(fdLimit()),
+    perClient: config.server.maxConnectionsPerClient,
+    exempt: trusted,
+  });
+  connections.guard(app.server, 'http');
+  connectionMetrics(metrics, connections, ['http', 'relay']);
 
   const ctx: ServiceContext = {
     config,
     urls: publicUrls(config, services),
     limiter,
     metrics,
+    connections,
     readiness,
     redis,
     dataDir,
@@ -115,6 +126,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     reply.header('x-content-type-options', 'nosniff');
     done();
   });
+  app.addHook('preParsing', bodyDeadline(config.server.bodyTimeoutMs));
   app.addHook('onResponse', (req, reply, done) => {
     const svc = req.routeOptions.config.svc ?? 'core';
     const route = req.routeOptions.url ?? 'unmatched';

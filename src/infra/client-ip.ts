@@ -76,6 +76,22 @@ export function canonicalIp(input: string): string | null {
   return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`;
 }
 
+/**
+ * The group a peer is counted in for per-client shares: an IPv4 address alone, an IPv6 address by
+ * its /64 (one subscriber routinely holds a whole /64, so counting single v6 addresses would give
+ * a single client 2^64 shares). Unparseable peers share one group.
+ */
+export function addressGroup(peer: string | undefined): string {
+  const ip = canonicalIp(peer ?? '');
+  if (ip === null) return 'unknown';
+  if (isIPv4(ip)) return ip;
+  const g = expandV6(ip) ?? [];
+  return `${g
+    .slice(0, 4)
+    .map((n) => n.toString(16))
+    .join(':')}::/64`;
+}
+
 function expandV6(s: string): number[] | null {
   let tail4: number[] = [];
   const lastColon = s.lastIndexOf(':');

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { RelayHandle } from '../relay/index.ts';
 import type { ServiceDef } from '../services/define.ts';
 import type { BlobStore } from './blob-store.ts';
+import type { ConnectionBudget } from './conn-budget.ts';
 import type { PublicUrls } from './hosts.ts';
 import type { Metrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -71,6 +72,8 @@ export interface ServiceContext {
   urls: PublicUrls;
   limiter: RateLimiter;
   metrics: Metrics;
+  /** The process's connection budget; every listener admits its sockets through it. */
+  connections: ConnectionBudget;
   readiness: Readiness;
   redis: Redis | null;
   /** Absolute path of the data directory (created at start-up). */

@@ -1,7 +1,7 @@
 // Shared request budgets: fixed windows counted in memory (one instance) or in Redis (all
 // instances share the budget). Any route takes a budget from config and gets 429 in its own
 // envelope, with Retry-After and the IETF RateLimit-* headers.
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { tooMany, unavailable } from '../errors.ts';
@@ -112,14 +112,16 @@ export class RateLimiter {
   }
 
   /**
-   * A preHandler hook that charges each request to `bucket`. `key` picks who pays (default: the
-   * client IP). Store failures follow the configured fail mode.
+   * An onRequest hook that charges each request to `bucket`. `key` picks who pays (default: the
+   * client IP). Store failures follow the configured fail mode. Routes put it in `onRequest`, so a
+   * client over its budget is answered before any of its body is read (a slow body cannot hold a
+   * connection on a refused request).
    */
   hook(
     bucket: string,
     rate: Rate | (() => Rate),
     key?: (req: FastifyRequest) => string,
-  ): preHandlerAsyncHookHandler {
+  ): onRequestAsyncHookHandler {
     return async (req: FastifyRequest, reply: FastifyReply) => {
       const r = typeof rate === 'function' ? rate() : rate;
       if (r.limit <= 0) return;

@@ -15,7 +15,7 @@ export const relaySection = {
     unit: 'ms',
     plain: 's',
     min: 100,
-    doc: 'TLS handshake, first session-mode message and session pairing deadline (a plain number is seconds)',
+    doc: 'deadline from accept for the first whole message in either mode (TLS handshake included), and for session pairing (a plain number is seconds)',
   }),
   networkTimeout: duration(120_000, {
     unit: 'ms',

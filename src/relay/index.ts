@@ -1,6 +1,7 @@
 // Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
 // through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
 // definition starts (services/relay/definition.ts); it records itself on ctx.relay.
+import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
 import type { BackgroundDef } from '../background.ts';
 import type { Config } from '../config.ts';
@@ -102,7 +103,10 @@ export const relayBackground: BackgroundDef = {
     const log = ctx.logger.child({ svc: 'relay' });
     if (identity.created) log.info({ deviceId: identity.deviceId }, 'relay identity created');
     const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
-    const events = relayMetrics(ctx.metrics, () => handle.running);
+    const events = {
+      ...relayMetrics(ctx.metrics, () => handle.running),
+      admit: (sock: Socket) => ctx.connections.admit(sock, 'relay'),
+    };
     let relay: Relay;
     try {
       relay = await Relay.start(settings, identity, log, events);

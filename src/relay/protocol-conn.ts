@@ -42,9 +42,12 @@ export class ProtocolConn {
 
   private readonly sock: TLSSocket;
   private readonly hub: Hub;
-  constructor(sock: TLSSocket, hub: Hub, certDer: Buffer) {
+  private firstMessage: (() => void) | null;
+  /** `firstMessage` is called when the first whole message arrives (the listener's deadline ends). */
+  constructor(sock: TLSSocket, hub: Hub, certDer: Buffer, firstMessage: () => void) {
     this.sock = sock;
     this.hub = hub;
+    this.firstMessage = firstMessage;
     this.id = deviceIdOf(certDer);
     this.hex = this.id.toString('hex');
     this.dec = new FrameDecoder(hub.maxMessageBytes);
@@ -93,6 +96,8 @@ export class ProtocolConn {
     try {
       this.dec.push(chunk);
       for (let m = this.dec.next(); m && !this.done; m = this.dec.next()) {
+        this.firstMessage?.();
+        this.firstMessage = null;
         this.idleTimer.refresh();
         this.handle(m);
       }

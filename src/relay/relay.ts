@@ -2,7 +2,7 @@
 // status server. Framework-free; src/relay/index.ts wires it into the process lifecycle.
 
 import type { Server as HttpServer } from 'node:http';
-import type { Server } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
@@ -37,6 +37,8 @@ export interface RelaySettings {
 export interface RelayEvents {
   onSessionStart?(): void;
   onRefused?(reason: string): void;
+  /** The process's connection budget, asked at accept; false means it closed the socket. */
+  admit?(sock: Socket): boolean;
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -122,8 +124,10 @@ export class Relay implements Hub {
       messageTimeoutMs: settings.messageTimeoutMs,
       networkTimeoutMs: settings.networkTimeoutMs,
       logger,
-      onTls: (sock, der) => r.conns.add(new ProtocolConn(sock, r, der)),
-      onPlain: (sock) => r.sessions.accept(sock),
+      ...(events.admit ? { admit: events.admit } : {}),
+      onDeadline: () => r.refused('deadline'),
+      onTls: (sock, der, firstMessage) => r.conns.add(new ProtocolConn(sock, r, der, firstMessage)),
+      onPlain: (sock, firstMessage) => r.sessions.accept(sock, firstMessage),
     });
     try {
       r.port = await listen(r.listener.server, settings.port, settings.host);

@@ -116,11 +116,13 @@ export class SessionTable {
     return { clientKey, serverKey };
   }
 
-  /** Reads the one JoinSessionRequest of a fresh session-mode socket and answers it. */
-  accept(sock: Socket): void {
+  /**
+   * Reads the one JoinSessionRequest of a fresh session-mode socket and answers it. The deadline for
+   * that message runs from accept (listener.ts); `firstMessage` ends it once the request is whole.
+   */
+  accept(sock: Socket, firstMessage: () => void): void {
     const dec = new FrameDecoder(this.o.maxMessageBytes);
     this.handshaking.add(sock);
-    sock.setTimeout(this.o.messageTimeoutMs, () => sock.destroy());
     const fail = (r: { code: number; message: string }) => {
       sock.removeListener('data', onData);
       sock.end(encode(response(r)), () => sock.destroy());
@@ -136,6 +138,7 @@ export class SessionTable {
         return;
       }
       if (!msg) return;
+      firstMessage();
       if (msg.type !== 'joinSessionRequest') return fail(Responses.unexpectedMessage);
       const entry = this.pending.get(msg.key.toString('hex'));
       if (!entry) return fail(Responses.notFound);
@@ -148,7 +151,6 @@ export class SessionTable {
       if (rest.length) sock.unshift(rest); // bytes after the request already belong to the pipe
       session.base[side] = sock.bytesRead - rest.length;
       this.handshaking.delete(sock);
-      sock.setTimeout(0);
       sock.write(encode(response(Responses.success)));
       session.sockets[side] = sock;
       sock.on('error', () => this.close(session, 'socket error'));

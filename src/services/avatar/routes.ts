@@ -99,7 +99,7 @@ export function avatarRoutes(
   };
   const config = { svc: 'avatar' };
   // No hook at all when unlimited: this is the hot path of every page that shows avatars.
-  const getOpts = cfg.rateLimit.limit > 0 ? { preHandler: limit, config } : { config };
+  const getOpts = cfg.rateLimit.limit > 0 ? { onRequest: limit, config } : { config };
   for (const url of ['/avatar', '/avatar/', '/avatar/:file']) app.get<Route>(url, getOpts, get);
 
   const target = (req: Req) => {
@@ -112,9 +112,10 @@ export function avatarRoutes(
     checkAdmin(req.headers.authorization, cfg.adminToken);
   };
 
+  // Budget and token are checked before the image is read, so only the admin can send a long upload.
   app.put<Route>(
     '/avatar/:file',
-    { preHandler: [adminLimit, adminOnly], config },
+    { onRequest: [adminLimit, adminOnly], config: { ...config, largeBody: true } },
     async (req: Req, reply) => {
       const hash = target(req);
       const { image, fields } = await readUpload(req.headers['content-type'], req.body);
@@ -148,7 +149,7 @@ export function avatarRoutes(
 
   app.delete<Route>(
     '/avatar/:file',
-    { preHandler: [adminLimit, adminOnly], config },
+    { onRequest: [adminLimit, adminOnly], config },
     async (req: Req, reply) => {
       const hash = target(req);
       if (!(await uploads!.delete(hash.hex, hash.kind))) throw notFound('no uploaded avatar for this hash');

@@ -102,78 +102,83 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
     req.raw.resume();
   });
 
-  app.post('/api/file/:key', { preHandler: limit, schema: uploadSchema }, async (req: KeyReq, reply) => {
-    const key = keyOf(req);
-    if (!req.isMultipart()) throw badRequest('expected multipart/form-data with one file part named "file"');
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > cfg.maxBytes + FRAMING_SLACK)
-      throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
-    // busboy only truncates at its limit (the error would surface when the body ends): one byte more
-    // lets the store's own meter see the excess as it arrives and answer 413 at once.
-    const parts = req.parts({
-      limits: { fileSize: cfg.maxBytes + 1, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 32 },
-    });
-    const iter = parts[Symbol.asyncIterator]();
-    // busboy reports a broken body (no boundary, truncated, bad part headers) as plain errors.
-    const it = {
-      next: () => iter.next().catch((err: unknown) => Promise.reject(malformed(err))),
-    };
-    let first: Awaited<ReturnType<typeof it.next>>['value'];
-    for (;;) {
-      const r = await it.next();
-      if (r.done) break;
-      if (r.value.type === 'file') {
-        first = r.value;
-        break;
-      }
-    }
-    if (first?.type !== 'file') throw badRequest('missing the file part named "file"', 'NO_FILE');
-    if (first.fieldname !== 'file') {
-      first.file.resume();
-      throw badRequest('the file part must be named "file"', 'NO_FILE');
-    }
-    // Whatever follows the file: fields are ignored, a second file refuses the whole upload.
-    const rest = (async () => {
+  app.post(
+    '/api/file/:key',
+    { onRequest: limit, schema: uploadSchema, config: { largeBody: true } },
+    async (req: KeyReq, reply) => {
+      const key = keyOf(req);
+      if (!req.isMultipart())
+        throw badRequest('expected multipart/form-data with one file part named "file"');
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > cfg.maxBytes + FRAMING_SLACK)
+        throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
+      // busboy only truncates at its limit (the error would surface when the body ends): one byte more
+      // lets the store's own meter see the excess as it arrives and answer 413 at once.
+      const parts = req.parts({
+        limits: { fileSize: cfg.maxBytes + 1, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 32 },
+      });
+      const iter = parts[Symbol.asyncIterator]();
+      // busboy reports a broken body (no boundary, truncated, bad part headers) as plain errors.
+      const it = {
+        next: () => iter.next().catch((err: unknown) => Promise.reject(malformed(err))),
+      };
+      let first: Awaited<ReturnType<typeof it.next>>['value'];
       for (;;) {
         const r = await it.next();
-        if (r.done) return;
+        if (r.done) break;
         if (r.value.type === 'file') {
-          r.value.file.resume();
-          throw badRequest('send exactly one file part', 'TWO_FILES');
+          first = r.value;
+          break;
         }
       }
-    })();
-    rest.catch(() => {});
-    let fileError: unknown;
-    first.file.once('error', (e: unknown) => {
-      fileError = e;
-    });
-    const aborted = new AbortController();
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) aborted.abort();
-    });
-    try {
-      const out = await files.upload({
-        key,
-        file: first.file,
-        filename: sanitizeFilename(first.filename, key),
-        declaredType: first.mimetype,
-        token: tokenOf(req),
-        signal: aborted.signal,
-        afterBody: () => rest,
+      if (first?.type !== 'file') throw badRequest('missing the file part named "file"', 'NO_FILE');
+      if (first.fieldname !== 'file') {
+        first.file.resume();
+        throw badRequest('the file part must be named "file"', 'NO_FILE');
+      }
+      // Whatever follows the file: fields are ignored, a second file refuses the whole upload.
+      const rest = (async () => {
+        for (;;) {
+          const r = await it.next();
+          if (r.done) return;
+          if (r.value.type === 'file') {
+            r.value.file.resume();
+            throw badRequest('send exactly one file part', 'TWO_FILES');
+          }
+        }
+      })();
+      rest.catch(() => {});
+      let fileError: unknown;
+      first.file.once('error', (e: unknown) => {
+        fileError = e;
       });
-      uploads.inc({ result: 'stored' });
-      bytesIn.inc({}, out.info.size);
-      if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
-      reply.header('cache-control', 'no-store');
-      return { success: true, message: 'file uploaded', data: { key, file_info: out.info } };
-    } catch (e) {
-      first.file.resume();
-      const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;
-      uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
-      throw err;
-    }
-  });
+      const aborted = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) aborted.abort();
+      });
+      try {
+        const out = await files.upload({
+          key,
+          file: first.file,
+          filename: sanitizeFilename(first.filename, key),
+          declaredType: first.mimetype,
+          token: tokenOf(req),
+          signal: aborted.signal,
+          afterBody: () => rest,
+        });
+        uploads.inc({ result: 'stored' });
+        bytesIn.inc({}, out.info.size);
+        if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
+        reply.header('cache-control', 'no-store');
+        return { success: true, message: 'file uploaded', data: { key, file_info: out.info } };
+      } catch (e) {
+        first.file.resume();
+        const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;
+        uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
+        throw err;
+      }
+    },
+  );
 
   const download = async (req: KeyReq, reply: FastifyReply) => {
     const key = keyOf(req);

@@ -41,7 +41,7 @@ export async function imageRoutes(
 ): Promise<void> {
   const cfg = ctx.config.image;
   // No hook at all when the limit is off: the cached path is hot enough for a no-op hook to show.
-  const limited = cfg.rateLimit.limit > 0 ? { preHandler: ctx.limiter.hook('image', cfg.rateLimit) } : {};
+  const limited = cfg.rateLimit.limit > 0 ? { onRequest: ctx.limiter.hook('image', cfg.rateLimit) } : {};
   // Header values that are fixed for one cached body, worked out once per body.
   const fixed = new WeakMap<Buffer, Record<string, string>>();
 

@@ -48,13 +48,13 @@ function sendText(reply: FastifyReply, ip: string): string {
 
 export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const version = `V${ctx.version.replace(/[^0-9.].*$/, '')}`;
-  const preHandler = ctx.limiter.hook('ip', ctx.config.ip.rateLimit);
+  const onRequest = ctx.limiter.hook('ip', ctx.config.ip.rateLimit);
   type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text' } }>;
 
   app.get(
     '/api/ip',
     {
-      preHandler,
+      onRequest,
       schema: {
         summary: 'Caller IP (legacy shape)',
         tags: ['ip'],
@@ -76,7 +76,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promi
   app.get(
     '/rest/api/v1/ip',
     {
-      preHandler,
+      onRequest,
       schema: {
         summary: 'Caller IP',
         tags: ['ip'],

@@ -59,9 +59,9 @@ async function fetchText(u: URL, maxBytes: number): Promise<string> {
 
 export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
   const cfg = ctx.config.plantuml;
-  const preHandler = ctx.limiter.hook('plantuml', cfg.rateLimit);
+  const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
   type Q = { Querystring: { src?: string; fmt?: string; idx?: string } };
-  app.get<Q>('/plantuml/proxy', { preHandler, schema: { hide: true } }, async (req, reply) => {
+  app.get<Q>('/plantuml/proxy', { onRequest, schema: { hide: true } }, async (req, reply) => {
     if (cfg.proxyHosts.length === 0) throw forbidden('the /proxy endpoint is off on this server');
     const { src, fmt: word = 'png', idx = '0' } = req.query;
     if (typeof src !== 'string' || src === '') throw badRequest('missing src parameter');

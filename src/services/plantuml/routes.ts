@@ -36,7 +36,7 @@ function parseIndex(s: string | undefined): number {
 
 export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
   const cfg = ctx.config.plantuml;
-  const preHandler = ctx.limiter.hook('plantuml', cfg.rateLimit);
+  const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
   const opts = { cacheHeaders: cfg.cacheHeaders };
   const hide = { hide: true };
 
@@ -82,20 +82,20 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   });
   app.get<{ Params: Params }>(
     '/plantuml/:fmt/:encoded',
-    { preHandler, schema: doc('Render an encoded diagram') },
+    { onRequest, schema: doc('Render an encoded diagram') },
     get,
   );
   app.get<{ Params: Params }>(
     '/plantuml/:fmt/:index/:encoded',
-    { preHandler, schema: doc('Render image number index of an encoded diagram') },
+    { onRequest, schema: doc('Render image number index of an encoded diagram') },
     get,
   );
   app.post<{ Params: Params }>(
     '/plantuml/:fmt',
-    { preHandler, schema: doc('Render the diagram text in the body') },
+    { onRequest, schema: doc('Render the diagram text in the body') },
     post,
   );
-  app.post<{ Params: Params }>('/plantuml/:fmt/:index', { preHandler, schema }, post);
+  app.post<{ Params: Params }>('/plantuml/:fmt/:index', { onRequest, schema }, post);
 
   // /coder: text <-> encoded, no cache headers.
   app.get<{ Params: { encoded: string } }>('/plantuml/coder/:encoded', { schema }, async (req, reply) => {
@@ -107,7 +107,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
   });
 
-  app.get('/plantuml/language', { preHandler, schema }, async (_req, reply) => {
+  app.get('/plantuml/language', { onRequest, schema }, async (_req, reply) => {
     let text: string;
     try {
       text = await engine.language();
@@ -125,19 +125,19 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     if (fmt?.op !== 'render') throw notFound(`unknown format ${req.params.fmt.slice(0, 40)}`);
     return sendDiagram(req, reply, engine, fmt, 0, source, { ...opts, kroki: true });
   };
-  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', { preHandler, schema }, (req, reply) =>
+  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', { onRequest, schema }, (req, reply) =>
     kroki(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes)),
   );
-  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', { preHandler, schema }, (req, reply) =>
+  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', { onRequest, schema }, (req, reply) =>
     kroki(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
   );
-  app.post('/plantuml/plantuml', { preHandler, schema }, (req, reply) => {
+  app.post('/plantuml/plantuml', { onRequest, schema }, (req, reply) => {
     const r = req as FastifyRequest<{ Params: Params }>;
     r.params.fmt = formatFromAccept(req.headers.accept);
     return kroki(r, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
   });
   // Kroki's POST / with JSON {diagram_source, diagram_type, output_format}.
-  app.post('/plantuml/', { preHandler, schema }, (req, reply) => {
+  app.post('/plantuml/', { onRequest, schema }, (req, reply) => {
     let json: { diagram_source?: unknown; diagram_type?: unknown; output_format?: unknown };
     try {
       json = JSON.parse(bodyText(req.body, cfg.maxSourceBytes));

@@ -52,10 +52,13 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         remoteAddress: r.ip,
       }),
     },
-    onRequest: async (req) => {
-      if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
-    },
-    preHandler: limit,
+    onRequest: [
+      async (req) => {
+        if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
+      },
+      limit,
+    ],
+    config: { largeBody: true }, // streamed upstream (git push, pip upload): requestTimeoutMs applies
     handler: async (req, reply) => {
       let raw = (req.raw.url ?? '/').slice(MOUNT.length);
       if (cfg.secret) {

@@ -117,7 +117,7 @@ export async function telegramRoutes(
     '/rest/api/v1/telegram',
     {
       bodyLimit: cfg.maxBodyBytes,
-      preHandler: ctx.limiter.hook('telegram-ip', cfg.rateLimit),
+      onRequest: ctx.limiter.hook('telegram-ip', cfg.rateLimit),
       validatorCompiler: objectOnly,
       schema: { summary: 'Send a message through a Telegram bot', tags: ['telegram'], body: bodySchema },
     },
