@@ -10,7 +10,6 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { EnvelopeTable, installErrorHandling } from './errors.ts';
 import { createBlobStore } from './infra/blob-store.ts';
-import { bodyDeadline } from './infra/body-deadline.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
@@ -21,6 +20,7 @@ import { Metrics } from './infra/metrics.ts';
 import { opsPlugin } from './infra/ops.ts';
 import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
 import { connectRedis } from './infra/redis.ts';
+import { bodyDeadline, closeUnreadBody } from './infra/request-bodies.ts';
 import { isEnabled, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
@@ -42,6 +42,8 @@ export interface BuildOptions {
 type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
 
 const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** How long a refused request's unread body is drained before the connection is cut. */
+const LINGER_MS = 2000;
 
 export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> {
   const { config } = opts;
@@ -127,6 +129,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     done();
   });
   app.addHook('preParsing', bodyDeadline(config.server.bodyTimeoutMs));
+  app.addHook('onResponse', closeUnreadBody(LINGER_MS));
   app.addHook('onResponse', (req, reply, done) => {
     const svc = req.routeOptions.config.svc ?? 'core';
     const route = req.routeOptions.url ?? 'unmatched';

@@ -9,7 +9,6 @@ import type { FileStore, StoredFile } from './store.ts';
 
 /** Multipart framing around the file part: boundaries, part headers, a few small fields. */
 const FRAMING_SLACK = 64 * 1024;
-const LINGER_MS = 2000;
 // Stored HTML, SVG and scripts must never run on our origin, whatever a browser decides.
 const CSP = "default-src 'none'; sandbox";
 
@@ -92,16 +91,8 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
   const uploads = ctx.metrics.counter('devutil_files_uploads_total', 'file uploads by outcome', ['result']);
   const bytesIn = ctx.metrics.counter('devutil_files_upload_bytes_total', 'bytes uploaded (original)', []);
 
-  // A refused upload is answered before its body is read. Closing at once would make the kernel reset
-  // the connection and lose the answer, so drain briefly (lingering close), then cut it off.
-  app.addHook('onResponse', async (req, reply) => {
-    if (req.method !== 'POST' || reply.statusCode < 400 || req.raw.complete) return;
-    const timer = setTimeout(() => req.raw.socket?.destroy(), LINGER_MS);
-    timer.unref();
-    req.raw.once('end', () => clearTimeout(timer));
-    req.raw.resume();
-  });
-
+  // A refused upload is answered before its body is read; server.ts drains and closes the rest
+  // (infra/request-bodies.ts closeUnreadBody).
   app.post(
     '/api/file/:key',
     { onRequest: limit, schema: uploadSchema, config: { largeBody: true } },

@@ -1,9 +1,11 @@
-// A total deadline for small request bodies (JSON, text, diagram source). Node's requestTimeout has
-// to allow hour-long uploads, so without this a client sending one byte every few seconds holds a
-// JSON route for an hour. Routes that stream large bodies opt out with `config: { largeBody: true }`.
+// Request bodies: a total deadline for small ones (JSON, text, diagram source), and a lingering close
+// for bodies an early answer left unread. Node's requestTimeout has to allow hour-long uploads, so
+// without these a client sending one byte every few seconds holds a JSON route, or a connection
+// already answered 429, for an hour. Routes that stream large bodies opt out of the deadline with
+// `config: { largeBody: true }`.
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { preParsingHookHandler } from 'fastify';
+import type { onResponseHookHandler, preParsingHookHandler } from 'fastify';
 import { AppError } from '../errors.ts';
 
 declare module 'fastify' {
@@ -34,10 +36,7 @@ export function bodyDeadline(ms: number): preParsingHookHandler {
     const expire = () => {
       payload.unpipe(body);
       payload.pause();
-      const err = new AppError('BODY_TIMEOUT', 408, `request body not received within ${ms / 1000}s`, {
-        headers: { connection: 'close' }, // the rest of the body is never read
-      });
-      body.destroy(err);
+      body.destroy(new AppError('BODY_TIMEOUT', 408, `request body not received within ${ms / 1000}s`));
     };
     const timer = setTimeout(expire, ms);
     const clear = () => clearTimeout(timer);
@@ -45,5 +44,24 @@ export function bodyDeadline(ms: number): preParsingHookHandler {
     body.once('close', clear);
     reply.raw.once('close', clear);
     done(null, body);
+  };
+}
+
+/**
+ * An onResponse hook: after an error answered before the body was read (429, 403, 408, 413), the
+ * rest is drained for `lingerMs`, then the connection is cut. Closing at once would make the kernel
+ * reset the connection and could lose the answer; waiting for the body would let it trickle on.
+ */
+export function closeUnreadBody(lingerMs: number): onResponseHookHandler {
+  return (req, reply, done) => {
+    if (reply.statusCode >= 400 && hasBody(req.raw)) {
+      // inject()'s stand-in socket has no destroy(); a real one always does.
+      const sock = req.raw.socket as { destroy?: () => void } | null;
+      const timer = setTimeout(() => sock?.destroy?.(), lingerMs);
+      timer.unref();
+      req.raw.once('end', () => clearTimeout(timer));
+      req.raw.resume();
+    }
+    done();
   };
 }
