@@ -17,14 +17,20 @@ export interface DevutilProcess {
   kill9(): Promise<void>;
 }
 
+export interface StartOptions {
+  /** A command that execs the rest, e.g. ['prlimit', '--nofile=600:600', '--'] (same pid). */
+  wrapper?: string[];
+}
+
 export async function startDevutilProcess(
   env: Record<string, string> = {},
   args: string[] = [],
+  opts: StartOptions = {},
 ): Promise<DevutilProcess> {
   // A free port can be taken by a parallel test process before the child binds it: try another.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(env, args);
+      return await startOnce(env, args, opts.wrapper ?? []);
     } catch (err) {
       if (attempt >= 3 || env['DEVUTIL_PORT'] || !/EADDRINUSE|address already in use/.test(String(err)))
         throw err;
@@ -32,10 +38,15 @@ export async function startDevutilProcess(
   }
 }
 
-async function startOnce(env: Record<string, string>, args: string[]): Promise<DevutilProcess> {
+async function startOnce(
+  env: Record<string, string>,
+  args: string[],
+  wrapper: string[],
+): Promise<DevutilProcess> {
   const port = Number(env['DEVUTIL_PORT'] ?? (await freePort()));
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve', ...args], {
+  const argv = [...wrapper, process.execPath, join(ROOT, 'bin/devutil.js'), 'serve', ...args];
+  const proc = spawn(argv[0] as string, argv.slice(1), {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
