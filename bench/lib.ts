@@ -114,10 +114,15 @@ function stopper(proc: ChildProcess, cleanup?: () => void): () => Promise<void> 
 
 /**
  * Starts `devutil serve` as a child process (test/helpers/process.ts: temp data dir, relay off) at
- * log level warn with DEVUTIL_* `env`; `readyPath` is polled until it answers.
+ * log level warn with DEVUTIL_* `env`; `readyPath` is polled until it answers. One load generator
+ * on one address drives everything, so the per-client connection cap is off (the total stays).
  */
 export async function startDevutil(env: Record<string, string> = {}, readyPath = '/healthz'): Promise<Proc> {
-  const p = await startDevutilProcess({ DEVUTIL_LOG_LEVEL: 'warn', ...env });
+  const p = await startDevutilProcess({
+    DEVUTIL_LOG_LEVEL: 'warn',
+    DEVUTIL_MAX_CONNECTIONS_PER_CLIENT: '0',
+    ...env,
+  });
   if (readyPath !== '/healthz') await waitHttp(p.url + readyPath);
   return {
     url: p.url,
