@@ -85,9 +85,7 @@ class Flood {
   relay(port: number, id: ReturnType<typeof clientIdentity>): Promise<void> {
     const frame = encode({ type: 'joinRelayRequest', token: 't'.repeat(1016) });
     const s = tlsConnect({
-      host: '127.0.0.1',
-      port,
-      localAddress: ATTACKER,
+      socket: connect({ port, host: '127.0.0.1', localAddress: ATTACKER }),
       cert: id.certPem,
       key: id.keyPem,
       ALPNProtocols: ['bep-relay'],
