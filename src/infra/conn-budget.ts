@@ -89,17 +89,9 @@ export class ConnectionBudget {
     return true;
   }
 
-  /**
-   * Puts the budget in front of a server's own connection handling: sockets it refuses never reach
-   * the listeners registered before (http.Server's parser set-up is one of them).
-   */
+  /** Puts the budget in front of a server's own connection handling (see admitFirst). */
   guard(server: Server, listener: string): void {
-    const handlers = server.listeners('connection') as ((sock: Socket) => void)[];
-    server.removeAllListeners('connection');
-    server.on('connection', (sock: Socket) => {
-      if (!this.admit(sock, listener)) return;
-      for (const h of handlers) h.call(server, sock);
-    });
+    admitFirst(server, (sock) => this.admit(sock, listener));
   }
 
   /** Open connections, of one listener or all. */
@@ -124,6 +116,19 @@ export class ConnectionBudget {
     const ip = this.o.exempt ? canonicalIp(peer ?? '') : null;
     return ip !== null && this.o.exempt?.check(ip, isIPv4(ip) ? 'ipv4' : 'ipv6') === true;
   }
+}
+
+/**
+ * Runs `admit` before a server's own connection listeners: sockets it refuses never reach them
+ * (http.Server's parser set-up is one), so a refused connection costs no parsing work.
+ */
+export function admitFirst(server: Server, admit: (sock: Socket) => boolean): void {
+  const handlers = server.listeners('connection') as ((sock: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (sock: Socket) => {
+    if (!admit(sock)) return;
+    for (const h of handlers) h.call(server, sock);
+  });
 }
 
 /** Open connections, caps and refusals as series read from the budget at scrape time. */

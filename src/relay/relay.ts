@@ -6,6 +6,7 @@ import type { Server, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
+import { admitFirst } from '../infra/conn-budget.ts';
 import type { RelayIdentity } from './identity.ts';
 import { RateLimits } from './limits.ts';
 import { createListener, type Listener } from './listener.ts';
@@ -134,6 +135,7 @@ export class Relay implements Hub {
       r.invitationPort = settings.publicPort || r.port;
       if (settings.statusPort > 0) {
         r.statusServer = createStatusServer(() => r.status());
+        if (events.admit) admitFirst(r.statusServer, events.admit); // same budget as the relay port
         r.statusPort = await listen(r.statusServer, settings.statusPort, settings.host);
       }
     } catch (err) {
