@@ -21,7 +21,7 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
-/** A preParsing hook: a body not complete `ms` after its headers is answered 408 and the connection closed. */
+/** A preParsing hook: a body not complete `ms` after its headers is answered 408 (closeUnreadBody then cuts the connection). */
 export function bodyDeadline(ms: number): preParsingHookHandler {
   return (req, reply, payload, done) => {
     if (ms <= 0 || req.routeOptions.config.largeBody || !hasBody(req.raw)) {
