@@ -134,6 +134,19 @@ describe('config', () => {
     assert.throws(() => loadConfig({ env: { DEVUTIL_IP_RATE_LIMIT: 'lots' } }), /DEVUTIL_IP_RATE_LIMIT/);
   });
 
+  it('refuses units, windows and file keys that name Object.prototype members', () => {
+    for (const env of [
+      { DEVUTIL_FILES_MAX_BYTES: '5constructor' },
+      { DEVUTIL_FILES_MAX_BYTES: '5__proto__' },
+      { DEVUTIL_IP_RATE_LIMIT: '30/constructor' },
+      { DEVUTIL_IP_RATE_LIMIT: '30/tostring' },
+    ])
+      assert.throws(() => loadConfig({ env }), ConfigError, JSON.stringify(env));
+    const file = join(tempDir(), 'c.yaml');
+    writeFileSync(file, 'server:\n  constructor: 1\n');
+    assert.throws(() => loadConfig({ file }), /unknown key "server.constructor"/);
+  });
+
   it('masks secrets in the printed config', () => {
     const { config } = loadConfig({
       env: { DEVUTIL_REDIS_URL: 'redis://:hunter2@127.0.0.1:6379', DEVUTIL_METRICS_TOKEN: 's3cret' },

@@ -26,7 +26,7 @@ export function trustList(items: readonly string[]): BlockList | null {
   if (items.length === 0) return null;
   const bl = new BlockList();
   for (const item of items) {
-    const kw = KEYWORDS[item];
+    const kw = Object.hasOwn(KEYWORDS, item) ? KEYWORDS[item] : undefined;
     if (kw) {
       for (const [net, bits, type] of kw) bl.addSubnet(net, bits, type);
       continue;

@@ -76,7 +76,8 @@ export function bytes(def: number, o: Opts & { min?: number }): Field<number> {
     parse(raw) {
       if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= (o.min ?? 0)) return ok(raw);
       const m = typeof raw === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw) : null;
-      const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+      const u = m?.[2]?.toLowerCase() ?? '';
+      const unit = m && Object.hasOwn(SIZE_UNITS, u) ? SIZE_UNITS[u] : undefined;
       if (!m || unit === undefined) return bad(`expected a size like 1048576 or 512MiB, got ${show(raw)}`);
       const n = Math.floor(Number(m[1]) * unit);
       if (!Number.isSafeInteger(n) || n < (o.min ?? 0)) return bad(`size out of range: ${show(raw)}`);
@@ -283,7 +284,7 @@ export function rate(def: string, o: Opts): Field<Rate> {
       if (s === '0' || s === 'off' || s === 'none' || s === 'unlimited')
         return ok({ limit: 0, windowMs: 60_000 });
       const m = /^(\d+)\s*\/\s*(\d*)\s*([a-z]+)$/.exec(s);
-      const unit = m ? WINDOWS[m[3]!] : undefined;
+      const unit = m && Object.hasOwn(WINDOWS, m[3]!) ? WINDOWS[m[3]!] : undefined;
       if (!m || unit === undefined) return bad(`expected a rate like 30/min, 5/10s or off, got ${show(raw)}`);
       const windowMs = (m[2] ? Number(m[2]) : 1) * unit;
       if (windowMs <= 0) return bad(`window must be positive: ${show(raw)}`);

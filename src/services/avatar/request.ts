@@ -41,7 +41,9 @@ const EXT: Record<string, Format> = { jpg: 'jpeg', jpeg: 'jpeg', png: 'png', gif
 /** `0bc8...46.jpg` -> hash text and format; unknown extensions stay part of the (invalid) hash. */
 export function parseFile(file: string): { hashText: string; format: Format } {
   const m = /^(.*)\.([a-z]+)$/i.exec(file);
-  const fmt = m ? EXT[m[2]!.toLowerCase()] : undefined;
+  const ext = m?.[2]?.toLowerCase() ?? '';
+  // Own keys only: `.constructor` or `.__proto__` is an unknown extension, not Object's members.
+  const fmt = Object.hasOwn(EXT, ext) ? EXT[ext] : undefined;
   return m && fmt ? { hashText: m[1]!, format: fmt } : { hashText: file, format: 'png' };
 }
 

@@ -68,7 +68,7 @@ export function sniff(sample: Buffer, filename: string): string {
         : 'video/mp4';
   }
   const ext = /\.([A-Za-z0-9]{1,8})$/.exec(filename)?.[1]?.toLowerCase();
-  const byExt = ext ? EXT[ext] : undefined;
+  const byExt = ext && Object.hasOwn(EXT, ext) ? EXT[ext] : undefined;
   const text = looksLikeText(sample);
   if (byExt)
     return byExt.startsWith('text/') || byExt.endsWith('+xml') || byExt.includes('json')

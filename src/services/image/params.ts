@@ -79,7 +79,8 @@ export function parseQuery(q: Record<string, unknown>, limits: Limits): ImageOpt
   const f = one(q, 'format');
   let format: Format = 'webp';
   if (f !== undefined) {
-    const ff = FORMAT_ALIASES[f.toLowerCase()];
+    const k = f.toLowerCase();
+    const ff = Object.hasOwn(FORMAT_ALIASES, k) ? FORMAT_ALIASES[k] : undefined;
     if (!ff) throw new ParamError(`format must be one of ${FORMATS.join(', ')}`);
     format = ff;
   }

@@ -37,11 +37,12 @@ const DARKABLE = new Set(['png', 'img', 'svg', 'txt', 'utxt', 'base64', 'eps']);
 export function formatOf(word: string, colorMapper?: string, kroki = false): FormatSpec | null {
   let dark = false;
   let w = word.toLowerCase();
-  if (!BASE[w] && w.startsWith('d') && DARKABLE.has(w.slice(1))) {
+  // Own keys only: a format word is request input, and `constructor` or `__proto__` must be unknown.
+  if (!Object.hasOwn(BASE, w) && w.startsWith('d') && DARKABLE.has(w.slice(1))) {
     dark = true;
     w = w.slice(1);
   }
-  const base = BASE[w];
+  const base = Object.hasOwn(BASE, w) ? BASE[w] : undefined;
   if (!base) return null;
   const mapper = colorMapper?.trim().toLowerCase();
   if (mapper === 'dark' || mapper === 'dark_mode') dark = DARKABLE.has(w);

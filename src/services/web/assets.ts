@@ -28,7 +28,8 @@ const TYPES: Record<string, string> = {
 };
 
 function typeOf(name: string): string {
-  return TYPES[name.slice(name.lastIndexOf('.'))] ?? 'application/octet-stream';
+  const ext = name.slice(name.lastIndexOf('.'));
+  return (Object.hasOwn(TYPES, ext) ? TYPES[ext] : undefined) ?? 'application/octet-stream';
 }
 
 /** Hashed file name -> its brotli and gzip codings, as `npm install` wrote them beside it. */
