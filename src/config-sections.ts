@@ -44,6 +44,11 @@ export const serverSection = {
     min: 1024,
     doc: 'largest JSON/text request body (uploads have their own limit)',
   }),
+  jsonMaxDepth: int(64, {
+    min: 2,
+    max: 1000,
+    doc: 'deepest array/object nesting accepted in a JSON request body (400 above)',
+  }),
   headersTimeoutMs: duration(15_000, {
     unit: 'ms',
     min: 1000,

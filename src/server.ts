@@ -14,6 +14,7 @@ import { clientIp, trustList } from './infra/client-ip.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/hosts.ts';
+import { installJsonParser } from './infra/json-body.ts';
 import { lazyChildFactory } from './infra/lazy-logger.ts';
 import { createLogger } from './infra/logger.ts';
 import { Metrics } from './infra/metrics.ts';
@@ -144,6 +145,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   });
 
   installErrorHandling(app);
+  installJsonParser(app, config.server.jsonMaxDepth);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

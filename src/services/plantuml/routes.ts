@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { checkJsonDepth } from '../../infra/json-body.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -139,8 +140,10 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   // Kroki's POST / with JSON {diagram_source, diagram_type, output_format}.
   app.post('/plantuml/', { onRequest, schema }, (req, reply) => {
     let json: { diagram_source?: unknown; diagram_type?: unknown; output_format?: unknown };
+    const text = bodyText(req.body, cfg.maxSourceBytes);
+    checkJsonDepth(text, ctx.config.server.jsonMaxDepth);
     try {
-      json = JSON.parse(bodyText(req.body, cfg.maxSourceBytes));
+      json = JSON.parse(text);
     } catch {
       throw badRequest('expected JSON {"diagram_source", "diagram_type", "output_format"}');
     }
