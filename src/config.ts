@@ -234,6 +234,29 @@ export function describeConfig(
   return out;
 }
 
+/** The values of every field marked secret that is set (masked in logs wherever they appear). */
+export function configSecrets(config: Config, services?: readonly ServiceDef[]): string[] {
+  const schema = services ? schemaOf(services) : (SCHEMA as Record<string, Section>);
+  const out: string[] = [];
+  for (const [sname, fields] of Object.entries(schema)) {
+    const sec = (config as unknown as Record<string, Record<string, unknown>>)[sname] ?? {};
+    for (const [key, field] of Object.entries(fields)) {
+      const v = sec[key];
+      if (!field.secret || typeof v !== 'string' || v === '') continue;
+      // A URL (redis.url) is secret for its password only; the host stays readable in logs.
+      const u = URL.canParse(v) && /^[a-z][a-z0-9+.-]*:\/\//i.test(v) ? new URL(v) : null;
+      if (!u) out.push(v);
+      else if (u.password) {
+        out.push(u.password);
+        try {
+          out.push(decodeURIComponent(u.password));
+        } catch {} // not percent-encoded: the raw form is enough
+      }
+    }
+  }
+  return out;
+}
+
 function printed(field: Field<unknown>, value: unknown): unknown {
   return field.format ? field.format(value) : value;
 }

@@ -3,7 +3,7 @@
 import { METHODS } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
-import { redactUrl } from './infra/logger.ts';
+import { redact } from './infra/logger.ts';
 
 export interface AppErrorOptions {
   cause?: unknown;
@@ -182,7 +182,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       req,
       reply,
       404,
-      `no such route: ${req.method} ${redactUrl(path).slice(0, 200)}`,
+      `no such route: ${req.method} ${redact(path).slice(0, 200)}`,
       'NOT_FOUND',
     );
   });

@@ -1,45 +1,11 @@
-// pino options shared by the HTTP server and the relay: redaction of credentials in headers, URLs
-// (signed query strings, user:token@, Telegram's /bot<token>/ paths) and well-known body fields.
+// pino options shared by the HTTP server and the relay: credentials in headers and well-known
+// fields are censored by path; every logged string (message, fields, request URL, error message,
+// stack and cause) goes through the one redaction function, whatever its field is called.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { redact, redactFields } from './redact.ts';
 
-const SECRET_PARAM =
-  /(sig|signature|token|secret|password|passwd|credential|auth|apikey|api_key|key-pair|x-amz-security)/i;
-const BOT_PATH = /\/bot\d+:[A-Za-z0-9_-]+/g;
-const BOT_TOKEN = /\b\d{5,}:[A-Za-z0-9_-]{20,}\b/g;
-const USERINFO = /(\/\/|^|\/)([^/@\s:]*):([^/@\s]+)@/g;
-
-/** Removes secrets that may appear in a URL or path; cheap enough for every log line. */
-export function redactUrl(url: string): string {
-  let out = url.replace(BOT_PATH, '/bot[redacted]').replace(USERINFO, '$1$2:[redacted]@');
-  const q = out.indexOf('?');
-  if (q !== -1) {
-    const query = out
-      .slice(q + 1)
-      .split('&')
-      .map((pair) => {
-        const eq = pair.indexOf('=');
-        const name = eq === -1 ? pair : pair.slice(0, eq);
-        return eq !== -1 && SECRET_PARAM.test(decodeSafe(name)) ? `${name}=[redacted]` : pair;
-      })
-      .join('&');
-    out = `${out.slice(0, q)}?${query}`;
-  }
-  return out;
-}
-
-/** Masks anything shaped like a Telegram bot token inside free text (error messages, causes). */
-export function redactText(s: string): string {
-  return s.replace(BOT_PATH, '/bot[redacted]').replace(BOT_TOKEN, '[redacted]');
-}
-
-function decodeSafe(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}
+export { protectSecrets, redact } from './redact.ts';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -58,10 +24,13 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // Runs before the serializers: strings in any field (upstream URLs, Location, reasons).
+    formatters: { log: (obj) => redactFields(obj) },
     serializers: {
+      msg: redact,
       req: (req: FastifyRequest) => ({
         method: req.method,
-        url: redactUrl(req.url),
+        url: redact(req.url),
         host: req.headers?.host,
         remoteAddress: req.ip,
       }),
@@ -74,17 +43,32 @@ export function loggerOptions(level: string): LoggerOptions {
 /** Any thrown value (not only Errors: libraries throw strings and plain objects) with secrets masked. */
 export function serializeError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) {
-    const text = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
-    return { type: typeof err, message: redactText(String(text).slice(0, 2000)) };
+    let text: string;
+    try {
+      text = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
+    } catch {
+      text = Object.prototype.toString.call(err); // cyclic or too deep to stringify
+    }
+    return { type: typeof err, message: redact(String(text).slice(0, 2000)) };
   }
   const e = err as Error & { code?: unknown };
   return {
     type: e.name,
-    message: redactText(String(e.message)),
+    message: redact(String(e.message)),
     code: e.code,
-    stack: typeof e.stack === 'string' ? redactText(e.stack) : undefined,
-    cause: e.cause instanceof Error ? redactText(String(e.cause.message)) : undefined,
+    stack: typeof e.stack === 'string' ? redact(e.stack) : undefined,
+    cause: causeText(e.cause),
   };
+}
+
+/** The cause chain's messages, outermost first (undici and the AWS SDK nest the useful one). */
+function causeText(cause: unknown): string | undefined {
+  const parts: string[] = [];
+  for (let c = cause, i = 0; c !== undefined && c !== null && i < 4; i++) {
+    parts.push(c instanceof Error ? String(c.message) : String(c));
+    c = c instanceof Error ? c.cause : undefined;
+  }
+  return parts.length ? redact(parts.join(' <- ').slice(0, 2000)) : undefined;
 }
 
 export function createLogger(level: string, dest?: DestinationStream): Logger {

@@ -3,7 +3,7 @@
 // reconnects in the background and the limiter recovers by itself.
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { redactUrl } from './logger.ts';
+import { redact } from './logger.ts';
 
 export function connectRedis(url: string, logger: Logger): Redis {
   const redis = new Redis(url, {
@@ -16,7 +16,7 @@ export function connectRedis(url: string, logger: Logger): Redis {
   });
   let down = false;
   redis.on('error', (err) => {
-    if (!down) logger.warn({ err: { message: err.message }, url: redactUrl(url) }, 'redis unavailable');
+    if (!down) logger.warn({ err: { message: err.message }, url: redact(url) }, 'redis unavailable');
     down = true;
   });
   redis.on('ready', () => {

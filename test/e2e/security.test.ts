@@ -1,10 +1,11 @@
 // Security checklist over the real composition: page headers, stored active content never
-// rendered inline, no secrets or internals in error answers.
+// rendered inline, no secrets or internals in error answers or in the request logs.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { assertNoInternals } from '../helpers/leaks.ts';
-import { buildTestServer } from '../helpers/server.ts';
+import { registerSecret } from '../helpers/secrets.ts';
+import { buildTestServer, LogCapture } from '../helpers/server.ts';
 
 function multipart(name: string, type: string, content: string) {
   const boundary = 'XsecX';
@@ -79,4 +80,46 @@ describe('security checklist', () => {
       assert.doesNotMatch(r.body, /Error:/, p.url);
     }
   });
+});
+
+describe('secrets in every logged URL shape', () => {
+  // Built at run time so that no secret-shaped literal sits in the source.
+  const prefix = registerSecret(`pfx${'Z9_'.repeat(5)}`);
+  const bot = registerSecret(`${'8'.repeat(10)}:AAE${'k'.repeat(32)}`);
+  const sig = registerSecret('c0ffee'.repeat(8));
+  const logs = new LogCapture();
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({ logs, overrides: { proxy: { secret: prefix, host: 'proxy.test' } } });
+  });
+  after(async () => app.close());
+
+  // [shape, request]: each is logged (request line, rewrite line, error line) at debug level.
+  const shapes: [string, { url: string; headers?: Record<string, string> }][] = [
+    ['the proxy prefix under /proxy', { url: `/proxy/t/${prefix}/evil.example/x` }],
+    [
+      'the proxy prefix on the proxy host (raw and rewritten URL)',
+      { url: `/t/${prefix}/evil.example/x`, headers: { host: 'proxy.test' } },
+    ],
+    ['the proxy prefix on a path no route owns', { url: `/t/${prefix}/x` }],
+    ['a mistyped prefix carrying the secret', { url: `/proxy/t/${prefix}x/github.com/o/r` }],
+    ['a bot token in an unknown path', { url: `/rest/api/v1/telegram/bot${bot}/sendMessage` }],
+    ['a bare bot token in a query', { url: `/api/ip?k=${bot}` }],
+    ['a signed query string', { url: `/api/file/x?X-Amz-Credential=AKIA/${sig}&X-Amz-Signature=${sig}` }],
+    [
+      'a token= query',
+      { url: `/proxy/t/${prefix}/github.com/o/r/info/refs?service=git-upload-pack&token=${sig}` },
+    ],
+  ];
+  for (const [name, req] of shapes) {
+    it(`never logs ${name}`, async () => {
+      const from = logs.lines.length;
+      await app.inject(req);
+      const lines = logs.lines.slice(from).join('\n');
+      assert.ok(lines.length > 0, 'the request was logged');
+      for (const s of [prefix, bot, sig])
+        assert.ok(!lines.includes(s), `${name} leaked: ${lines.slice(0, 400)}`);
+      assert.match(lines, /\[redacted\]/);
+    });
+  }
 });

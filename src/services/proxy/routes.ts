@@ -3,7 +3,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, forbidden, tooMany } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { redactUrl } from '../../infra/logger.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify } from './errors.ts';
@@ -43,15 +42,6 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
     method: ALL,
     url: `${MOUNT}/*`,
     exposeHeadRoute: false,
-    // The access prefix is a credential: request logs show /t/[redacted]/ instead.
-    logSerializers: {
-      req: (r: FastifyRequest) => ({
-        method: r.method,
-        url: redactUrl(r.url).replace(/^(\/proxy)?\/t\/[^/]*/, '$1/t/[redacted]'),
-        host: r.headers?.host,
-        remoteAddress: r.ip,
-      }),
-    },
     onRequest: [
       async (req) => {
         if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
