@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { ByteLru } from '../../infra/lru.ts';
+import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
 import type { CacheStore, Entry } from './cache-store.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 
@@ -87,6 +88,9 @@ export class MemoryTier extends ByteLru<Buffer> {
 }
 
 const COALESCE_WAIT_MS = 10_000;
+// URLs whose last response carried Vary, with the header names (bounded; forgotten on restart, when
+// the next fill learns them again).
+const VARY_URLS = 10_000;
 
 function waitAtMost(p: Promise<unknown>, ms: number): Promise<void> {
   return new Promise((resolve) => {
@@ -106,6 +110,7 @@ function waitAtMost(p: Promise<unknown>, ms: number): Promise<void> {
 
 export class DiskCache implements ProxyCache {
   private fills = new Map<string, Promise<boolean>>();
+  private varies = new ByteLru<string[]>(VARY_URLS, () => 1, 1);
 
   private mem: MemoryTier;
 
@@ -139,20 +144,30 @@ export class DiskCache implements ProxyCache {
     if (r.route.cache === 'none' || (r.method !== 'GET' && r.method !== 'HEAD')) return null;
     if (r.headers.authorization) return null;
     // Rewritten bodies depend on the Accept header and on the proxy base they point at.
-    if (r.route.rewrite) return `${r.url.href}\n${header(r, 'accept') ?? ''}\n${o.links.base}`;
-    return r.url.href;
+    if (r.route.rewrite) return `${urlKey(r.url)}\n${header(r, 'accept') ?? ''}\n${o.links.base}`;
+    return urlKey(r.url);
+  }
+
+  /** The key of the variant this request selects, by the Vary names last seen for the URL. */
+  private variant(base: string, r: ForwardRequest): string {
+    const names = this.varies.get(base);
+    return names ? variantKey(base, names, r.headers) : base;
   }
 
   async serve(r: ForwardRequest, o: ForwardOptions, log: FastifyBaseLogger): Promise<Upstream> {
-    const key = this.keyOf(r, o);
-    if (key === null) {
+    const base = this.keyOf(r, o);
+    if (base === null) {
       this.stats.onResult('bypass');
       return this.counted(await forward(o, r));
     }
+    let key = this.variant(base, r);
     const pending = this.fills.get(key);
     // Wait for a running fill, but not for long: clients such as apt give up after ~30 s without
     // bytes, so a waiter past COALESCE_WAIT_MS fetches on its own (uncached).
-    if (pending) await waitAtMost(pending, COALESCE_WAIT_MS);
+    if (pending) {
+      await waitAtMost(pending, COALESCE_WAIT_MS);
+      key = this.variant(base, r); // the fill may have learnt that the URL varies
+    }
     let e = this.store.get(key);
     if (e && r.route.cache === 'revalidate' && !(await this.fresh(e, r, o, log))) e = undefined;
     if (e) {
@@ -166,7 +181,7 @@ export class DiskCache implements ProxyCache {
       r.method !== 'GET' ||
       ['range', 'if-range', 'if-none-match', 'if-modified-since'].some((h) => r.headers[h]);
     if (partial || this.fills.has(key)) return this.counted(await forward(o, r));
-    return this.fill(key, r, o, log);
+    return this.fill(key, base, r, o, log);
   }
 
   /** A stored revalidate-class object is fresh, or was confirmed by a conditional upstream request. */
@@ -181,6 +196,12 @@ export class DiskCache implements ProxyCache {
     if (!forced && Date.now() - e.checkedAt < this.ttlMs) return true;
     if (r.route.rewrite || (!e.headers['etag'] && !e.headers['last-modified'])) return false;
     const headers: Record<string, string> = { 'user-agent': header(r, 'user-agent') ?? 'devutil-proxy' };
+    // The validators belong to this variant: ask for it with the headers that selected it.
+    const names = varyNames(e.headers['vary']);
+    for (const n of names === '*' ? [] : names) {
+      const v = header(r, n);
+      if (v !== undefined) headers[n] = v;
+    }
     if (e.headers['etag']) headers['if-none-match'] = e.headers['etag'];
     if (e.headers['last-modified']) headers['if-modified-since'] = e.headers['last-modified'];
     try {
@@ -211,6 +232,7 @@ export class DiskCache implements ProxyCache {
   /** Fetches the whole object once, streaming it to this client while writing it to disk. */
   private async fill(
     key: string,
+    base: string,
     r: ForwardRequest,
     o: ForwardOptions,
     log: FastifyBaseLogger,
@@ -233,7 +255,9 @@ export class DiskCache implements ProxyCache {
       finish(false);
       throw err;
     }
+    const rule = storeRule(r.headers, up.headers);
     const storable =
+      rule.store &&
       up.status === 200 &&
       !up.headers['content-encoding'] &&
       Number(up.headers['content-length'] ?? 0) <= this.store.maxBytes / 4;
@@ -241,10 +265,14 @@ export class DiskCache implements ProxyCache {
       finish(false);
       return this.counted(up);
     }
+    // Stored under the variant the response names (which may differ from what was looked up).
+    if (rule.vary.length) this.varies.set(base, rule.vary);
+    else this.varies.delete(base);
+    const storeKey = variantKey(base, rule.vary, r.headers);
     const headers: Record<string, string> = {};
     for (const h of STORED) if (up.headers[h] !== undefined) headers[h] = up.headers[h] as string;
     const entry = (size: number): Entry => ({
-      key,
+      key: storeKey,
       size,
       headers: { ...headers, 'content-length': String(size) },
       checkedAt: Date.now(),
