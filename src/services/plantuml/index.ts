@@ -1,6 +1,7 @@
 // Diagram rendering utility: a plantuml-server-compatible API on a warm pool of PlantUML JVMs.
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
+import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
 import { PlantumlEngine } from './engine.ts';
 import { proxyRoute } from './proxy.ts';
@@ -29,6 +30,14 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'diagram answers by cache use and status',
     ['cache', 'status'],
   );
+  // Every SVG and HTML answer of the service (diagrams, error images, the editor) gets its CSP here,
+  // so no route can forget it.
+  const editor = editorCsp(ctx.urls.plantuml);
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    const csp = cspFor(String(reply.getHeader('content-type') ?? ''), editor);
+    if (csp) reply.header('content-security-policy', csp);
+    done(null, payload);
+  });
   app.addHook('onResponse', async (_req, reply) => {
     const cache = reply.getHeader('x-plantuml-cache');
     if (cache) diagrams.inc({ cache: String(cache), status: String(reply.statusCode) });

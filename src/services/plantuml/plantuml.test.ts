@@ -327,6 +327,46 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.match(form.headers.location as string, new RegExp(`/plantuml/uml/${HELLO}$`));
   });
 
+  // Every SVG and HTML the service answers runs nothing and loads nothing foreign when opened directly.
+  const active = `@startuml\nBob -> Alice : [[javascript:alert(1) click]]\n@enduml`;
+  const csp: [
+    string,
+    () => Promise<{ statusCode: number; headers: Record<string, unknown> }>,
+    'svg' | 'html',
+  ][] = [
+    ['GET svg', () => app.inject({ url: `/plantuml/svg/${HELLO}` }), 'svg'],
+    ['GET dark svg', () => app.inject({ url: `/plantuml/dsvg/${HELLO}` }), 'svg'],
+    ['GET svg with a link in the diagram', () => app.inject({ url: `/plantuml/svg/${hex(active)}` }), 'svg'],
+    ['POST svg', () => post('/plantuml/svg', 'Bob -> Alice : hello'), 'svg'],
+    ['the svg error image', () => post('/plantuml/svg', BROKEN), 'svg'],
+    ['Kroki GET svg', () => app.inject({ url: `/plantuml/plantuml/svg/${HELLO}` }), 'svg'],
+    [
+      'Kroki JSON POST',
+      () =>
+        app.inject({
+          method: 'POST',
+          url: '/plantuml/',
+          payload: { diagram_source: 'A -> B', output_format: 'svg' },
+        }),
+      'svg',
+    ],
+    ['the editor page', () => app.inject({ url: `/plantuml/uml/${HELLO}` }), 'html'],
+    ['the empty editor', () => app.inject({ url: '/plantuml/uml' }), 'html'],
+  ];
+  for (const [name, send, kind] of csp) {
+    it(`answers ${name} with a Content-Security-Policy that runs no script`, async () => {
+      const r = await send();
+      assert.ok(r.statusCode === 200 || r.statusCode === 400, String(r.statusCode));
+      assert.match(String(r.headers['content-type']), kind === 'svg' ? /^image\/svg\+xml/ : /^text\/html/);
+      const policy = String(r.headers['content-security-policy'] ?? '');
+      assert.match(policy, /default-src 'none'/);
+      assert.doesNotMatch(policy, /script-src|unsafe-eval/);
+      if (kind === 'svg') assert.match(policy, /sandbox(?! allow-scripts)/);
+      else assert.match(policy, /frame-ancestors 'none'/);
+      assert.equal(r.headers['x-content-type-options'], 'nosniff');
+    });
+  }
+
   const hostile: [string, string, number][] = [
     ['bad encoding', '/plantuml/svg/!!!!', 400],
     ['path traversal', '/plantuml/svg/..%2F..%2Fetc%2Fpasswd', 400],
