@@ -1,0 +1,65 @@
+// Size-capped body reading for anything that arrives from outside (upstream responses, fetched
+// diagram text): never holds more than the cap in memory, and refuses with a typed error as soon as
+// a declared length or the bytes actually sent pass it, closing the source instead of draining it.
+import { pipeline, type Readable, Transform } from 'node:stream';
+
+/** The body passed its cap; `limit` is that cap in bytes. */
+export class BodyTooLarge extends Error {
+  readonly limit: number;
+  constructor(limit: number, what = 'body') {
+    super(`${what} exceeds ${limit} bytes`);
+    this.name = 'BodyTooLarge';
+    this.limit = limit;
+  }
+}
+
+/** A Node stream: an undici body, an http.IncomingMessage, a file stream. */
+export type BodySource = AsyncIterable<Uint8Array> & { destroy(err?: Error): unknown };
+
+export interface CapOptions {
+  /** A Content-Length header or number: over the cap means no byte is read at all. */
+  declared?: string | string[] | number | undefined;
+  /** Names the body in the error message ("upstream response"). */
+  what?: string;
+}
+
+/** The whole body as one Buffer, or BodyTooLarge once more than `max` bytes were declared or sent. */
+export async function readCapped(body: BodySource, max: number, o: CapOptions = {}): Promise<Buffer> {
+  const declared = Number(Array.isArray(o.declared) ? o.declared[0] : (o.declared ?? Number.NaN));
+  if (declared > max) {
+    body.destroy();
+    throw new BodyTooLarge(max, o.what);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) {
+      body.destroy();
+      throw new BodyTooLarge(max, o.what);
+    }
+    chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length));
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/**
+ * `src` passed through unbuffered, failing with `tooLarge()` (BodyTooLarge by default) once more
+ * than `max` bytes went by; an error on either side destroys both.
+ */
+export function capStream(
+  src: Readable,
+  max: number,
+  tooLarge: () => Error = () => new BodyTooLarge(max),
+): Readable {
+  let n = 0;
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      n += chunk.length;
+      if (n > max) cb(tooLarge());
+      else cb(null, chunk);
+    },
+  });
+  pipeline(src, t, () => {});
+  return t;
+}
