@@ -30,7 +30,9 @@ const relayed = post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'benc
 const off = 'off';
 const dev = await startDevutil({
   DEVUTIL_LOG_LEVEL: 'error',
-  DEVUTIL_TELEGRAM_API_BASE: fakeUrl,
+  // Loopback is reachable only through an egress override, as for any outbound request.
+  DEVUTIL_EGRESS_RESOLVE: `api.telegram.test=${new URL(fakeUrl).host}`,
+  DEVUTIL_TELEGRAM_API_BASE: 'http://api.telegram.test',
   DEVUTIL_TELEGRAM_RATE_LIMIT: off,
   DEVUTIL_TELEGRAM_KEY_RATE_LIMIT: off,
   DEVUTIL_TELEGRAM_BOT_RATE: off,

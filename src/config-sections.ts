@@ -1,6 +1,7 @@
-// The shared sections of the config schema: HTTP server, log, Redis, metrics and the blob store
-// (files and avatars). Each utility's own section lives in its folder (services/<name>/config.ts).
+// The shared sections of the config schema: HTTP server, log, Redis, metrics, outbound requests and
+// the blob store (files and avatars). Each utility's own section lives in its folder (services/<name>/config.ts).
 import { isIP } from 'node:net';
+import { resolveItem } from './infra/netguard.ts';
 import { bool, bytes, duration, int, list, oneOf, type Section, str, url } from './infra/schema.ts';
 
 const TRUST_KEYWORDS = ['loopback', 'private', 'linklocal', 'uniquelocal'];
@@ -102,6 +103,13 @@ export const redisSection = {
 export const metricsSection = {
   enabled: bool(true, { doc: 'serve Prometheus metrics at /metrics' }),
   token: str('', { secret: true, doc: 'if set, /metrics requires Authorization: Bearer <token>' }),
+} satisfies Section;
+
+export const egressSection = {
+  resolve: list([], {
+    item: resolveItem,
+    doc: 'host=address:port overrides (curl --resolve) for every outbound request; the only way an upstream may be on loopback (fixtures, a local Bot API server)',
+  }),
 } satisfies Section;
 
 export const storageSection = {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import {
+  egressSection,
   logSection,
   metricsSection,
   redisSection,
@@ -20,6 +21,7 @@ const CORE = {
   log: logSection,
   redis: redisSection,
   metrics: metricsSection,
+  egress: egressSection,
   storage: storageSection,
 } as const;
 

@@ -97,7 +97,9 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
   before(async () => {
     telegram = await fakeTelegram();
     const overrides: Overrides = {
-      telegram: { apiBase: telegram.url },
+      // Outbound requests reach loopback only through an egress override, as in production.
+      egress: { resolve: [`api.telegram.test=${new URL(telegram.url).host}`] },
+      telegram: { apiBase: 'http://api.telegram.test' },
       relay: { port: await freePort(), statusPort: 0, host: '127.0.0.1' },
     };
     // No outside internet in tests: the avatar service must not wait for the real Gravatar.

@@ -46,7 +46,11 @@ describe('PlantUML over real HTTP', { skip }, () => {
   before(async () => {
     inc = await startIncludeServer();
     srv = await startTestServer({
-      overrides: { plantuml: { workers: 1, host: 'plantuml.devutil.test', proxyHosts: ['127.0.0.1'] } },
+      overrides: {
+        // /proxy fetches through the egress client: loopback only by an override, as in production.
+        egress: { resolve: [`diagrams.test=${new URL(inc.url).host}`] },
+        plantuml: { workers: 1, host: 'plantuml.devutil.test', proxyHosts: ['diagrams.test'] },
+      },
     });
   });
   after(async () => {
@@ -95,7 +99,7 @@ describe('PlantUML over real HTTP', { skip }, () => {
 
   it('renders /proxy?src= only from allow-listed hosts, with the server URL guards', async () => {
     const ok = await curl(
-      `${srv.url}/plantuml/proxy?fmt=svg&src=${encodeURIComponent(`${inc.url}/remote.puml`)}`,
+      `${srv.url}/plantuml/proxy?fmt=svg&src=${encodeURIComponent('http://diagrams.test/remote.puml')}`,
     );
     assert.equal(ok.status, 200, ok.body.toString().slice(0, 200));
     assert.match(ok.body.toString(), /Carol/);

@@ -1,9 +1,13 @@
 // GET /proxy?src=URL[&fmt=][&idx=]: fetch diagram text from an allow-listed host, then render it.
 // It makes the server reach out to other hosts (SSRF), so it is off until hosts are configured,
-// and keeps the server's URL guards (digest section 2): http(s) only, no userinfo, exact hosts.
+// keeps the server's URL guards (digest section 2: http(s) only, no userinfo, exact hosts) and
+// fetches through the egress client, whose address guard refuses hosts that point inward.
 import type { FastifyInstance } from 'fastify';
-import { badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
+import { errors as undiciErrors } from 'undici';
+import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
+import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { createEgress } from '../../infra/egress.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -28,38 +32,51 @@ export function checkSource(src: string, hosts: readonly string[]): URL {
   return u;
 }
 
-async function fetchText(u: URL, maxBytes: number): Promise<string> {
-  let res: Response;
-  try {
-    res = await fetch(u, { redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
-  } catch (err) {
-    if (err instanceof Error && err.name === 'TimeoutError')
-      throw gatewayTimeout('diagram source fetch timed out');
-    throw badGateway('cannot fetch the diagram source');
-  }
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    throw badGateway(`diagram source answered ${res.status}`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const reader = res.body?.getReader();
-  for (;;) {
-    const r = reader ? await reader.read() : { done: true as const, value: undefined };
-    if (r.done) break;
-    size += r.value.length;
-    if (size > maxBytes) {
-      await reader?.cancel();
-      throw badRequest('diagram source is too large');
-    }
-    chunks.push(Buffer.from(r.value));
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
   const cfg = ctx.config.plantuml;
   const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
+  const http = createEgress({
+    resolve: ctx.config.egress.resolve,
+    connectTimeoutMs: FETCH_TIMEOUT_MS,
+    headersTimeoutMs: FETCH_TIMEOUT_MS,
+    bodyTimeoutMs: FETCH_TIMEOUT_MS,
+    connections: 8,
+  });
+  app.addHook('onClose', async () => {
+    await http.close();
+  });
+
+  /** The diagram text at `u`: 200 only, no redirects, at most maxSourceBytes, FETCH_TIMEOUT_MS in all. */
+  async function fetchText(u: URL): Promise<string> {
+    try {
+      const res = await http.request({
+        origin: u.origin,
+        path: `${u.pathname}${u.search}`,
+        method: 'GET',
+        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      });
+      if (res.statusCode !== 200) {
+        res.body.destroy();
+        throw badGateway(`diagram source answered ${res.statusCode}`);
+      }
+      const body = await readCapped(res.body, cfg.maxSourceBytes, {
+        declared: res.headers['content-length'],
+      });
+      return body.toString('utf8');
+    } catch (err) {
+      if (err instanceof BodyTooLarge) throw badRequest('diagram source is too large');
+      if (
+        (err instanceof Error && err.name === 'TimeoutError') ||
+        err instanceof undiciErrors.HeadersTimeoutError ||
+        err instanceof undiciErrors.BodyTimeoutError ||
+        err instanceof undiciErrors.ConnectTimeoutError
+      )
+        throw gatewayTimeout('diagram source fetch timed out');
+      if (err instanceof AppError) throw err;
+      throw badGateway('cannot fetch the diagram source');
+    }
+  }
+
   type Q = { Querystring: { src?: string; fmt?: string; idx?: string } };
   app.get<Q>('/plantuml/proxy', { onRequest, schema: { hide: true } }, async (req, reply) => {
     if (cfg.proxyHosts.length === 0) throw forbidden('the /proxy endpoint is off on this server');
@@ -68,7 +85,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
     const fmt = PROXY_FORMATS.has(word) ? formatOf(word) : null;
     if (!fmt) throw notFound(`unknown format ${String(word).slice(0, 40)}`);
     if (!/^\d{1,4}$/.test(idx)) throw badRequest('idx must be a small number');
-    const text = await fetchText(checkSource(src, cfg.proxyHosts), cfg.maxSourceBytes);
+    const text = await fetchText(checkSource(src, cfg.proxyHosts));
     return sendDiagram(req, reply, engine, fmt, Number(idx), normalizeSource(text), {
       cacheHeaders: cfg.cacheHeaders,
     });

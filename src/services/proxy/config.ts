@@ -1,6 +1,7 @@
 // Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host; RESOLVE,
 // UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
 import { isIP } from 'node:net';
+import { resolveItem } from '../../infra/netguard.ts';
 import { bool, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
 
 /** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
@@ -26,15 +27,6 @@ function allowItem(s: string): string | null {
   return HOST.test(s.toLowerCase()) ? null : 'expected a host name or *.domain';
 }
 
-function resolveItem(s: string): string | null {
-  const m = /^([a-z0-9.-]+)=(.+):(\d{1,5})$/i.exec(s);
-  if (!m) return 'expected host=address:port';
-  const addr = m[2]!.replace(/^\[|\]$/g, '');
-  if (!isIP(addr)) return 'the address must be an IP literal';
-  if (Number(m[3]) < 1 || Number(m[3]) > 65535) return 'bad port';
-  return null;
-}
-
 function cidrItem(s: string): string | null {
   const [addr, bits, ...rest] = s.split('/');
   const v = isIP(addr ?? '');
@@ -57,7 +49,7 @@ export const proxySection = {
   }),
   resolve: list([], {
     item: resolveItem,
-    doc: 'curl --resolve style host=address:port overrides; the only upstreams that may be loopback',
+    doc: 'host=address:port overrides for the proxy only, on top of egress.resolve (which every outbound client uses)',
   }),
   upstreamCa: str('', { doc: 'PEM file of extra CAs trusted for upstream TLS (fixtures, private mirrors)' }),
   allowHttp: bool(true, { doc: 'accept http:// targets (always fetched over https)' }),

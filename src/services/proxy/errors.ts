@@ -1,8 +1,8 @@
 // Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
 import { errors as undiciErrors } from 'undici';
+import { isBlocked } from '../../infra/egress.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
-import { BlockedAddressError } from './upstream.ts';
 
 export interface Failure {
   status: number;
@@ -19,8 +19,7 @@ export function classify(err: unknown): Failure {
   if (err instanceof ProxyError) return { status: err.status, message: err.message, headers: err.headers };
   if (err instanceof TargetError) return { status: err.status, message: err.message };
   const cause = (err as { cause?: unknown })?.cause;
-  if (err instanceof BlockedAddressError || cause instanceof BlockedAddressError)
-    return { status: 502, message: 'upstream address is not allowed' };
+  if (isBlocked(err)) return { status: 502, message: 'upstream address is not allowed' };
   if (cause instanceof ProxyError) return { status: cause.status, message: cause.message };
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError)
     return { status: 504, message: 'upstream timed out' };

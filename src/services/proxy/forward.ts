@@ -2,9 +2,10 @@
 // (digest §4) and hand back status, filtered headers and a body stream, never buffered except for
 // the rewrite routes (PyPI index pages, LFS batch answers), which are capped.
 import type { IncomingHttpHeaders } from 'node:http';
-import { pipeline, type Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
-import type { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { BodyTooLarge, capStream, readCapped } from '../../infra/capped-body.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type Route } from './policy.ts';
@@ -31,7 +32,8 @@ export interface Upstream {
 }
 
 export interface ForwardOptions {
-  agent: Agent;
+  /** The proxy's egress dispatcher (infra/egress.ts): address guard, timeouts, keep-alive. */
+  agent: Dispatcher;
   links: Links;
   maxRedirects: number;
   maxResponseBytes: number;
@@ -52,23 +54,9 @@ export interface ForwardRequest {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** Passes bytes through, failing the stream once more than `max` went by. */
-export function byteCap(max: number, what: string): Transform {
-  let n = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      n += chunk.length;
-      if (n > max) cb(new ProxyError(413, `${what} exceeds ${max} bytes`));
-      else cb(null, chunk);
-    },
-  });
-}
-
-/** `src` through a byteCap; an error on either side destroys both. */
-export function capped(src: Readable, max: number, what: string): Readable {
-  const t = byteCap(max, what);
-  pipeline(src, t, () => {});
-  return t;
+/** `src` passed through, failing with a 413 once more than `max` bytes went by. */
+function capped(src: Readable, max: number, what: string): Readable {
+  return capStream(src, max, () => new ProxyError(413, `${what} exceeds ${max} bytes`));
 }
 
 export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Upstream> {
@@ -178,7 +166,7 @@ async function finish(
     delete h['etag'];
   }
   if (r.route.rewrite && up.body && up.status === 200) {
-    const raw = await readCapped(up.body, o.maxRewriteBytes);
+    const raw = await readIndex(up.body, o.maxRewriteBytes);
     const enc = h['content-encoding'] ?? 'identity';
     // We asked for identity; gzip is undone (capped against bombs), anything else passes unchanged.
     if (enc !== 'identity' && enc !== 'gzip') return { ...up, headers: h, body: null, text: raw };
@@ -196,16 +184,12 @@ async function finish(
   return up;
 }
 
-async function readCapped(body: Readable, max: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of body) {
-    n += (c as Buffer).length;
-    if (n > max) {
-      body.destroy();
-      throw new ProxyError(502, `upstream index exceeds ${max} bytes`);
-    }
-    chunks.push(c as Buffer);
+/** A body to rewrite in memory; past the cap it is the upstream's fault (502), not the client's. */
+async function readIndex(body: Readable, max: number): Promise<Buffer> {
+  try {
+    return await readCapped(body, max);
+  } catch (err) {
+    if (err instanceof BodyTooLarge) throw new ProxyError(502, `upstream index exceeds ${max} bytes`);
+    throw err;
   }
-  return Buffer.concat(chunks);
 }

@@ -3,13 +3,13 @@ import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
+import { createEgress } from '../../infra/egress.ts';
 import { DiskCache } from './cache.ts';
 import { CacheStore } from './cache-store.ts';
 import { MOUNT } from './definition.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
 import { AllowList } from './target.ts';
-import { createAgent, parseResolve } from './upstream.ts';
 
 function clientFilter(cidrs: readonly string[]): (ip: string) => boolean {
   if (cidrs.length === 0) return () => true;
@@ -28,8 +28,9 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount(MOUNT, 'text');
   const allow = new AllowList(cfg.allow);
   const base = cfg.secret ? `${ctx.urls.proxy}/t/${cfg.secret}` : ctx.urls.proxy;
-  const agent = createAgent({
-    resolve: parseResolve(cfg.resolve),
+  // No redirects, no decompression (undici's request does neither): the proxy relays bytes as sent.
+  const agent = createEgress({
+    resolve: [...ctx.config.egress.resolve, ...cfg.resolve],
     caFile: cfg.upstreamCa,
     connectTimeoutMs: cfg.connectTimeoutMs,
     headersTimeoutMs: cfg.headersTimeoutMs,

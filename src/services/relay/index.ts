@@ -3,8 +3,11 @@
 // only, so other workers answer from the stored identity and read the stats from the relay's
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
+import type { Dispatcher } from 'undici';
 import { unavailable } from '../../errors.ts';
+import { readCapped } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { createEgress } from '../../infra/egress.ts';
 import { readIdentity } from '../../relay/identity.ts';
 import { relaySettings } from '../../relay/index.ts';
 import { relayUri } from '../../relay/relay.ts';
@@ -25,16 +28,20 @@ function pick(status: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Stats from the status port of the relay in another worker; null when off or unreachable. */
-async function remoteStats(ctx: ServiceContext): Promise<Record<string, unknown> | null> {
+async function remoteStats(ctx: ServiceContext, http: Dispatcher): Promise<Record<string, unknown> | null> {
   const { statusPort, host } = ctx.config.relay;
   if (statusPort === 0) return null;
   const h = host === '' || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   try {
-    const res = await fetch(`http://${h.includes(':') ? `[${h}]` : h}:${statusPort}/status`, {
+    const res = await http.request({
+      origin: `http://${h.includes(':') ? `[${h}]` : h}:${statusPort}`,
+      path: '/status',
+      method: 'GET',
       signal: AbortSignal.timeout(1000),
     });
-    if (!res.ok) return null;
-    return pick((await res.json()) as Record<string, unknown>);
+    const body = await readCapped(res.body, 64 * 1024);
+    if (res.statusCode !== 200) return null;
+    return pick(JSON.parse(body.toString('utf8')) as Record<string, unknown>);
   } catch {
     return null;
   }
@@ -43,6 +50,17 @@ async function remoteStats(ctx: ServiceContext): Promise<Record<string, unknown>
 const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/rest/api/v1/relay', 'v1');
   const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
+  // Our own relay's status port, on an address the operator configured: not a target a request or an
+  // upstream chose, so the private-address guard (which would refuse loopback) is off for it.
+  const http = createEgress({
+    guard: false,
+    connectTimeoutMs: 1000,
+    headersTimeoutMs: 1000,
+    bodyTimeoutMs: 1000,
+  });
+  app.addHook('onClose', async () => {
+    await http.close();
+  });
 
   app.get(
     '/rest/api/v1/relay',
@@ -71,7 +89,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       const id = readIdentity(ctx.dataDir);
       if (!id) throw unavailable('the relay has not created its identity yet', 5);
       const port = settings.publicPort || settings.port;
-      const stats = await remoteStats(ctx);
+      const stats = await remoteStats(ctx, http);
       return {
         status: 1,
         message: 'success',

@@ -16,7 +16,8 @@ describe('Bot API client', () => {
   const clients: BotApiClient[] = [];
   const client = (o: Partial<BotApiOptions> = {}) => {
     const c = new BotApiClient({
-      apiBase: fake.url,
+      apiBase: fake.apiBase,
+      resolve: [fake.resolve],
       proxyUrl: '',
       connectTimeoutMs: 2000,
       timeoutMs: 2000,
@@ -49,7 +50,7 @@ describe('Bot API client', () => {
   });
 
   it('keeps a path prefix of the configured base URL (self-hosted Bot API servers)', async () => {
-    const r = await client({ apiBase: `${fake.url}/prefix` }).call(BOT.token, 'getMe', {});
+    const r = await client({ apiBase: `${fake.apiBase}/prefix` }).call(BOT.token, 'getMe', {});
     // The fake serves /bot... only, so the prefix must have been sent: it answers 404 Not Found.
     assert.equal(r.kind, 'api-error');
     assert.equal((r as { errorCode: number }).errorCode, 404);
@@ -102,11 +103,11 @@ describe('Bot API client', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
     try {
-      const r = await client({ apiBase: `https://127.0.0.1:${port}`, connectTimeoutMs: 300 }).call(
-        BOT.token,
-        'sendMessage',
-        {},
-      );
+      const r = await client({
+        apiBase: 'https://silent.test',
+        resolve: [`silent.test=127.0.0.1:${port}`],
+        connectTimeoutMs: 300,
+      }).call(BOT.token, 'sendMessage', {});
       assert.deepEqual(r, { kind: 'timeout', phase: 'connect' });
     } finally {
       for (const s of held) s.destroy();
@@ -115,7 +116,7 @@ describe('Bot API client', () => {
   });
 
   it('goes through the configured outbound proxy (CONNECT tunnel), which never sees the key', async () => {
-    const r = await client({ proxyUrl: proxy.url }).call(BOT.token, 'sendMessage', {
+    const r = await client({ apiBase: fake.url, proxyUrl: proxy.url }).call(BOT.token, 'sendMessage', {
       chat_id: CHATS.user!.id,
       text: 'via proxy',
     });
@@ -128,9 +129,9 @@ describe('Bot API client', () => {
     const u = new URL(authProxy.url);
     u.username = 'ops';
     u.password = 's3cret';
-    const ok = await client({ proxyUrl: u.toString() }).call(BOT.token, 'getMe', {});
+    const ok = await client({ apiBase: fake.url, proxyUrl: u.toString() }).call(BOT.token, 'getMe', {});
     assert.equal(ok.kind, 'ok');
-    const denied = await client({ proxyUrl: authProxy.url }).call(BOT.token, 'getMe', {});
+    const denied = await client({ apiBase: fake.url, proxyUrl: authProxy.url }).call(BOT.token, 'getMe', {});
     assert.equal(denied.kind, 'network');
     assert.equal(JSON.stringify(denied).includes(BOT.token.split(':')[1]!), false);
   });

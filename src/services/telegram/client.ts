@@ -1,7 +1,9 @@
-// Outbound Bot API calls through one undici dispatcher (keep-alive pool, connect and response
-// timeouts, optional HTTP(S) proxy). The bot key is in the URL path (spec digest §1), so nothing
-// that leaves this file carries the URL or an unscrubbed error message.
-import { Agent, type Dispatcher, ProxyAgent } from 'undici';
+// Outbound Bot API calls through the egress client (keep-alive pool, connect and response timeouts,
+// the address guard, optional HTTP(S) proxy). The bot key is in the URL path (spec digest §1), so
+// nothing that leaves this file carries the URL or an unscrubbed error message.
+import type { Dispatcher } from 'undici';
+import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
+import { createEgress } from '../../infra/egress.ts';
 import { scrubKey } from './key.ts';
 
 export interface BotApiOptions {
@@ -11,6 +13,8 @@ export interface BotApiOptions {
   timeoutMs: number;
   connections: number;
   maxResponseBytes: number;
+  /** `host=address:port` overrides (config egress.resolve). */
+  resolve?: readonly string[];
 }
 
 export type CallResult =
@@ -42,16 +46,15 @@ export class BotApiClient {
     const base = new URL(opts.apiBase);
     this.origin = base.origin;
     this.prefix = base.pathname.replace(/\/+$/, '');
-    const agentOpts = {
-      connect: { timeout: opts.connectTimeoutMs },
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-      keepAliveTimeout: 30_000,
+    this.dispatcher = createEgress({
+      connectTimeoutMs: opts.connectTimeoutMs,
+      headersTimeoutMs: opts.timeoutMs,
+      bodyTimeoutMs: opts.timeoutMs,
+      keepAliveTimeoutMs: 30_000,
       connections: opts.connections,
-    };
-    this.dispatcher = opts.proxyUrl
-      ? new ProxyAgent({ uri: opts.proxyUrl, ...agentOpts })
-      : new Agent(agentOpts);
+      ...(opts.proxyUrl ? { proxyUrl: opts.proxyUrl } : {}),
+      ...(opts.resolve ? { resolve: opts.resolve } : {}),
+    });
   }
 
   /** Calls `method` with a JSON body. Never throws for upstream trouble: the result says what happened. */
@@ -72,9 +75,10 @@ export class BotApiClient {
     }
     let text: string;
     try {
-      text = await readCapped(res.body, this.opts.maxResponseBytes);
+      text = (await readCapped(res.body, this.opts.maxResponseBytes)).toString('utf8');
     } catch (err) {
-      if (err instanceof TooBig) return { kind: 'bad-response', status: res.statusCode, reason: err.message };
+      if (err instanceof BodyTooLarge)
+        return { kind: 'bad-response', status: res.statusCode, reason: err.message };
       return failure(err, key);
     }
     let data: unknown;
@@ -102,22 +106,6 @@ export class BotApiClient {
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
-}
-
-class TooBig extends Error {}
-
-async function readCapped(body: Dispatcher.ResponseData['body'], max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > max) {
-      body.destroy();
-      throw new TooBig(`body exceeds ${max} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function failure(err: unknown, key: string): CallResult {

@@ -19,7 +19,11 @@ describe('telegram relay hostile input', () => {
     fake = await FakeBotApi.start();
     app = await buildTestServer({
       logs,
-      overrides: { ...OTHERS_OFF, telegram: { ...BUDGETS_OFF, apiBase: fake.url, maxBodyBytes: '16KiB' } },
+      overrides: {
+        ...OTHERS_OFF,
+        egress: { resolve: [fake.resolve] },
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, maxBodyBytes: '16KiB' },
+      },
     });
   });
   after(async () => {

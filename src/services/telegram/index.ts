@@ -23,6 +23,7 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     timeoutMs: cfg.timeoutMs,
     connections: cfg.connections,
     maxResponseBytes: cfg.maxResponseBytes,
+    resolve: ctx.config.egress.resolve,
   });
   app.addHook('onClose', async () => {
     await client.close();

@@ -21,7 +21,11 @@ describe('telegram relay budgets', () => {
   const apps: FastifyInstance[] = [];
   const build = async (telegram: Record<string, unknown>) => {
     const app = await buildTestServer({
-      overrides: { ...OTHERS_OFF, telegram: { ...BUDGETS_OFF, apiBase: fake.url, ...telegram } },
+      overrides: {
+        ...OTHERS_OFF,
+        egress: { resolve: [fake.resolve] },
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, ...telegram },
+      },
     });
     apps.push(app);
     return app;
@@ -153,8 +157,9 @@ describe('telegram relay budgets in Redis', { skip: toolSkip('redis-server') }, 
       redis: client,
       overrides: {
         ...OTHERS_OFF,
+        egress: { resolve: [fake.resolve] },
         telegram: {
-          apiBase: fake.url,
+          apiBase: fake.apiBase,
           rateLimit: '100/min',
           keyRateLimit: '100/min',
           botRate: '30/s',
@@ -203,7 +208,7 @@ describe('telegram relay budgets in Redis', { skip: toolSkip('redis-server') }, 
     // A second instance sharing the Redis refuses too, without calling Telegram.
     const second = await buildTestServer({
       redis: client,
-      overrides: { ...OTHERS_OFF, telegram: { apiBase: fake.url } },
+      overrides: { ...OTHERS_OFF, egress: { resolve: [fake.resolve] }, telegram: { apiBase: fake.apiBase } },
     });
     try {
       const before = fake.received.length;

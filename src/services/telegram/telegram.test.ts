@@ -29,13 +29,20 @@ describe('telegram relay', () => {
     fake = await FakeBotApi.start();
     srv = await startTestServer({
       logs,
-      overrides: { telegram: { ...BUDGETS_OFF, apiBase: fake.url, timeoutMs: 800, maxBodyBytes: '16KiB' } },
+      overrides: {
+        egress: { resolve: [fake.resolve] },
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 800, maxBodyBytes: '16KiB' },
+      },
     });
     app = srv.app;
     const closed = await freePort();
     deadUpstream = await buildTestServer({
       logs,
-      overrides: { ...OTHERS_OFF, telegram: { ...BUDGETS_OFF, apiBase: `http://127.0.0.1:${closed}` } },
+      overrides: {
+        ...OTHERS_OFF,
+        egress: { resolve: [`dead.telegram.test=127.0.0.1:${closed}`] },
+        telegram: { ...BUDGETS_OFF, apiBase: 'http://dead.telegram.test' },
+      },
     });
   });
   after(async () => {

@@ -1,7 +1,7 @@
-// Connect-time address guard (digest §6): an upstream name must resolve only to public unicast
-// addresses. Checked on the resolved addresses at connect time, so DNS rebinding and redirects to
-// names that point inward are refused on every hop.
-import { BlockList, isIPv4 } from 'node:net';
+// Which addresses outbound requests may reach (digest §6 of the proxy: public unicast only), and the
+// `host=address:port` overrides that are the one way to loopback. Kept free of undici so the config
+// schema can validate overrides without loading the HTTP client; infra/egress.ts applies both.
+import { BlockList, isIP, isIPv4 } from 'node:net';
 
 // Two lists: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 subnets too.
 const blocked4 = new BlockList();
@@ -62,4 +62,30 @@ export function isBlockedAddress(addr: string): boolean {
 
 export function isLoopback(addr: string): boolean {
   return isIPv4(addr) ? addr.startsWith('127.') : addr === '::1';
+}
+
+export interface Override {
+  address: string;
+  port: number;
+}
+
+/** Config item check for `host=address:port` (the address an IP literal). */
+export function resolveItem(s: string): string | null {
+  const m = /^([a-z0-9.-]+)=(.+):(\d{1,5})$/i.exec(s);
+  if (!m) return 'expected host=address:port';
+  const addr = m[2]!.replace(/^\[|\]$/g, '');
+  if (!isIP(addr)) return 'the address must be an IP literal';
+  if (Number(m[3]) < 1 || Number(m[3]) > 65535) return 'bad port';
+  return null;
+}
+
+/** `host=address:port` entries, like curl --resolve (the port replaces the URL's). */
+export function parseResolve(entries: readonly string[]): Map<string, Override> {
+  const out = new Map<string, Override>();
+  for (const e of entries) {
+    const m = /^([^=]+)=(.+):(\d+)$/.exec(e.trim());
+    if (!m) continue;
+    out.set(m[1]!.toLowerCase(), { address: m[2]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) });
+  }
+  return out;
 }

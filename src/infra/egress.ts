@@ -1,0 +1,111 @@
+// The one outbound HTTP client: every request a utility makes to another host (proxy upstreams,
+// image upstream, avatar mirror, diagram sources, Bot API) goes through a dispatcher made here.
+// Each carries connect, header and body timeouts, an optional response size cap and, above all,
+// the connect-time address guard (digest §6 of the proxy): names must resolve to public unicast
+// addresses only, checked on the addresses actually dialled, so DNS rebinding, redirects and IP
+// literals that point inward are refused on every hop. The only way to reach loopback is a
+// `host=address:port` override (curl --resolve), which is how tests reach their fixture servers.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { readFileSync } from 'node:fs';
+import { isIP, type LookupFunction } from 'node:net';
+import { createSecureContext, rootCertificates } from 'node:tls';
+import { Agent, buildConnector, type Dispatcher, ProxyAgent } from 'undici';
+import { isBlockedAddress, isLoopback, parseResolve } from './netguard.ts';
+
+/** The target resolves (or is overridden) to an address outbound requests may not reach. */
+export class BlockedAddressError extends Error {
+  readonly code = 'EGRESS_BLOCKED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'BlockedAddressError';
+  }
+}
+
+/** A net.connect lookup that refuses names resolving to any non-public address. */
+export const guardedLookup: LookupFunction = (hostname, options, cb) => {
+  const family = typeof options.family === 'number' ? options.family : 0;
+  dnsLookup(hostname, { all: true, family }, (err, addrs: LookupAddress[]) => {
+    if (err) return cb(err, []);
+    const bad = addrs.find((a) => isBlockedAddress(a.address));
+    if (bad || addrs.length === 0)
+      return cb(new BlockedAddressError(`${hostname} resolves to a non-public address`), []);
+    if (options.all) return cb(null, addrs);
+    const a = addrs[0]!;
+    cb(null, a.address, a.family);
+  });
+};
+
+export interface EgressOptions {
+  /** `host=address:port` overrides (config `egress.resolve`, plus any the utility adds). */
+  resolve?: readonly string[];
+  /** PEM file of extra CAs trusted for upstream TLS. */
+  caFile?: string;
+  connectTimeoutMs: number;
+  /** Time the upstream has to send response headers. */
+  headersTimeoutMs: number;
+  /** Longest idle gap in a response body. */
+  bodyTimeoutMs: number;
+  /** A response body past this many bytes fails the request (UND_ERR_RES_EXCEEDED_MAX_SIZE). */
+  maxResponseBytes?: number;
+  /** Keep-alive connections per origin. */
+  connections?: number;
+  keepAliveTimeoutMs?: number;
+  /**
+   * An HTTP(S) proxy the operator configured: it dials the targets, so the address guard is its
+   * job (only the connection to the proxy itself is made here).
+   */
+  proxyUrl?: string;
+  /**
+   * False only for this server's own endpoints on loopback (the relay's status port), never for a
+   * target that comes from a request or from an upstream.
+   */
+  guard?: boolean;
+}
+
+/** An undici dispatcher with the policy above; close it with the utility. */
+export function createEgress(o: EgressOptions): Dispatcher {
+  // One secure context for every connection: passing `ca` to each tls.connect would parse the
+  // whole root store per handshake (it dominated CPU under load).
+  const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
+  const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
+  const common = {
+    keepAliveTimeout: o.keepAliveTimeoutMs ?? 10_000,
+    connections: o.connections ?? 128,
+    headersTimeout: o.headersTimeoutMs,
+    bodyTimeout: o.bodyTimeoutMs,
+    ...(o.maxResponseBytes ? { maxResponseSize: o.maxResponseBytes } : {}),
+  };
+  if (o.proxyUrl)
+    return new ProxyAgent({ uri: o.proxyUrl, ...common, connect: { timeout: o.connectTimeoutMs } });
+  const base = buildConnector({ timeout: o.connectTimeoutMs, ...tls });
+  if (o.guard === false) return new Agent({ ...common, connect: base });
+  const guarded = buildConnector({ timeout: o.connectTimeoutMs, lookup: guardedLookup, ...tls });
+  const resolve = parseResolve(o.resolve ?? []);
+  return new Agent({
+    ...common,
+    connect(opts, cb) {
+      const ov = resolve.get(opts.hostname.toLowerCase());
+      if (ov) {
+        // An override may point at loopback (fixtures, a local mirror) but nowhere else non-public.
+        if (isBlockedAddress(ov.address) && !isLoopback(ov.address)) {
+          cb(new BlockedAddressError(`${opts.hostname} is overridden to a non-public address`), null);
+          return;
+        }
+        const servername = isIP(opts.hostname) ? {} : { servername: opts.hostname };
+        return base({ ...opts, hostname: ov.address, port: String(ov.port), ...servername }, cb);
+      }
+      // An IP literal is dialled without a lookup, so the guard checks it here.
+      if (isIP(opts.hostname) && isBlockedAddress(opts.hostname)) {
+        cb(new BlockedAddressError(`${opts.hostname} is not a public address`), null);
+        return;
+      }
+      return guarded(opts, cb);
+    },
+  });
+}
+
+/** True when `err` (or its cause) is the guard refusing a target. */
+export function isBlocked(err: unknown): boolean {
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return err instanceof BlockedAddressError || cause instanceof BlockedAddressError;
+}
