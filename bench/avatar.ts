@@ -57,6 +57,8 @@ const dev = await startDevutil({
   DEVUTIL_LOG_LEVEL: 'error',
   DEVUTIL_AVATAR_UPSTREAM: 'none',
   DEVUTIL_AVATAR_RENDER_QUEUE: '10000',
+  // One client (wrk) drives all the load: its fair share of the render slots is all of them.
+  DEVUTIL_AVATAR_CLIENT_SHARE: '100',
 });
 const root = mkdtempSync(join(tmpdir(), 'devutil-avatar-nginx-'));
 const cachedPath = `/avatar/${HASH}?d=identicon&s=80`;

@@ -121,7 +121,8 @@ await waitOk(pico.url + HELLO);
 const picoCold = Date.now() - t0;
 // One data dir for both devutil starts: the first compiles the worker entry point, the second reuses it.
 const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
-const devEnv: Record<string, string> = { DEVUTIL_DATA_DIR: dataDir };
+// One client (wrk) drives all the load: its fair share of the render threads is all of them.
+const devEnv: Record<string, string> = { DEVUTIL_DATA_DIR: dataDir, DEVUTIL_PLANTUML_CLIENT_SHARE: '100' };
 // Tuning knobs pass through: DEVUTIL_PLANTUML_WORKERS=3 DEVUTIL_PLANTUML_WORKER_HEAP=1GiB npm run bench -- plantuml
 for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_PLANTUML_') && v) devEnv[k] = v;
 const t1 = Date.now();

@@ -66,6 +66,11 @@ export const avatarSection = {
   }),
   renderConcurrency: int(4, { min: 1, max: 64, doc: 'images rendered at once' }),
   renderQueue: int(256, { min: 0, doc: 'renders waiting for a slot before 503' }),
+  clientShare: int(50, {
+    min: 1,
+    max: 100,
+    doc: 'percent of the render slots and of the queue one client (IPv6: its /64) may hold; 100 = no cap',
+  }),
   rateLimit: rate('off', { doc: 'per-client budget for avatar requests, e.g. 600/min' }),
   adminRateLimit: rate('60/min', { doc: 'per-client budget for PUT/DELETE (also slows token guessing)' }),
 };

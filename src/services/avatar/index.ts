@@ -60,6 +60,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           dir: join(root, 'mirror'),
           logger: log,
           userAgent: `devutil-avatar/${ctx.version}`,
+          resolve: ctx.config.egress.resolve,
           onResult: (result) => upstream.inc({ result }),
         });
   // Looked up even with uploads switched off, so avatars stored earlier keep being served.
@@ -76,6 +77,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     maxPixels: cfg.maxInputPixels,
     concurrency: cfg.renderConcurrency,
     queue: cfg.renderQueue,
+    clientShare: cfg.clientShare / 100,
     onCache: (layer) => cacheBy(layer).inc(),
     onRender: (s) => renderTime.observe({}, s),
   });
@@ -89,6 +91,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     app.addHook('onClose', async () => clearInterval(timer));
   }
   app.addHook('onClose', async () => disk.idle());
+  if (mirror) app.addHook('onClose', async () => mirror.close());
 
   // Upload bodies: a raw image or a multipart form, buffered up to the upload limit (these parsers
   // exist only inside this plugin).

@@ -39,13 +39,18 @@ describe('avatar mirror of a Gravatar-compatible upstream', () => {
     upstream.avatars.set(RATED, { colour: [20, 20, 230], rating: 'pg' });
     upstream.avatars.set(CHANGING, { colour: [200, 200, 0], version: 1 });
     app = await buildTestServer({
-      overrides: { server: { dataDir }, avatar: { upstream: upstream.url, adminToken: TOKEN } },
+      overrides: {
+        server: { dataDir },
+        egress: { resolve: [upstream.resolve] },
+        avatar: { upstream: upstream.base, adminToken: TOKEN },
+      },
     });
     // Everything expires at once here: stale copies are served while a refresh runs behind them.
     swr = await buildTestServer({
       overrides: {
         server: { dataDir: swrDir },
-        avatar: { upstream: upstream.url, mirrorMinTtlSec: 0, mirrorMaxTtlSec: 1 },
+        egress: { resolve: [upstream.resolve] },
+        avatar: { upstream: upstream.base, mirrorMinTtlSec: 0, mirrorMaxTtlSec: 1 },
       },
     });
   });
@@ -158,7 +163,8 @@ describe('avatar mirror of a Gravatar-compatible upstream', () => {
     const restarted = await buildTestServer({
       overrides: {
         server: { dataDir: swrDir },
-        avatar: { upstream: upstream.url, mirrorMinTtlSec: 0, mirrorMaxTtlSec: 1, staleSec: 0 },
+        egress: { resolve: [upstream.resolve] },
+        avatar: { upstream: upstream.base, mirrorMinTtlSec: 0, mirrorMaxTtlSec: 1, staleSec: 0 },
       },
     });
     extra.push(restarted);

@@ -8,7 +8,10 @@ import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import sharp from 'sharp';
-import { request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
+import { createEgress } from '../../infra/egress.ts';
+import { SingleFlight } from '../../infra/single-flight.ts';
 import type { Rating } from './request.ts';
 
 export interface MirrorOptions {
@@ -25,6 +28,8 @@ export interface MirrorOptions {
   dir: string;
   logger: Logger;
   userAgent: string;
+  /** `host=address:port` overrides (config egress.resolve). */
+  resolve: readonly string[];
   onResult?: (result: 'ok' | 'not_modified' | 'missing' | 'error') => void;
 }
 
@@ -56,11 +61,23 @@ export class Mirror {
   private metas = new Map<string, Meta | null>();
   private negative = new Map<string, number>();
   private backoff = new Map<string, number>();
-  private inflight = new Map<string, Promise<Fetched>>();
+  private readonly flights = new SingleFlight<Fetched>();
+  private readonly http: Dispatcher;
 
   private readonly o: MirrorOptions;
   constructor(o: MirrorOptions) {
     this.o = o;
+    this.http = createEgress({
+      resolve: o.resolve,
+      connectTimeoutMs: o.timeoutMs,
+      headersTimeoutMs: o.timeoutMs,
+      bodyTimeoutMs: o.timeoutMs,
+      connections: 16,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
   }
 
   async find(hash: string, rating: Rating, now = Date.now()): Promise<MirrorHit | null> {
@@ -114,12 +131,7 @@ export class Mirror {
 
   /** One upstream request per key at a time; the result updates disk and memory. */
   private refresh(key: string, hash: string, rating: Rating, meta: Meta | null): Promise<Fetched> {
-    let p = this.inflight.get(key);
-    if (!p) {
-      p = this.fetchAndStore(key, hash, rating, meta).finally(() => this.inflight.delete(key));
-      this.inflight.set(key, p);
-    }
-    return p;
+    return this.flights.run(key, () => this.fetchAndStore(key, hash, rating, meta));
   }
 
   private async fetchAndStore(
@@ -165,15 +177,16 @@ export class Mirror {
   }
 
   private async fetch(hash: string, rating: Rating, meta: Meta | null): Promise<Fetched> {
-    const url = `${this.o.upstream}/avatar/${hash}?s=${this.o.size}&d=404&r=${rating}`;
+    const url = new URL(`${this.o.upstream}/avatar/${hash}?s=${this.o.size}&d=404&r=${rating}`);
     const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: 'image/*' };
     if (meta?.etag) headers['if-none-match'] = meta.etag;
     if (meta?.lastModified) headers['if-modified-since'] = meta.lastModified;
     try {
-      const res = await request(url, {
+      const res = await this.http.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'GET',
         headers,
-        headersTimeout: this.o.timeoutMs,
-        bodyTimeout: this.o.timeoutMs,
         signal: AbortSignal.timeout(this.o.timeoutMs),
       });
       if (res.statusCode === 304 && meta) {
@@ -189,23 +202,14 @@ export class Mirror {
         this.o.logger.warn({ status: res.statusCode }, 'avatar upstream answered unexpectedly');
         return { kind: 'error' };
       }
-      const declared = Number(res.headers['content-length'] ?? 0);
-      if (declared > this.o.maxBytes) {
-        res.body.destroy();
+      let body: Buffer;
+      try {
+        body = await readCapped(res.body, this.o.maxBytes, { declared: res.headers['content-length'] });
+      } catch (err) {
+        if (!(err instanceof BodyTooLarge)) throw err;
+        this.o.logger.warn({ maxBytes: this.o.maxBytes }, 'avatar upstream image too large');
         return { kind: 'error' };
       }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of res.body) {
-        total += (chunk as Buffer).length;
-        if (total > this.o.maxBytes) {
-          res.body.destroy();
-          this.o.logger.warn({ maxBytes: this.o.maxBytes }, 'avatar upstream image too large');
-          return { kind: 'error' };
-        }
-        chunks.push(chunk as Buffer);
-      }
-      const body = Buffer.concat(chunks);
       // Only decodable images of a known format are kept: the upstream is trusted to be Gravatar,
       // not to always answer with an image.
       const info = await sharp(body, { limitInputPixels: this.o.maxPixels }).metadata();

@@ -2,9 +2,10 @@
 // DELETE for uploads. Thin: parsing is request.ts, the lookup order service.ts, storage uploads.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
+import { clientKey } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { QueueFull } from '../../infra/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
-import { QueueFull } from './queue.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';
 import type { AvatarService, Outcome } from './service.ts';
@@ -83,8 +84,9 @@ export function avatarRoutes(
     const { hashText, format } = parseFile(req.params.file ?? '');
     const q = parseQuery(hashText, format, req.query, { maxSize: MAX_SIZE, fallback: cfg.default });
     const name = q.hash?.hex ?? 'avatar';
+    const client = clientKey(req.clientIp);
     try {
-      return await send(req, reply, await svc.resolve(q), name);
+      return await send(req, reply, await svc.resolve(q, client), name);
     } catch (err) {
       if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
       if (err instanceof AppError || q.force) throw err;
@@ -94,7 +96,7 @@ export function avatarRoutes(
         'avatar source failed, serving the default',
       );
       reply.removeHeader('last-modified');
-      return send(req, reply, await svc.resolve({ ...q, force: true }), name);
+      return send(req, reply, await svc.resolve({ ...q, force: true }, client), name);
     }
   };
   const config = { svc: 'avatar' };

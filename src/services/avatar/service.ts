@@ -3,10 +3,11 @@
 // Rendered bytes are cached by (source version, size, format); the ETag is derived from that key,
 // so a conditional request is answered without rendering anything.
 import { createHash } from 'node:crypto';
+import { FairQueue } from '../../infra/fair-queue.ts';
+import { SingleFlight } from '../../infra/single-flight.ts';
 import { type DiskCache, MemoryLru } from './cache.ts';
 import { GENERATORS } from './gen/index.ts';
 import type { Mirror } from './mirror.ts';
-import { Semaphore } from './queue.ts';
 import { allowedRedirect, type parseAllowList } from './redirect.ts';
 import { MIME, renderArt, resizeImage } from './render.ts';
 import { type AvatarQuery, ratingAllows } from './request.ts';
@@ -42,29 +43,36 @@ export interface ServiceDeps {
   maxPixels: number;
   concurrency: number;
   queue: number;
+  /** Fraction of the render slots and of the queue one client may hold. */
+  clientShare: number;
   onCache?: (layer: 'memory' | 'disk' | 'render') => void;
   onRender?: (seconds: number) => void;
 }
 
 export class AvatarService {
   private mem: MemoryLru;
-  private sem: Semaphore;
-  private inflight = new Map<string, Promise<Buffer>>();
+  private renders: FairQueue;
+  private readonly flights = new SingleFlight<Buffer>();
   private etags = new Map<string, string>();
 
   private readonly d: ServiceDeps;
   constructor(d: ServiceDeps) {
     this.d = d;
     this.mem = new MemoryLru(d.memBytes);
-    this.sem = new Semaphore(d.concurrency, d.queue);
+    this.renders = new FairQueue({
+      concurrency: d.concurrency,
+      queueLength: d.queue,
+      clientShare: d.clientShare,
+    });
   }
 
-  async resolve(q: AvatarQuery): Promise<Outcome> {
+  /** The answer for `q` asked by `client` (its clientKey: renders are queued under its share). */
+  async resolve(q: AvatarQuery, client: string): Promise<Outcome> {
     if (q.hash && !q.force) {
       const up = this.d.uploads ? await this.d.uploads.find(q.hash.hex, q.hash.kind) : null;
       if (up && ratingAllows(q.rating, up.rating)) {
         const uploads = this.d.uploads!;
-        return this.image(q, 'upload', `up:${up.sha256}:${up.version}`, up.lastModified, () =>
+        return this.image(q, client, 'upload', `up:${up.sha256}:${up.version}`, up.lastModified, () =>
           uploads.load(up),
         );
       }
@@ -74,6 +82,7 @@ export class AvatarService {
         if (hit)
           return this.image(
             q,
+            client,
             'mirror',
             `mi:${q.hash.hex}:${q.rating}:${hit.version}`,
             hit.lastModified,
@@ -94,25 +103,27 @@ export class AvatarService {
     // mp and blank look the same for everyone: one cache entry (and ETag) for all hashes.
     const seedPart = name === 'mp' || name === 'blank' ? '' : q.seedText;
     const key = `gen:${name}:${seedPart}${extra}`;
-    return this.cached(q, 'generated', key, null, () =>
+    return this.cached(q, client, 'generated', key, null, () =>
       renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format),
     );
   }
 
   private image(
     q: AvatarQuery,
+    client: string,
     source: Source,
     versionKey: string,
     lastModified: Date,
     original: () => Promise<Buffer>,
   ): Outcome {
-    return this.cached(q, source, versionKey, lastModified, async () =>
+    return this.cached(q, client, source, versionKey, lastModified, async () =>
       resizeImage(await original(), q.size, q.format, this.d.maxPixels),
     );
   }
 
   private cached(
     q: AvatarQuery,
+    client: string,
     source: Source,
     versionKey: string,
     lastModified: Date | null,
@@ -132,25 +143,20 @@ export class AvatarService {
       etag,
       contentType: MIME[q.format],
       lastModified: lastModified && !Number.isNaN(lastModified.getTime()) ? lastModified : null,
-      body: () => this.bytes(key, render),
+      body: () => this.bytes(key, client, render),
     };
   }
 
-  private async bytes(key: string, render: () => Promise<Buffer>): Promise<Buffer> {
+  private async bytes(key: string, client: string, render: () => Promise<Buffer>): Promise<Buffer> {
     const hot = this.mem.get(key);
     if (hot) {
       this.d.onCache?.('memory');
       return hot;
     }
-    let p = this.inflight.get(key);
-    if (!p) {
-      p = this.load(key, render).finally(() => this.inflight.delete(key));
-      this.inflight.set(key, p);
-    }
-    return p;
+    return this.flights.run(key, () => this.load(key, client, render));
   }
 
-  private async load(key: string, render: () => Promise<Buffer>): Promise<Buffer> {
+  private async load(key: string, client: string, render: () => Promise<Buffer>): Promise<Buffer> {
     const disk = await this.d.disk.get(key);
     if (disk) {
       this.d.onCache?.('disk');
@@ -159,7 +165,7 @@ export class AvatarService {
     }
     this.d.onCache?.('render');
     const started = process.hrtime.bigint();
-    const out = await this.sem.run(render);
+    const out = await this.renders.run(client, render);
     this.d.onRender?.(Number(process.hrtime.bigint() - started) / 1e9);
     this.mem.set(key, out);
     void this.d.disk.set(key, out);

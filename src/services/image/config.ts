@@ -54,6 +54,11 @@ export const imageSection = {
     doc: 'image operations run at once (sharp/libvips)',
   }),
   queueLength: int(32, { min: 0, doc: 'operations waiting for a slot; beyond that requests get 503' }),
+  clientShare: int(50, {
+    min: 1,
+    max: 100,
+    doc: 'percent of the image slots and of the queue one client (IPv6: its /64) may hold; 100 = no cap',
+  }),
   retryAfterSec: duration(2, {
     unit: 's',
     min: 1,

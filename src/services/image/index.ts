@@ -80,6 +80,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           pool: cfg.randomPool,
           disk: svc.disk,
           userAgent: `devutil/${ctx.version}`,
+          resolve: ctx.config.egress.resolve,
         }),
       );
     } else if (name === 'generator') {

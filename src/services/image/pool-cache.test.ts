@@ -4,53 +4,6 @@ import { describe, it } from 'node:test';
 import { tempDir } from '../../../test/helpers/server.ts';
 import { DiskLru, MemoryLru } from './cache.ts';
 import { outputSize, parseQuery } from './params.ts';
-import { PoolFullError, WorkPool } from './pool.ts';
-
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-describe('work pool', () => {
-  it('runs at most `concurrency` tasks, queues up to `queueLength`, refuses the rest', async () => {
-    const pool = new WorkPool(2, 1);
-    const gates = [deferred(), deferred(), deferred()];
-    let peak = 0;
-    let live = 0;
-    const task = (i: number) =>
-      pool.run(async () => {
-        live++;
-        peak = Math.max(peak, live);
-        await gates[i]!.promise;
-        live--;
-        return i;
-      });
-    const runs = [task(0), task(1), task(2)];
-    await assert.rejects(task(0), PoolFullError);
-    assert.deepEqual(pool.stats, { running: 2, queued: 1 });
-    gates[0]!.resolve();
-    assert.equal(await runs[0], 0);
-    gates[1]!.resolve();
-    gates[2]!.resolve();
-    assert.deepEqual(await Promise.all(runs), [0, 1, 2]);
-    assert.equal(peak, 2);
-    assert.deepEqual(pool.stats, { running: 0, queued: 0 });
-  });
-
-  it('frees the slot when a task throws', async () => {
-    const pool = new WorkPool(1, 0);
-    await assert.rejects(
-      pool.run(async () => {
-        throw new Error('boom');
-      }),
-      /boom/,
-    );
-    assert.equal(await pool.run(async () => 7), 7);
-  });
-});
 
 describe('caches', () => {
   const item = (n: number, fill = 1) => ({ body: Buffer.alloc(n, fill), meta: { id: String(n) } });

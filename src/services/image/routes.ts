@@ -2,9 +2,10 @@
 // the v1 envelope). Thin: validate, ask the ImageService, set caching headers.
 import type { FastifyInstance } from 'fastify';
 import { badRequest, unavailable } from '../../errors.ts';
+import { clientKey } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { QueueFull } from '../../infra/fair-queue.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseQuery } from './params.ts';
-import { PoolFullError } from './pool.ts';
 import type { ImageService } from './service.ts';
 
 const str = (description: string) => ({ type: 'string', description }) as const;
@@ -66,9 +67,9 @@ export async function imageRoutes(
       }
       let r: Awaited<ReturnType<ImageService['serve']>>;
       try {
-        r = await svc.serve(o);
+        r = await svc.serve(o, clientKey(req.clientIp));
       } catch (err) {
-        if (err instanceof PoolFullError)
+        if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE');

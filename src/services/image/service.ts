@@ -1,17 +1,20 @@
 // Orchestration without HTTP: sources in order with fall-through, memory then disk cache, one
-// render per key at a time (single flight), and the bounded pool around sharp.
+// render per key at a time (single flight), and fair bounded queues around sharp and upstream fetches.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { FairQueue, QueueFull, type QueueStats } from '../../infra/fair-queue.ts';
+import { SingleFlight } from '../../infra/single-flight.ts';
 import { DiskLru, MemoryLru } from './cache.ts';
 import { CONTENT_TYPES, type ImageOptions, optionsKey } from './params.ts';
-import { type PoolStats, WorkPool } from './pool.ts';
 import { type RenderConfig, render } from './render.ts';
 import type { Catalogue, ImageSource, SourceName } from './source.ts';
 
 export interface ServiceConfig extends RenderConfig {
   concurrency: number;
   queueLength: number;
+  /** Percent of the render slots and of the queue one client may hold. */
+  clientShare: number;
   cacheMemoryBytes: number;
   cacheDiskBytes: number;
 }
@@ -21,7 +24,7 @@ export interface ServiceEvents {
   sourceFailed?(source: SourceName, err: unknown): void;
   served?(source: SourceName, cache: 'memory' | 'disk' | 'miss'): void;
   rendered?(source: SourceName, seconds: number): void;
-  pool?(stats: PoolStats): void;
+  pool?(stats: QueueStats): void;
 }
 
 export interface Served {
@@ -49,10 +52,10 @@ type Meta = { id: string; width: number; height: number; etag: string; type: str
 export class ImageService {
   readonly memory: MemoryLru;
   readonly disk: DiskLru;
-  readonly pool: WorkPool;
-  /** Upstream fetches: their own bounded pool, so waiting on the network holds no sharp slot. */
-  readonly fetches: WorkPool;
-  private inflight = new Map<string, Promise<{ body: Buffer; meta: Meta }>>();
+  readonly pool: FairQueue;
+  /** Upstream fetches: their own bounded queue, so waiting on the network holds no sharp slot. */
+  readonly fetches: FairQueue;
+  private readonly flights = new SingleFlight<{ body: Buffer; meta: Meta }>();
   private readonly fingerprint: string;
   sources: ImageSource[] = [];
 
@@ -67,14 +70,23 @@ export class ImageService {
     this.disk = new DiskLru(join(dataDir, 'image-cache'), c.cacheDiskBytes, (err) =>
       logger.warn({ err }, 'image disk cache error'),
     );
-    this.pool = new WorkPool(c.concurrency, c.queueLength, events.pool);
-    this.fetches = new WorkPool(c.concurrency * 4, c.queueLength);
+    const clientShare = c.clientShare / 100;
+    this.pool = new FairQueue({
+      concurrency: c.concurrency,
+      queueLength: c.queueLength,
+      clientShare,
+      ...(events.pool ? { onChange: events.pool } : {}),
+    });
+    this.fetches = new FairQueue({ concurrency: c.concurrency * 4, queueLength: c.queueLength, clientShare });
     // Settings that change output bytes for the same request belong in every key.
     this.fingerprint = `q${c.quality}.${c.crop}.${c.defaultWidth}x${c.defaultHeight}.${c.maxWidth}.${c.maxHeight}.${c.maxPixels}`;
   }
 
-  /** Serves one request; throws PoolFullError (503) or NoSourceError (all sources failed). */
-  async serve(o: ImageOptions): Promise<Served> {
+  /**
+   * Serves one request for `client` (its clientKey: the fair share is counted per client); throws
+   * QueueFull (503) or NoSourceError (all sources failed).
+   */
+  async serve(o: ImageOptions, client: string): Promise<Served> {
     for (const [i, src] of this.sources.entries()) {
       try {
         const entry = src.pick(o.id);
@@ -88,13 +100,14 @@ export class ImageService {
         }
         if (!hit) {
           cache = 'miss';
-          hit = await this.once(key, async () => {
+          // Concurrent requests for one key share one render, queued under the first caller's share.
+          hit = await this.flights.run(key, async () => {
             const started = process.hrtime.bigint();
             const out = src.remote
               ? await this.fetches
-                  .run(() => src.load(entry))
-                  .then((l) => this.pool.run(() => render(l, o, this.c)))
-              : await this.pool.run(async () => render(await src.load(entry), o, this.c));
+                  .run(client, () => src.load(entry))
+                  .then((l) => this.pool.run(client, () => render(l, o, this.c)))
+              : await this.pool.run(client, async () => render(await src.load(entry), o, this.c));
             this.events.rendered?.(src.name, Number(process.hrtime.bigint() - started) / 1e9);
             const etag = `"${createHash('sha256').update(out.body).digest('base64url').slice(0, 27)}"`;
             const meta: Meta = {
@@ -124,7 +137,7 @@ export class ImageService {
           degraded: i > 0,
         };
       } catch (err) {
-        if (err instanceof Error && err.name === 'PoolFullError') throw err;
+        if (err instanceof QueueFull) throw err;
         this.events.sourceFailed?.(src.name, err);
         this.logger.warn(
           { source: src.name, err: { message: (err as Error).message } },
@@ -133,16 +146,6 @@ export class ImageService {
       }
     }
     throw new NoSourceError();
-  }
-
-  /** Single flight: concurrent requests for the same key share one render. */
-  private once(key: string, fn: () => Promise<{ body: Buffer; meta: Meta }>) {
-    let p = this.inflight.get(key);
-    if (!p) {
-      p = fn().finally(() => this.inflight.delete(key));
-      this.inflight.set(key, p);
-    }
-    return p;
   }
 
   /** The catalogue of the first source that has one to show. */

@@ -1,7 +1,10 @@
 // An upstream origin behind a URL template (Picsum-style .../seed/{id}/{width}/{height}). Fetched
-// with undici under a deadline and a body cap, only from allowed hosts (redirects are followed by
-// hand so every hop is checked), and kept in the disk cache so an id stays byte-stable.
-import { request } from 'undici';
+// through the egress client under a deadline and a body cap, only from allowed hosts (redirects are
+// followed by hand so every hop is checked), and kept in the disk cache so an id stays byte-stable.
+import type { Dispatcher } from 'undici';
+import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
+import { createEgress } from '../../infra/egress.ts';
+import { SingleFlight } from '../../infra/single-flight.ts';
 import type { DiskLru } from './cache.ts';
 import {
   type Catalogue,
@@ -24,6 +27,8 @@ export interface UpstreamOptions {
   /** Disk cache for fetched originals (shared with processed results). */
   disk: DiskLru;
   userAgent: string;
+  /** `host=address:port` overrides (config egress.resolve). */
+  resolve: readonly string[];
 }
 
 const MAX_REDIRECTS = 4;
@@ -32,11 +37,19 @@ export class UpstreamSource implements ImageSource {
   readonly name = 'upstream';
   readonly remote = true;
   private readonly hosts: Set<string>;
-  private inflight = new Map<string, Promise<Buffer>>();
+  private readonly flights = new SingleFlight<Buffer>();
+  private readonly http: Dispatcher;
 
   private readonly o: UpstreamOptions;
   constructor(o: UpstreamOptions) {
     this.o = o;
+    this.http = createEgress({
+      resolve: o.resolve,
+      connectTimeoutMs: o.timeoutMs,
+      headersTimeoutMs: o.timeoutMs,
+      bodyTimeoutMs: o.timeoutMs,
+      connections: 16,
+    });
     const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
     this.hosts = new Set(o.hosts.length ? o.hosts.map((h) => h.toLowerCase()) : [own]);
     if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);
@@ -62,17 +75,12 @@ export class UpstreamSource implements ImageSource {
     const hit = await this.o.disk.get(cacheKey);
     if (hit) return { kind: 'bytes', data: hit.body };
     // One fetch per original even when several sizes of a new id are asked for at once.
-    let p = this.inflight.get(cacheKey);
-    if (!p) {
-      p = this.fetch(this.urlFor(entry.id))
-        .then(async (data) => {
-          await this.o.disk.set(cacheKey, { body: data, meta: {} });
-          return data;
-        })
-        .finally(() => this.inflight.delete(cacheKey));
-      this.inflight.set(cacheKey, p);
-    }
-    return { kind: 'bytes', data: await p };
+    const data = await this.flights.run(cacheKey, async () => {
+      const fetched = await this.fetch(this.urlFor(entry.id));
+      await this.o.disk.set(cacheKey, { body: fetched, meta: {} });
+      return fetched;
+    });
+    return { kind: 'bytes', data };
   }
 
   private async fetch(first: string): Promise<Buffer> {
@@ -83,14 +91,14 @@ export class UpstreamSource implements ImageSource {
         throw new SourceError('upstream redirect to a non-http URL');
       if (!this.hosts.has(url.hostname.toLowerCase()))
         throw new SourceError(`upstream host ${url.hostname} is not allowed`);
-      let res: Awaited<ReturnType<typeof request>>;
+      let res: Dispatcher.ResponseData;
       try {
-        res = await request(url, {
+        res = await this.http.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
           method: 'GET',
           signal,
           headers: { 'user-agent': this.o.userAgent, accept: 'image/webp,image/jpeg,image/*;q=0.8' },
-          headersTimeout: this.o.timeoutMs,
-          bodyTimeout: this.o.timeoutMs,
         });
       } catch (err) {
         throw new SourceError(`upstream request failed: ${(err as Error).message}`, { cause: err });
@@ -111,27 +119,12 @@ export class UpstreamSource implements ImageSource {
         await body.dump();
         throw new SourceError(`upstream sent ${type.slice(0, 60) || 'no content type'}, not an image`);
       }
-      const declared = Number(headers['content-length'] ?? 0);
-      if (declared > this.o.maxBytes) {
-        body.destroy();
-        throw new SourceError(`upstream body of ${declared} bytes is over the cap`);
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
       try {
-        for await (const chunk of body) {
-          total += (chunk as Buffer).length;
-          if (total > this.o.maxBytes) {
-            body.destroy();
-            throw new SourceError('upstream body is over the size cap');
-          }
-          chunks.push(chunk as Buffer);
-        }
+        return await readCapped(body, this.o.maxBytes, { declared: headers['content-length'] });
       } catch (err) {
-        if (err instanceof SourceError) throw err;
+        if (err instanceof BodyTooLarge) throw new SourceError('upstream body is over the size cap');
         throw new SourceError(`upstream body failed: ${(err as Error).message}`, { cause: err });
       }
-      return Buffer.concat(chunks);
     }
   }
 
@@ -140,5 +133,9 @@ export class UpstreamSource implements ImageSource {
     // No `url`: the template may carry an access key in its query.
     for (let i = offset; i < Math.min(this.o.pool, offset + limit); i++) items.push(this.pick(String(i)));
     return { total: this.o.pool, items };
+  }
+
+  close(): void {
+    void this.http.close();
   }
 }

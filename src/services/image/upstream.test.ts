@@ -25,9 +25,10 @@ describe('upstream source against a local Picsum-style origin', () => {
     app = await buildTestServer({
       logs,
       overrides: {
+        egress: { resolve: [fx.resolve] },
         image: {
           // The query stands for an access key some origins want; it must never reach a log or a client.
-          upstreamUrl: `${fx.url}/seed/{id}/{width}/{height}?client_id=sekrit-abc`,
+          upstreamUrl: `${fx.base}/seed/{id}/{width}/{height}?client_id=sekrit-abc`,
           upstreamWidth: 600,
           upstreamHeight: 400,
           upstreamTimeoutMs: 800,
@@ -54,7 +55,7 @@ describe('upstream source against a local Picsum-style origin', () => {
     const got = await centre(r.rawPayload);
     assert.ok(near(got, want, 25), `centre ${got} vs ${want}`);
     assert.ok(
-      fx.seen.some((s) => s.startsWith(`127.0.0.1:${fx.port} /id/`)),
+      fx.seen.some((s) => s.startsWith('picsum.test /id/')),
       'followed the 302',
     );
   });
@@ -138,7 +139,10 @@ describe('upstream configuration', () => {
   it('falls back to the generator when the upstream is down', async () => {
     const port = await freePort();
     const app = await buildTestServer({
-      overrides: { image: { upstreamUrl: `http://127.0.0.1:${port}/seed/{id}/{width}/{height}` } },
+      overrides: {
+        egress: { resolve: [`down.test=127.0.0.1:${port}`] },
+        image: { upstreamUrl: 'http://down.test/seed/{id}/{width}/{height}' },
+      },
     });
     try {
       const r = await app.inject({ url: `${URL_}?id=down&width=32&height=32` });
@@ -173,8 +177,9 @@ describe('upstream fetches and the sharp pool', () => {
     const fx = await startPicsumFixture();
     const app = await buildTestServer({
       overrides: {
+        egress: { resolve: [fx.resolve] },
         image: {
-          upstreamUrl: `${fx.url}/seed/{id}/{width}/{height}`,
+          upstreamUrl: `${fx.base}/seed/{id}/{width}/{height}`,
           upstreamWidth: 300,
           upstreamHeight: 200,
           upstreamTimeoutMs: 1500,

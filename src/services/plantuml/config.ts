@@ -35,6 +35,11 @@ export const plantumlSection = {
     doc: 'wall-clock limit of one render; the worker is killed past it',
   }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
+  clientShare: int(50, {
+    min: 1,
+    max: 100,
+    doc: 'percent of the render threads and of the queue one client (IPv6: its /64) may hold; 100 = no cap',
+  }),
   prestart: bool(false, { doc: 'start the workers when the server starts listening (else on first use)' }),
   securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {
     doc: 'engine security profile; INTERNET (default) also confines URL includes to urlAllowlist',

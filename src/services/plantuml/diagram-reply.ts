@@ -2,9 +2,11 @@
 // headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
+import { clientKey } from '../../infra/client-ip.ts';
+import { QueueFull } from '../../infra/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
 import type { FormatSpec } from './formats.ts';
-import { PoolClosed, QueueFull, RenderTimeout, WorkerCrashed } from './pool.ts';
+import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
 const MAX_AGE = 432_000; // 5 days, as the server
 
@@ -94,13 +96,10 @@ export async function sendDiagram(
   }
   let r: Awaited<ReturnType<PlantumlEngine['render']>>;
   try {
-    r = await engine.render({
-      op: fmt.op === 'map' ? 'map' : 'render',
-      format: fmt.engine,
-      index,
-      dark: fmt.dark,
-      source,
-    });
+    r = await engine.render(
+      { op: fmt.op === 'map' ? 'map' : 'render', format: fmt.engine, index, dark: fmt.dark, source },
+      clientKey(req.clientIp),
+    );
   } catch (err) {
     throw httpError(err);
   }

@@ -1,14 +1,17 @@
-// The render service without HTTP: Java detection and the worker build (once), the pool, the
-// two-level cache, request coalescing and the mapping of engine outcomes to typed failures.
+// The render service without HTTP: Java detection and the worker build (once), fair admission to
+// the pool, the two-level cache, request coalescing and the mapping of engine outcomes to typed
+// failures.
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { FairQueue } from '../../infra/fair-queue.ts';
+import { SingleFlight } from '../../infra/single-flight.ts';
 import { DiskCache, MemoryLru, type Rendered } from './cache.ts';
 import { encode64 } from './encoding.ts';
 import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
 import { WorkerPool } from './pool.ts';
-import type { WorkerReply } from './protocol.ts';
+import type { WorkerReply, WorkerRequest } from './protocol.ts';
 import { engineProfile, JavaWorker } from './worker.ts';
 
 export interface EngineConfig {
@@ -19,6 +22,8 @@ export interface EngineConfig {
   workerHeap: number;
   timeoutMs: number;
   queueSize: number;
+  /** Percent of the render slots and of the queue one client may hold. */
+  clientShare: number;
   securityProfile: string;
   urlAllowlist: readonly string[];
   limitSize: number;
@@ -63,7 +68,12 @@ export class PlantumlEngine {
   private pool: WorkerPool | null = null;
   private memory: MemoryLru | null;
   private disk: DiskCache | null;
-  private inflight = new Map<string, Promise<RenderResult>>();
+  /**
+   * Admission to the workers: the pool dispatches to JVM threads, this decides who gets a thread
+   * (a client's share, round-robin between clients) and refuses past the queue.
+   */
+  private readonly admission: FairQueue;
+  private readonly flights = new SingleFlight<RenderResult>();
   private languageText: Promise<string> | null = null;
   facts: EngineFacts | null = null;
   /** Why prepare() failed, for /readyz. */
@@ -86,6 +96,11 @@ export class PlantumlEngine {
       id += `:${s.size}:${s.mtimeMs}`;
     } catch {}
     this.engineId = id;
+    this.admission = new FairQueue({
+      concurrency: cfg.workers * cfg.workerThreads,
+      queueLength: cfg.queueSize,
+      clientShare: cfg.clientShare / 100,
+    });
     this.memory = cfg.cacheMemory > 0 ? new MemoryLru(cfg.cacheMemory) : null;
     this.disk = cfg.cacheDisk > 0 ? new DiskCache(join(dataDir, 'plantuml', 'cache'), cfg.cacheDisk) : null;
   }
@@ -96,10 +111,14 @@ export class PlantumlEngine {
   }
 
   stats(): ReturnType<WorkerPool['stats']> & { pids: number[] } {
-    return {
-      ...(this.pool?.stats() ?? { workers: 0, busy: 0, idle: 0, queued: 0 }),
-      pids: this.pool?.pids() ?? [],
-    };
+    const s = this.pool?.stats() ?? { workers: 0, busy: 0, idle: 0, queued: 0 };
+    return { ...s, queued: s.queued + this.admission.stats.queued, pids: this.pool?.pids() ?? [] };
+  }
+
+  /** Runs one worker request in a slot of `client`'s share. */
+  private async run(client: string, req: WorkerRequest): Promise<WorkerReply> {
+    const pool = await this.prepare();
+    return this.admission.run(client, () => pool.run(req));
   }
 
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
@@ -117,7 +136,6 @@ export class PlantumlEngine {
       this.pool = new WorkerPool({
         size: this.cfg.workers,
         threads: this.cfg.workerThreads,
-        queueSize: this.cfg.queueSize,
         timeoutMs: this.cfg.timeoutMs,
         spawn: () =>
           new JavaWorker({
@@ -185,25 +203,22 @@ export class PlantumlEngine {
     return `"${v}${encode64(createHash('md5').update(source).digest())}"`;
   }
 
-  async render(r: RenderRequest): Promise<RenderResult> {
+  /** Renders for `client` (its clientKey); a render already running for the same key is shared. */
+  async render(r: RenderRequest, client: string): Promise<RenderResult> {
     const key = this.key(r);
     const hit = this.memory?.get(key);
     if (hit) return { ...hit, cached: true };
-    const running = this.inflight.get(key);
-    if (running) return running;
-    const p = this.renderMiss(key, r).finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
+    return this.flights.run(key, () => this.renderMiss(key, r, client));
   }
 
-  private async renderMiss(key: string, r: RenderRequest): Promise<RenderResult> {
+  private async renderMiss(key: string, r: RenderRequest, client: string): Promise<RenderResult> {
     const fromDisk = await this.disk?.get(key);
     if (fromDisk) {
       this.memory?.set(key, fromDisk);
       if (!this.facts) this.warm(); // the ETag needs the engine version
       return { ...fromDisk, cached: true };
     }
-    const pool = await this.prepare();
+    await this.prepare();
     if (r.format === 'pdf') {
       const info = await this.java();
       if ((info.major ?? 0) < 21)
@@ -211,7 +226,7 @@ export class PlantumlEngine {
           `PDF needs Java 21+ (the engine's PDF library); this server runs Java ${info.version}`,
         );
     }
-    const reply = await pool.run({
+    const reply = await this.run(client, {
       op: r.op,
       format: r.format,
       index: r.index,
@@ -249,9 +264,8 @@ export class PlantumlEngine {
   }
 
   /** One-line description (`/check`): uncached, cheap (parse only). */
-  async check(source: string): Promise<string> {
-    const pool = await this.prepare();
-    const reply = await pool.run({ op: 'check', source });
+  async check(source: string, client: string): Promise<string> {
+    const reply = await this.run(client, { op: 'check', source });
     if (reply.status === 'nodiagram') return '(Error)';
     if (reply.status === 'exception') throw new RenderFailed('the PlantUML engine failed on this diagram');
     return reply.description ?? '';
@@ -259,8 +273,8 @@ export class PlantumlEngine {
 
   language(): Promise<string> {
     this.languageText ??= (async () => {
-      const pool = await this.prepare();
-      const reply = await pool.run({ op: 'language' });
+      // Asked once per process whoever asks first: counted as the server's own work.
+      const reply = await this.run('', { op: 'language' });
       if (reply.status !== 'ok') throw new RenderFailed('the PlantUML engine failed');
       return reply.body.toString('utf8');
     })();

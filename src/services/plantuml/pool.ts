@@ -1,10 +1,11 @@
-// A pool of warm JVM workers, each running up to `threads` renders at once, behind a bounded FIFO
-// queue. A render past its deadline kills its worker (the other renders on it are retried on a
-// fresh one); a dead worker is replaced on demand; a full queue is refused (the route answers 503).
+// A pool of warm JVM workers, each running up to `threads` renders at once. A render past its
+// deadline kills its worker (the other renders on it are retried on a fresh one); a dead worker is
+// replaced on demand. Who gets a thread, and who is refused, is decided before this pool by the
+// engine's fair queue (infra/fair-queue.ts), so the hand-off queue here holds at most
+// size x threads renders waiting for a worker to come up.
 import type { WorkerReply, WorkerRequest } from './protocol.ts';
 import type { JavaWorker } from './worker.ts';
 
-export class QueueFull extends Error {}
 export class RenderTimeout extends Error {}
 export class PoolClosed extends Error {}
 export class WorkerCrashed extends Error {}
@@ -13,7 +14,6 @@ export interface PoolOptions {
   size: number;
   /** Renders one worker runs at once. */
   threads: number;
-  queueSize: number;
   timeoutMs: number;
   /** Starts a new worker process. */
   spawn(): JavaWorker;
@@ -63,10 +63,6 @@ export class WorkerPool {
 
   run(req: WorkerRequest): Promise<WorkerReply> {
     if (this.closed) return Promise.reject(new PoolClosed('renderer is shutting down'));
-    const { busy } = this.stats();
-    const free = Math.max(0, this.o.size * this.o.threads - busy);
-    if (this.queue.length >= this.o.queueSize + free)
-      return Promise.reject(new QueueFull('render queue is full'));
     return new Promise((resolve, reject) => {
       this.queue.push({ req, resolve, reject, retried: false });
       this.pump();
