@@ -96,7 +96,7 @@ export function createEgress(o: EgressOptions): Dispatcher {
       }
       // An IP literal is dialled without a lookup, so the guard checks it here.
       if (isIP(opts.hostname) && isBlockedAddress(opts.hostname)) {
-        cb(new BlockedAddressError(`${opts.hostname} is not a public address`), null);
+        cb(new BlockedAddressError(`${opts.hostname} is a non-public address`), null);
         return;
       }
       return guarded(opts, cb);

@@ -7,7 +7,7 @@ import { errors as undiciErrors } from 'undici';
 import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, isBlocked } from '../../infra/egress.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -65,6 +65,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
       return body.toString('utf8');
     } catch (err) {
       if (err instanceof BodyTooLarge) throw badRequest('diagram source is too large');
+      if (isBlocked(err)) throw badGateway('the diagram source host has a non-public address');
       if (
         (err instanceof Error && err.name === 'TimeoutError') ||
         err instanceof undiciErrors.HeadersTimeoutError ||

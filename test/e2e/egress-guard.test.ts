@@ -1,0 +1,183 @@
+// Every outbound client goes through the egress client's address guard: the image upstream, the
+// avatar mirror, PlantUML's /proxy?src= fetch, the Telegram Bot API client and the reverse proxy
+// each refuse a loopback or private target that is not in the host overrides, while the same
+// fixture server is reached through an override (so the refusal is the guard, not a dead port).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { FakeGravatar } from '../fixtures/avatar/gravatar.ts';
+import { type PicsumFixture, startPicsumFixture } from '../fixtures/image/picsum.ts';
+import { type IncludeServer, startIncludeServer } from '../fixtures/plantuml/include-server.ts';
+import { BOT, CHATS, FakeBotApi } from '../fixtures/telegram/fake-bot-api.ts';
+import { BUDGETS_OFF, OTHERS_OFF } from '../fixtures/telegram/overrides.ts';
+import { registerSecret } from '../helpers/secrets.ts';
+import { buildTestServer, LogCapture, type Overrides } from '../helpers/server.ts';
+
+const ALL_OFF = { ...OTHERS_OFF, telegram: { enabled: false } } as const;
+/** An override onto a private address that is not loopback: refused before any connect. */
+const PRIVATE = 'inside.test=10.0.0.1:80';
+const MD5 = '0123456789abcdef0123456789abcdef';
+
+interface Client {
+  name: string;
+  /** Overrides that point the client at `target` (an origin like http://host:port). */
+  config(target: string, resolve: string[]): Overrides;
+  /** Makes the client reach out to `target`: whether it was served from there, and the answer's body. */
+  probe(app: FastifyInstance, target: string): Promise<{ ok: boolean; body: string }>;
+  /** Requests the fixture has seen so far. */
+  hits(): number;
+  /** host:port of the fixture (loopback). */
+  where(): string;
+  /** Target forms this client can be configured with (some configs accept no IP literal or bare name). */
+  forms: ('literal' | 'localhost')[];
+}
+
+describe('the address guard covers every outbound client', () => {
+  registerSecret(BOT.token);
+  let picsum: PicsumFixture;
+  const gravatar = new FakeGravatar();
+  let inc: IncludeServer;
+  let bot: FakeBotApi;
+  before(async () => {
+    picsum = await startPicsumFixture();
+    await gravatar.start();
+    gravatar.avatars.set(MD5, { colour: [200, 10, 10] });
+    inc = await startIncludeServer();
+    bot = await FakeBotApi.start();
+  });
+  after(async () => {
+    await picsum.close();
+    await gravatar.stop();
+    await inc.close();
+    await bot.close();
+  });
+
+  const clients: Client[] = [
+    {
+      name: 'image upstream',
+      config: (target, resolve) => ({
+        ...ALL_OFF,
+        egress: { resolve },
+        image: {
+          enabled: true,
+          sources: ['upstream'],
+          upstreamUrl: `${target}/seed/{id}/{width}/{height}`,
+          upstreamTimeoutMs: 3000,
+          rateLimit: 'off',
+        },
+      }),
+      probe: async (app) => {
+        const r = await app.inject({ url: `/rest/api/v1/image?id=g${Math.random()}&width=20&height=20` });
+        return { ok: r.statusCode === 200 && r.headers['image-source'] === 'upstream', body: r.body };
+      },
+      hits: () => picsum.seen.length,
+      where: () => `127.0.0.1:${picsum.port}`,
+      forms: ['literal', 'localhost'],
+    },
+    {
+      name: 'avatar mirror',
+      config: (target, resolve) => ({
+        ...ALL_OFF,
+        egress: { resolve },
+        avatar: { enabled: true, upstream: target, upstreamTimeoutMs: 3000 },
+      }),
+      probe: async (app) => {
+        const r = await app.inject({ url: `/avatar/${MD5}?s=32&d=404` });
+        return { ok: r.statusCode === 200 && r.headers['x-avatar-source'] === 'mirror', body: r.body };
+      },
+      hits: () => gravatar.seen.length,
+      where: () => `127.0.0.1:${gravatar.port}`,
+      forms: ['literal', 'localhost'],
+    },
+    {
+      name: 'PlantUML /proxy?src=',
+      config: (target, resolve) => ({
+        ...ALL_OFF,
+        egress: { resolve },
+        plantuml: { enabled: true, workers: 1, proxyHosts: [new URL(target).hostname] },
+      }),
+      probe: async (app, target) => {
+        const src = encodeURIComponent(`${target}/remote.puml`);
+        const r = await app.inject({ url: `/plantuml/proxy?fmt=txt&src=${src}` });
+        return { ok: r.statusCode === 200 && /Carol/.test(r.body), body: r.body };
+      },
+      hits: () => [...inc.hits.values()].reduce((a, b) => a + b, 0),
+      where: () => new URL(inc.url).host,
+      // proxyHosts must be dotted host names: `localhost` cannot be configured.
+      forms: ['literal'],
+    },
+    {
+      name: 'Telegram Bot API',
+      config: (target, resolve) => ({
+        ...OTHERS_OFF,
+        egress: { resolve },
+        telegram: { ...BUDGETS_OFF, apiBase: target, timeoutMs: 3000 },
+      }),
+      probe: async (app) => {
+        const r = await app.inject({
+          method: 'POST',
+          url: '/rest/api/v1/telegram',
+          payload: { apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'guarded' },
+        });
+        return { ok: r.statusCode === 200, body: r.body };
+      },
+      hits: () => bot.received.length,
+      where: () => new URL(bot.url).host,
+      forms: ['literal', 'localhost'],
+    },
+  ];
+
+  async function served(c: Client, target: string, resolve: string[]): Promise<boolean> {
+    const logs = new LogCapture();
+    const app = await buildTestServer({ logs, overrides: c.config(target, resolve) });
+    try {
+      const r = await c.probe(app, target);
+      // A refusal must be the guard's: its reason reaches the answer or the log, whatever the client.
+      if (!r.ok) assert.match(`${r.body}\n${logs.text()}`, /non-public/);
+      return r.ok;
+    } finally {
+      await app.close();
+    }
+  }
+
+  for (const c of clients) {
+    const port = () => c.where().split(':')[1];
+    it(`${c.name}: reaches the fixture through an override (the control)`, async () => {
+      const before = c.hits();
+      assert.equal(await served(c, 'http://fixture.test', [`fixture.test=${c.where()}`]), true);
+      assert.ok(c.hits() > before);
+    });
+    if (c.forms.includes('literal'))
+      it(`${c.name}: refuses the loopback literal 127.0.0.1 that is not in the overrides`, async () => {
+        const before = c.hits();
+        assert.equal(await served(c, `http://127.0.0.1:${port()}`, [`fixture.test=${c.where()}`]), false);
+        assert.equal(c.hits(), before, 'no request reached the fixture');
+      });
+    if (c.forms.includes('localhost'))
+      it(`${c.name}: refuses localhost, a name that resolves to loopback`, async () => {
+        const before = c.hits();
+        assert.equal(await served(c, `http://localhost:${port()}`, []), false);
+        assert.equal(c.hits(), before, 'no request reached the fixture');
+      });
+    it(`${c.name}: refuses a name overridden to a private address`, async () => {
+      assert.equal(await served(c, 'http://inside.test', [PRIVATE]), false);
+    });
+  }
+
+  it('reverse proxy: refuses an allow-listed name overridden to a private address', async () => {
+    const app = await buildTestServer({
+      overrides: {
+        ...ALL_OFF,
+        egress: { resolve: [PRIVATE] },
+        proxy: { enabled: true, allow: ['inside.test'] },
+      },
+    });
+    try {
+      const r = await app.inject({ url: '/proxy/inside.test/file' });
+      assert.equal(r.statusCode, 502);
+      assert.match(r.body, /address is not allowed/);
+    } finally {
+      await app.close();
+    }
+  });
+});
