@@ -65,7 +65,7 @@ describe('egress client', () => {
   });
 
   const egress = (o: Partial<Parameters<typeof createEgress>[0]> = {}) => {
-    const d = createEgress({ connectTimeoutMs: 2000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, ...o });
+    const d = createEgress({ timeoutMs: 5000, ...o });
     clients.push(d);
     return d;
   };

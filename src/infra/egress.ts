@@ -40,11 +40,13 @@ export interface EgressOptions {
   resolve?: readonly string[];
   /** PEM file of extra CAs trusted for upstream TLS. */
   caFile?: string;
-  connectTimeoutMs: number;
+  /** The default of the three timeouts below (10 s when absent too). */
+  timeoutMs?: number;
+  connectTimeoutMs?: number;
   /** Time the upstream has to send response headers. */
-  headersTimeoutMs: number;
+  headersTimeoutMs?: number;
   /** Longest idle gap in a response body. */
-  bodyTimeoutMs: number;
+  bodyTimeoutMs?: number;
   /** A response body past this many bytes fails the request (UND_ERR_RES_EXCEEDED_MAX_SIZE). */
   maxResponseBytes?: number;
   /** Keep-alive connections per origin. */
@@ -68,18 +70,19 @@ export function createEgress(o: EgressOptions): Dispatcher {
   // whole root store per handshake (it dominated CPU under load).
   const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
   const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
+  const timeout = o.timeoutMs ?? 10_000;
+  const connectTimeout = o.connectTimeoutMs ?? timeout;
   const common = {
     keepAliveTimeout: o.keepAliveTimeoutMs ?? 10_000,
     connections: o.connections ?? 128,
-    headersTimeout: o.headersTimeoutMs,
-    bodyTimeout: o.bodyTimeoutMs,
+    headersTimeout: o.headersTimeoutMs ?? timeout,
+    bodyTimeout: o.bodyTimeoutMs ?? timeout,
     ...(o.maxResponseBytes ? { maxResponseSize: o.maxResponseBytes } : {}),
   };
-  if (o.proxyUrl)
-    return new ProxyAgent({ uri: o.proxyUrl, ...common, connect: { timeout: o.connectTimeoutMs } });
-  const base = buildConnector({ timeout: o.connectTimeoutMs, ...tls });
+  if (o.proxyUrl) return new ProxyAgent({ uri: o.proxyUrl, ...common, connect: { timeout: connectTimeout } });
+  const base = buildConnector({ timeout: connectTimeout, ...tls });
   if (o.guard === false) return new Agent({ ...common, connect: base });
-  const guarded = buildConnector({ timeout: o.connectTimeoutMs, lookup: guardedLookup, ...tls });
+  const guarded = buildConnector({ timeout: connectTimeout, lookup: guardedLookup, ...tls });
   const resolve = parseResolve(o.resolve ?? []);
   return new Agent({
     ...common,

@@ -67,13 +67,7 @@ export class Mirror {
   private readonly o: MirrorOptions;
   constructor(o: MirrorOptions) {
     this.o = o;
-    this.http = createEgress({
-      resolve: o.resolve,
-      connectTimeoutMs: o.timeoutMs,
-      headersTimeoutMs: o.timeoutMs,
-      bodyTimeoutMs: o.timeoutMs,
-      connections: 16,
-    });
+    this.http = createEgress({ resolve: o.resolve, timeoutMs: o.timeoutMs, connections: 16 });
   }
 
   close(): Promise<void> {

@@ -43,13 +43,7 @@ export class UpstreamSource implements ImageSource {
   private readonly o: UpstreamOptions;
   constructor(o: UpstreamOptions) {
     this.o = o;
-    this.http = createEgress({
-      resolve: o.resolve,
-      connectTimeoutMs: o.timeoutMs,
-      headersTimeoutMs: o.timeoutMs,
-      bodyTimeoutMs: o.timeoutMs,
-      connections: 16,
-    });
+    this.http = createEgress({ resolve: o.resolve, timeoutMs: o.timeoutMs, connections: 16 });
     const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
     this.hosts = new Set(o.hosts.length ? o.hosts.map((h) => h.toLowerCase()) : [own]);
     if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);

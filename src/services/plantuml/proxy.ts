@@ -37,9 +37,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
   const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
-    connectTimeoutMs: FETCH_TIMEOUT_MS,
-    headersTimeoutMs: FETCH_TIMEOUT_MS,
-    bodyTimeoutMs: FETCH_TIMEOUT_MS,
+    timeoutMs: FETCH_TIMEOUT_MS,
     connections: 8,
   });
   app.addHook('onClose', async () => {

@@ -52,12 +52,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
   // Our own relay's status port, on an address the operator configured: not a target a request or an
   // upstream chose, so the private-address guard (which would refuse loopback) is off for it.
-  const http = createEgress({
-    guard: false,
-    connectTimeoutMs: 1000,
-    headersTimeoutMs: 1000,
-    bodyTimeoutMs: 1000,
-  });
+  const http = createEgress({ guard: false, timeoutMs: 1000 });
   app.addHook('onClose', async () => {
     await http.close();
   });
