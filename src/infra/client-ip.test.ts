@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonicalIp, clientIp, clientKey, trustList } from './client-ip.ts';
+import { canonicalIp, clientIp, trustList } from './client-ip.ts';
 
 const xff = (v: string | string[]) => ({ 'x-forwarded-for': v });
 
@@ -66,19 +66,5 @@ describe('clientIp', () => {
   });
   it('canonicalises IPv6 peers', () => {
     assert.equal(clientIp('2001:DB8:0:0:0:0:0:1', {}, none), '2001:db8::1');
-  });
-});
-
-describe('clientKey', () => {
-  it('keeps an IPv4 address whole', () => assert.equal(clientKey('203.0.113.9'), '203.0.113.9'));
-  it('groups every address of one IPv6 /64 under one key', () => {
-    const a = clientKey('2001:db8:1:2::1');
-    assert.equal(a, '2001:db8:1:2::/64');
-    assert.equal(clientKey('2001:db8:1:2:ffff:ffff:ffff:ffff'), a);
-    assert.equal(clientKey('2001:DB8:1:2:0:0:0:77'), a);
-    assert.notEqual(clientKey('2001:db8:1:3::1'), a);
-  });
-  it('passes anything that is not an address through unchanged', () => {
-    assert.equal(clientKey('not-an-ip'), 'not-an-ip');
   });
 });

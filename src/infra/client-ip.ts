@@ -179,17 +179,3 @@ export function clientIp(
   }
   return current;
 }
-
-/**
- * The key a per-client share is counted under: an IPv4 address as is, an IPv6 address by its /64
- * (one subscriber gets a whole /64, so counting single addresses would give them 2^64 shares).
- */
-export function clientKey(ip: string): string {
-  if (isIPv4(ip) || !isIPv6(ip)) return ip;
-  const groups = expandV6(ip.toLowerCase().split('%')[0] ?? '');
-  if (!groups) return ip;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.toString(16))
-    .join(':')}::/64`;
-}

@@ -1,7 +1,7 @@
 // Bounded, fair admission to a shared set of slots (renders, upstream fetches). At most
 // `concurrency` tasks run and at most `queueLength` wait; past that callers are refused at once, so
 // memory stays flat under overload (the route answers 503 + Retry-After). One client (an address,
-// IPv6 by /64: see clientKey) holds at most `clientShare` of the slots and of the queue, and waiting
+// IPv6 by /64: see addressGroup in client-ip.ts) holds at most `clientShare` of the slots and of the queue, and waiting
 // clients are served round-robin, not first-come: a flood from one address leaves slots free for
 // everyone else, and one queued request from a newcomer does not wait behind the flood's backlog.
 

@@ -2,7 +2,7 @@
 // DELETE for uploads. Thin: parsing is request.ts, the lookup order service.ts, storage uploads.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
-import { clientKey } from '../../infra/client-ip.ts';
+import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
@@ -84,7 +84,7 @@ export function avatarRoutes(
     const { hashText, format } = parseFile(req.params.file ?? '');
     const q = parseQuery(hashText, format, req.query, { maxSize: MAX_SIZE, fallback: cfg.default });
     const name = q.hash?.hex ?? 'avatar';
-    const client = clientKey(req.clientIp);
+    const client = addressGroup(req.clientIp);
     try {
       return await send(req, reply, await svc.resolve(q, client), name);
     } catch (err) {

@@ -66,7 +66,7 @@ export class AvatarService {
     });
   }
 
-  /** The answer for `q` asked by `client` (its clientKey: renders are queued under its share). */
+  /** The answer for `q` asked by `client` (its addressGroup: renders are queued under its share). */
   async resolve(q: AvatarQuery, client: string): Promise<Outcome> {
     if (q.hash && !q.force) {
       const up = this.d.uploads ? await this.d.uploads.find(q.hash.hex, q.hash.kind) : null;

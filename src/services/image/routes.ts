@@ -2,7 +2,7 @@
 // the v1 envelope). Thin: validate, ask the ImageService, set caching headers.
 import type { FastifyInstance } from 'fastify';
 import { badRequest, unavailable } from '../../errors.ts';
-import { clientKey } from '../../infra/client-ip.ts';
+import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseQuery } from './params.ts';
@@ -67,7 +67,7 @@ export async function imageRoutes(
       }
       let r: Awaited<ReturnType<ImageService['serve']>>;
       try {
-        r = await svc.serve(o, clientKey(req.clientIp));
+        r = await svc.serve(o, addressGroup(req.clientIp));
       } catch (err) {
         if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');

@@ -83,7 +83,7 @@ export class ImageService {
   }
 
   /**
-   * Serves one request for `client` (its clientKey: the fair share is counted per client); throws
+   * Serves one request for `client` (its addressGroup: the fair share is counted per client); throws
    * QueueFull (503) or NoSourceError (all sources failed).
    */
   async serve(o: ImageOptions, client: string): Promise<Served> {

@@ -2,7 +2,7 @@
 // headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
-import { clientKey } from '../../infra/client-ip.ts';
+import { addressGroup } from '../../infra/client-ip.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
 import type { FormatSpec } from './formats.ts';
@@ -98,7 +98,7 @@ export async function sendDiagram(
   try {
     r = await engine.render(
       { op: fmt.op === 'map' ? 'map' : 'render', format: fmt.engine, index, dark: fmt.dark, source },
-      clientKey(req.clientIp),
+      addressGroup(req.clientIp),
     );
   } catch (err) {
     throw httpError(err);

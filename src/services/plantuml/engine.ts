@@ -203,7 +203,7 @@ export class PlantumlEngine {
     return `"${v}${encode64(createHash('md5').update(source).digest())}"`;
   }
 
-  /** Renders for `client` (its clientKey); a render already running for the same key is shared. */
+  /** Renders for `client` (its addressGroup); a render already running for the same key is shared. */
   async render(r: RenderRequest, client: string): Promise<RenderResult> {
     const key = this.key(r);
     const hit = this.memory?.get(key);

@@ -2,7 +2,7 @@
 // routes for Kroki clients. Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound } from '../../errors.ts';
-import { clientKey } from '../../infra/client-ip.ts';
+import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { checkJsonDepth } from '../../infra/json-body.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
@@ -60,7 +60,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     if (fmt.op === 'check') {
       let line: string;
       try {
-        line = await engine.check(source, clientKey(req.clientIp));
+        line = await engine.check(source, addressGroup(req.clientIp));
       } catch (err) {
         throw httpError(err);
       }
