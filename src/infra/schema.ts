@@ -314,6 +314,66 @@ export function formatRate(r: Rate): string {
   return `${r.limit}/${n === 1 ? '' : n}${unit[0]}`;
 }
 
+export type BudgetUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month';
+
+/** A byte budget per fixed window (infra/byte-budget.ts aligns windows to UTC boundaries). */
+export interface Budget {
+  /** Bytes allowed per window; 0 = no budget. */
+  readonly bytes: number;
+  /** The window is `count` x `unit`, e.g. 12 hours. */
+  readonly count: number;
+  readonly unit: BudgetUnit;
+  /** The value as written (`20GiB/day`, `off`), for docs and messages. */
+  readonly text: string;
+}
+
+// Bare "m" is left out on purpose: minute and month are both plausible.
+const BUDGET_UNITS: Record<string, BudgetUnit> = {
+  s: 'second',
+  sec: 'second',
+  second: 'second',
+  min: 'minute',
+  minute: 'minute',
+  h: 'hour',
+  hour: 'hour',
+  d: 'day',
+  day: 'day',
+  w: 'week',
+  week: 'week',
+  mo: 'month',
+  month: 'month',
+};
+
+const OFF = ['', '0', 'off', 'none', 'unlimited'];
+
+/** A byte budget such as `20GiB/day`, `3TiB/month`, `500MiB/12h`; empty, `0` or `off` = none. */
+export function budget(def: string, o: Opts): Field<Budget> {
+  const f: Field<Budget> = {
+    kind: 'byte budget',
+    default: { bytes: 0, count: 1, unit: 'day', text: 'off' },
+    ...o,
+    format: (b) => b.text,
+    parse(raw) {
+      if (raw === 0) raw = 'off';
+      if (typeof raw !== 'string') return bad(`expected a budget like 20GiB/day or off, got ${show(raw)}`);
+      const s = raw.trim().toLowerCase();
+      if (OFF.includes(s)) return ok({ bytes: 0, count: 1, unit: 'day', text: 'off' });
+      const m = /^(.+?)\s*\/\s*(\d*)\s*([a-z]+?)s?$/.exec(s);
+      const unit = m ? BUDGET_UNITS[m[3]!] : undefined;
+      if (!m || unit === undefined)
+        return bad(`expected a budget like 20GiB/day, 3TiB/month or 500MiB/12h, got ${show(raw)}`);
+      const size = bytes(0, { doc: '', min: 1 }).parse(m[1]);
+      if (!size.ok) return bad(`${size.error} (in budget ${show(raw)})`);
+      const count = m[2] ? Number(m[2]) : 1;
+      if (count < 1 || count > 1000) return bad(`window count must be 1-1000: ${show(raw)}`);
+      return ok({ bytes: size.value, count, unit, text: raw.trim() });
+    },
+  };
+  const d = f.parse(def);
+  if (!d.ok) throw new Error(`bad default budget ${def}`);
+  return { ...f, default: d.value };
+}
+
 function show(v: unknown): string {
   const s = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;

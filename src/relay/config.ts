@@ -1,7 +1,7 @@
 // Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep
 // strelaysrv's names and defaults (digest §13); durations are held in milliseconds and accept Go
 // style ("1m0s", "90s", "500ms") or, as before, plain seconds.
-import { bool, bytes, duration, int, str } from '../infra/schema.ts';
+import { bool, budget, bytes, duration, int, str } from '../infra/schema.ts';
 
 export const relaySection = {
   enabled: bool(true, { doc: 'run the Syncthing relay (protocol v1) listener' }),
@@ -31,6 +31,12 @@ export const relaySection = {
   }),
   perSessionRate: bytes(0, { doc: 'bytes/s per session, both directions together (0 = unlimited)' }),
   globalRate: bytes(0, { doc: 'bytes/s for the whole relay (0 = unlimited)' }),
+  clientBytes: budget('off', {
+    doc: 'bytes relayed per client address (sent plus received) per window, e.g. 50GiB/day; over it new sessions are refused',
+  }),
+  totalBytes: budget('off', {
+    doc: 'bytes the relay carries per window, e.g. 3TiB/month; over it joins get RelayFull and new sessions are refused',
+  }),
   maxSessions: int(10_000, { min: 1, doc: 'sessions (pending or active) at once; more get RelayFull' }),
   maxConnections: int(16_000, {
     min: 1,

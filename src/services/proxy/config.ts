@@ -2,7 +2,7 @@
 // UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
 import { isIP } from 'node:net';
 import { resolveItem } from '../../infra/netguard.ts';
-import { bool, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
+import { bool, budget, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
 
 /** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
 export const DEFAULT_ALLOW = [
@@ -68,6 +68,12 @@ export const proxySection = {
   connectTimeoutMs: duration(10_000, { unit: 'ms', min: 100, doc: 'upstream TCP+TLS connect timeout' }),
   upstreamConnections: int(128, { min: 1, doc: 'keep-alive connections per upstream host' }),
   rateLimit: rate('1200/min', { doc: 'per-client request budget' }),
+  // One address pulling a terabyte a day is public accelerators' top complaint (gh-proxy#152); 100 GiB
+  // a day is far above any person or CI job. A total cap depends on the operator's traffic plan.
+  clientBytes: budget('100GiB/day', {
+    doc: 'bytes one client address (IPv6: its /64) may pull per window, e.g. 20GiB/day (off = no budget)',
+  }),
+  totalBytes: budget('off', { doc: 'bytes all clients together may pull per window, e.g. 3TiB/month' }),
   maxConcurrent: int(32, { min: 0, doc: 'concurrent proxied requests per client IP (0 = unlimited)' }),
   clients: list([], { item: cidrItem, doc: 'client CIDR allow-list (empty = everyone)' }),
   secret: str('', {
