@@ -2,6 +2,7 @@
 import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
+import { budgetMetrics, createByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { createEgress } from '../../infra/egress.ts';
 import { DiskCache } from './cache.ts';
@@ -63,8 +64,24 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         cfg.cacheMemoryBytes,
       )
     : null;
+  const budget = createByteBudget(
+    'proxy',
+    { client: cfg.clientBytes, total: cfg.totalBytes },
+    {
+      redis: ctx.redis,
+      keyPrefix: ctx.config.redis.keyPrefix,
+      failMode: ctx.config.redis.failMode,
+      logger: ctx.logger,
+    },
+  );
+  const unlist = budgetMetrics(ctx.metrics, budget);
+  app.addHook('onClose', async () => {
+    unlist();
+    await budget.close();
+  });
   await proxyRoutes(app, ctx, {
     allow,
+    budget,
     cache,
     clientAllowed: clientFilter(cfg.clients),
     fwd: {

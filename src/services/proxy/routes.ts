@@ -1,7 +1,9 @@
 // HTTP layer of the proxy: access checks, target parsing, policy, then forward() and relay. The
 // raw request URL is parsed here (never a decoded or normalised one; digest §1).
+import type { Readable, Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, forbidden, tooMany } from '../../errors.ts';
+import { AppError, forbidden, tooMany, unavailable } from '../../errors.ts';
+import type { ByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
@@ -13,6 +15,8 @@ import { type AllowList, parseTarget } from './target.ts';
 
 export interface ProxyDeps {
   allow: AllowList;
+  /** Per-client and total bytes sent to clients (config clientBytes, totalBytes). */
+  budget: ByteBudget;
   fwd: ForwardOptions;
   cache: ProxyCache | null;
   clientAllowed: (ip: string) => boolean;
@@ -74,6 +78,13 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         throw new AppError('NOT_ALLOWED', d.status, d.reason, d.allow ? { headers: { allow: d.allow } } : {});
 
       const ip = req.clientIp;
+      const budget = deps.budget.enabled ? deps.budget : null;
+      if (budget) {
+        const spent = await budget.check(ip).catch(() => {
+          throw unavailable('byte budget unavailable, try again shortly', 5, 'BUDGET_UNAVAILABLE');
+        });
+        if (!spent.allowed) throw tooMany(budget.reason(spent), spent.retryAfterSec, 'BYTE_BUDGET');
+      }
       const n = active.get(ip) ?? 0;
       if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
       active.set(ip, n + 1);
@@ -125,15 +136,34 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       }
       upstreamStatus = up.status;
       reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
-      if (up.text !== undefined) return reply.send(up.text);
+      if (up.text !== undefined) {
+        if (budget) {
+          budget.charge(ip, Buffer.byteLength(up.text));
+          await budget.flush();
+        }
+        return reply.send(up.text);
+      }
       if (up.body) {
         up.body.on('error', (err) =>
           req.log.warn({ host: t.host, reason: classify(err).message }, 'stream aborted'),
         );
+        if (budget) meter(reply.raw, budget, ip);
         return reply.send(up.body);
       }
       return reply.send();
     },
+  });
+}
+
+/**
+ * Charges the body's bytes to the client as they are handed to the response. Listening where the
+ * body is piped adds no stream hop (a Transform would hold the first chunk back a tick, so an
+ * upstream failure right after it would turn a cut transfer into a different answer).
+ */
+function meter(res: Writable, budget: ByteBudget, ip: string): void {
+  res.once('pipe', (body: Readable) => {
+    body.on('data', (chunk: Buffer) => budget.charge(ip, chunk.length));
+    body.once('close', () => void budget.flush());
   });
 }
 
