@@ -78,11 +78,13 @@ export class MessageStream {
   }
 }
 
-export function connectTls(host: string, port: number, id: Identity): Promise<MessageStream> {
+/** `from` picks the local address (e.g. 127.0.0.2, to be another client on loopback). */
+export function connectTls(host: string, port: number, id: Identity, from?: string): Promise<MessageStream> {
   return new Promise((resolve, reject) => {
     const sock: TLSSocket = tlsConnect({
       host,
       port,
+      ...(from ? { localAddress: from } : {}),
       cert: id.certPem,
       key: id.keyPem,
       ALPNProtocols: ['bep-relay'],
@@ -102,8 +104,9 @@ export async function joinRelay(
   port: number,
   id: Identity,
   token?: string,
+  from?: string,
 ): Promise<{ stream: MessageStream; reply: Message }> {
-  const stream = await connectTls(host, port, id);
+  const stream = await connectTls(host, port, id, from);
   stream.send({ type: 'joinRelayRequest', token: token ?? '' });
   return { stream, reply: await stream.next() };
 }
@@ -114,8 +117,9 @@ export async function requestSession(
   port: number,
   id: Identity,
   target: Buffer,
+  from?: string,
 ): Promise<Message> {
-  const stream = await connectTls(host, port, id);
+  const stream = await connectTls(host, port, id, from);
   try {
     stream.send({ type: 'connectRequest', id: target });
     return await stream.next();
@@ -125,9 +129,9 @@ export async function requestSession(
 }
 
 /** Opens a session-mode socket with `key`; resolves with the pipe once the relay said success. */
-export function joinSession(host: string, port: number, key: Buffer): Promise<Socket> {
+export function joinSession(host: string, port: number, key: Buffer, from?: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const sock = netConnect({ host, port }, () => {
+    const sock = netConnect({ host, port, ...(from ? { localAddress: from } : {}) }, () => {
       sock.setNoDelay(true);
       sock.write(encode({ type: 'joinSessionRequest', key }));
     });

@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
 import type { BackgroundDef } from '../background.ts';
 import type { Config } from '../config.ts';
+import { budgetMetrics, createByteBudget } from '../infra/byte-budget.ts';
 import type { ServiceContext } from '../infra/context.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { loadOrCreateIdentity } from './identity.ts';
@@ -107,10 +108,23 @@ export const relayBackground: BackgroundDef = {
       ...relayMetrics(ctx.metrics, () => handle.running),
       admit: (sock: Socket) => ctx.connections.admit(sock, 'relay'),
     };
+    const budget = createByteBudget(
+      'relay',
+      { client: ctx.config.relay.clientBytes, total: ctx.config.relay.totalBytes },
+      {
+        redis: ctx.redis,
+        keyPrefix: ctx.config.redis.keyPrefix,
+        failMode: ctx.config.redis.failMode,
+        logger: log,
+      },
+    );
+    const unlist = budgetMetrics(ctx.metrics, budget);
     let relay: Relay;
     try {
-      relay = await Relay.start(settings, identity, log, events);
+      relay = await Relay.start(settings, identity, log, events, budget);
     } catch (err) {
+      unlist();
+      await budget.close();
       // A taken relay port must not take the HTTP utilities down with it; the API reports it.
       log.error({ err, port: settings.port }, 'relay failed to start');
       handle.failure = err instanceof Error ? err.message : String(err);
@@ -126,6 +140,8 @@ export const relayBackground: BackgroundDef = {
       async close() {
         if (handle.running === relay) handle.running = null;
         await relay.close();
+        unlist();
+        await budget.close();
       },
     };
   },

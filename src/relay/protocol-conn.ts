@@ -20,6 +20,10 @@ export interface Hub {
   readonly sessions: SessionTable;
   readonly logger: Logger;
   overLimit(): boolean;
+  /** True when a byte budget is configured (budgetAllows is then asked before joins and sessions). */
+  readonly budgeted: boolean;
+  /** Whether these addresses (and the relay as a whole) still have byte budget left. */
+  budgetAllows(ips: readonly string[]): Promise<boolean>;
   refused(reason: string): void;
   closed(conn: ProtocolConn): void;
 }
@@ -34,6 +38,8 @@ export function finish(sock: Socket, last?: Buffer): void {
 export class ProtocolConn {
   readonly id: Buffer;
   readonly hex: string;
+  /** The client's address, charged for the sessions it takes part in. */
+  readonly ip: string;
   joined = false;
   private readonly dec: FrameDecoder;
   private readonly pingTimer: NodeJS.Timeout;
@@ -50,6 +56,7 @@ export class ProtocolConn {
     this.firstMessage = firstMessage;
     this.id = deviceIdOf(certDer);
     this.hex = this.id.toString('hex');
+    this.ip = sock.remoteAddress ?? '';
     this.dec = new FrameDecoder(hub.maxMessageBytes);
     this.pingTimer = setInterval(() => this.tick(), hub.pingIntervalMs);
     // Any received message resets the network timeout; silence past it closes the connection.
@@ -123,28 +130,55 @@ export class ProtocolConn {
           this.close('wrong token', response(Responses.wrongToken));
           return;
         }
-        if (hub.overLimit()) {
-          hub.refused('full');
-          this.close('relay full', { type: 'relayFull' });
-          return;
-        }
-        if (this.joined || hub.joined.has(this.hex)) {
-          hub.refused('already-connected');
-          this.close('already connected', response(Responses.alreadyConnected));
-          return;
-        }
-        this.joined = true;
-        hub.joined.set(this.hex, this);
-        this.send(response(Responses.success));
+        // Over budget, a join is refused like one over the connection limit (digest §8).
+        this.whenBudgetAllows([this.ip], { type: 'relayFull' }, () => this.join());
         return;
-      case 'connectRequest':
-        this.connect(m.id);
+      case 'connectRequest': {
+        const peer = m.id.length === 32 ? hub.joined.get(m.id.toString('hex')) : undefined;
+        // Both ends of the new session are charged for it, so both must have budget left.
+        if (peer)
+          this.whenBudgetAllows([this.ip, peer.ip], response(Responses.overBudget), () => this.connect(m.id));
+        else this.connect(m.id);
         return;
+      }
       default:
         hub.refused('unexpected');
         this.close('unexpected message', response(Responses.unexpectedMessage));
         return;
     }
+  }
+
+  /** Runs `go` at once without budgets; else after the budget check, unless this connection closed meanwhile. */
+  private whenBudgetAllows(ips: readonly string[], refusal: Message, go: () => void): void {
+    if (!this.hub.budgeted) {
+      go();
+      return;
+    }
+    void this.hub.budgetAllows(ips).then((ok) => {
+      if (this.done) return;
+      if (ok) go();
+      else {
+        this.hub.refused('budget');
+        this.close('byte budget spent', refusal);
+      }
+    });
+  }
+
+  private join(): void {
+    const hub = this.hub;
+    if (hub.overLimit()) {
+      hub.refused('full');
+      this.close('relay full', { type: 'relayFull' });
+      return;
+    }
+    if (this.joined || hub.joined.has(this.hex)) {
+      hub.refused('already-connected');
+      this.close('already connected', response(Responses.alreadyConnected));
+      return;
+    }
+    this.joined = true;
+    hub.joined.set(this.hex, this);
+    this.send(response(Responses.success));
   }
 
   private connect(target: Buffer): void {

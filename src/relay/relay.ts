@@ -6,6 +6,7 @@ import type { Server, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
+import type { ByteBudget } from '../infra/byte-budget.ts';
 import { admitFirst } from '../infra/conn-budget.ts';
 import type { RelayIdentity } from './identity.ts';
 import { RateLimits } from './limits.ts';
@@ -89,8 +90,17 @@ export class Relay implements Hub {
   readonly identity: RelayIdentity;
   readonly logger: Logger;
   private readonly events: RelayEvents;
-  private constructor(settings: RelaySettings, identity: RelayIdentity, logger: Logger, events: RelayEvents) {
+  /** Bytes relayed per client address and in total (config clientBytes, totalBytes). */
+  readonly budget: ByteBudget | null;
+  private constructor(
+    settings: RelaySettings,
+    identity: RelayIdentity,
+    logger: Logger,
+    events: RelayEvents,
+    budget: ByteBudget | null,
+  ) {
     this.settings = settings;
+    this.budget = budget?.enabled ? budget : null;
     this.identity = identity;
     this.logger = logger;
     this.events = events;
@@ -108,6 +118,9 @@ export class Relay implements Hub {
       limits: this.limits,
       logger,
       ...(events.onSessionStart ? { onSessionStart: events.onSessionStart } : {}),
+      // Each peer is charged everything its session carried (what it sent plus what it received);
+      // the total counts each byte once, like bytesProxied.
+      ...(this.budget ? { onBytes: (ips, n) => this.budget?.charge(ips, n) } : {}),
     });
     this.sampler = new RateSampler(() => this.sessions.bytesProxied());
   }
@@ -117,8 +130,9 @@ export class Relay implements Hub {
     identity: RelayIdentity,
     logger: Logger,
     events: RelayEvents = {},
+    budget: ByteBudget | null = null,
   ): Promise<Relay> {
-    const r = new Relay(settings, identity, logger, events);
+    const r = new Relay(settings, identity, logger, events, budget);
     r.listener = createListener({
       certPem: identity.certPem,
       keyPem: identity.keyPem,
@@ -159,6 +173,20 @@ export class Relay implements Hub {
     return this.conns.size + 2 * this.sessions.activeSessions > this.settings.maxConnections;
   }
 
+  get budgeted(): boolean {
+    return this.budget !== null;
+  }
+
+  /** A store failure counts as spent only in the closed fail mode (ByteBudget throws then). */
+  async budgetAllows(ips: readonly string[]): Promise<boolean> {
+    if (!this.budget) return true;
+    try {
+      return (await this.budget.check(ips)).allowed;
+    } catch {
+      return false;
+    }
+  }
+
   refused(reason: string): void {
     this.events.onRefused?.(reason);
   }
@@ -172,11 +200,26 @@ export class Relay implements Hub {
     }
   }
 
-  /** strelaysrv's /status document (digest §11). */
+  /** The byte budgets: limits, the shared total as last seen, and this relay's refusals. */
+  budgetStatus(): Record<string, unknown> {
+    const b = this.budget;
+    const total = b?.usage() ?? null;
+    return {
+      client: b?.client.text ?? 'off',
+      total: b?.total.text ?? 'off',
+      totalUsedBytes: total?.used ?? null,
+      totalResetsInSeconds: total?.resetsInSec ?? null,
+      refusedClient: b?.refused.client ?? 0,
+      refusedTotal: b?.refused.total ?? 0,
+    };
+  }
+
+  /** strelaysrv's /status document (digest §11), plus devutil's byteBudget. */
   status(): Record<string, unknown> {
     const s = this.settings;
     return {
       bytesProxied: this.bytesProxied,
+      byteBudget: this.budgetStatus(),
       buildDate: '',
       buildHost: '',
       buildUser: '',
@@ -209,6 +252,7 @@ export class Relay implements Hub {
   async close(): Promise<void> {
     this.sampler.stop();
     this.sessions.closeAll();
+    await this.budget?.flush();
     for (const c of this.conns) c.close('shutdown');
     const waits: Promise<void>[] = [];
     if (this.listener) waits.push(this.listener.close());

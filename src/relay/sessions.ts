@@ -15,6 +15,9 @@ interface Session {
   sockets: [Socket | null, Socket | null];
   /** bytesRead of each socket when it joined (the join request is not proxied data). */
   base: [number, number];
+  /** Peer addresses of the two sockets, and the session bytes already reported to onBytes. */
+  ips: [string, string];
+  reported: number;
   /** Idle tracking: bytes seen at the last sweep and when they last changed. */
   seen: number;
   lastChange: number;
@@ -31,6 +34,8 @@ export interface SessionOptions {
   limits: RateLimits;
   logger: Logger;
   onSessionStart?(): void;
+  /** Bytes a session moved since the last report (both directions), with its two peers' addresses. */
+  onBytes?(ips: readonly [string, string], n: number): void;
 }
 
 export class SessionTable {
@@ -70,6 +75,7 @@ export class SessionTable {
     const now = Date.now();
     for (const s of this.sessions) {
       if (!s.active) continue;
+      this.report(s);
       const [a, b] = s.sockets as [Socket, Socket];
       const n = a.bytesRead + a.bytesWritten + b.bytesRead + b.bytesWritten;
       if (n !== s.seen) {
@@ -79,6 +85,15 @@ export class SessionTable {
         this.close(s, 'idle');
       }
     }
+  }
+
+  // Byte budgets are charged from this sweep and at close, never per chunk.
+  private report(s: Session): void {
+    if (!this.o.onBytes) return;
+    const n = this.sessionBytes(s) - s.reported;
+    if (n <= 0) return;
+    s.reported += n;
+    this.o.onBytes(s.ips, n);
   }
 
   get pendingKeys(): number {
@@ -98,6 +113,8 @@ export class SessionTable {
       keys: [serverKey.toString('hex'), clientKey.toString('hex')],
       sockets: [null, null],
       base: [0, 0],
+      ips: ['', ''],
+      reported: 0,
       seen: 0,
       lastChange: 0,
       active: false,
@@ -150,6 +167,7 @@ export class SessionTable {
       const rest = dec.rest();
       if (rest.length) sock.unshift(rest); // bytes after the request already belong to the pipe
       session.base[side] = sock.bytesRead - rest.length;
+      session.ips[side] = sock.remoteAddress ?? '';
       this.handshaking.delete(sock);
       sock.write(encode(response(Responses.success)));
       session.sockets[side] = sock;
@@ -211,6 +229,7 @@ export class SessionTable {
     if (s.active) {
       this.activeSessions--;
       this.closedBytes += this.sessionBytes(s);
+      this.report(s);
     }
     for (const sock of s.sockets) sock?.destroy();
     this.o.logger.debug({ session: s.id, why }, 'relay session closed');

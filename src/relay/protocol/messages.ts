@@ -36,13 +36,18 @@ export type Message =
       serverSocket: boolean;
     };
 
-/** Response codes with the exact texts strelaysrv sends. */
+/**
+ * Response codes with the exact texts strelaysrv sends, plus devutil's byte-budget refusal: Syncthing
+ * treats any non-zero code as a failed request and logs code and text, so an operator reading the
+ * client's log sees why. 429 is far from upstream's small codes (0-3, 99, 100).
+ */
 export const Responses = {
   success: { code: 0, message: 'success' },
   notFound: { code: 1, message: 'not found' },
   alreadyConnected: { code: 2, message: 'already connected' },
   wrongToken: { code: 3, message: 'wrong token' },
   unexpectedMessage: { code: 100, message: 'unexpected message' },
+  overBudget: { code: 429, message: 'byte budget spent' },
 } as const;
 
 export function response(r: { code: number; message: string }): Message {

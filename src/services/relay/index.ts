@@ -18,6 +18,7 @@ const STAT_KEYS = [
   'numPendingSessionKeys',
   'numProxies',
   'bytesProxied',
+  'byteBudget',
   'kbps10s1m5m15m30m60m',
   'startTime',
   'uptimeSeconds',
