@@ -4,7 +4,9 @@ import { bool, bytes, duration, int, oneOf, rate } from '../../infra/schema.ts';
 export const filesSection = {
   enabled: bool(true, { doc: 'serve the file storage API under /api/file' }),
   maxBytes: bytes(512 * 1024 ** 2, { min: 1, doc: 'largest upload, in bytes or with a unit (512MiB)' }),
-  quotaBytes: bytes(0, { doc: 'total bytes the stored files may take; 507 when full (0 = no quota)' }),
+  quotaBytes: bytes(0, {
+    doc: 'total bytes the stored files may take, reserved before each upload is stored (shared through Redis); 507 when full (0 = no quota)',
+  }),
   rateLimit: rate('60/min', { doc: 'uploads per client IP' }),
   codec: oneOf('br', ['br', 'gzip', 'none'] as const, {
     doc: 'compression for stored files (br chosen by measurement, see docs/files.md)',

@@ -1,7 +1,10 @@
 // File storage utility: /api/file/<key> on the shared blob store (ctx.blobs, keys "files/<key>").
+import cluster from 'node:cluster';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync } from 'fastify';
+import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../infra/context.ts';
+import { quotaStore, SpaceQuota } from '../../infra/quota.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
 
@@ -15,8 +18,40 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
   await app.register(multipart, { throwFileSizeLimit: true });
 
-  const store = new FileStore(ctx.blobs, cfg, log);
-  const usage = ctx.metrics.gauge('devutil_files_stored_bytes', 'bytes the stored files take', []);
+  if (cfg.quotaBytes > 0 && !ctx.redis && cluster.isWorker)
+    log.warn('files quota without redis: each worker counts its own uploads; set redis.url to share it');
+  const quota: SpaceQuota | null =
+    cfg.quotaBytes > 0
+      ? new SpaceQuota({
+          limit: cfg.quotaBytes,
+          store: quotaStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:quota:`),
+          count: (): Promise<number> => store.countStored(),
+          failMode: ctx.config.redis.failMode,
+          logger: log,
+        })
+      : null;
+  const store: FileStore = new FileStore(ctx.blobs, cfg, log, quota);
+  // Read at scrape time: with Redis these are the figures of every instance together.
+  const quotaGauge = (name: string, help: string, pick: (u: { used: number; reserved: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [ctx.metrics.registry],
+      async collect() {
+        const u = await quota?.usage().catch(() => null);
+        if (u) this.set(pick(u));
+      },
+    });
+  quotaGauge(
+    'devutil_files_stored_bytes',
+    'bytes the stored files take (counted when a quota is set)',
+    (u) => u.used,
+  );
+  quotaGauge(
+    'devutil_files_reserved_bytes',
+    'bytes reserved against the files quota by uploads in progress',
+    (u) => u.reserved,
+  );
   await fileRoutes(app, ctx, store);
 
   let timer: NodeJS.Timeout | undefined;
@@ -27,7 +62,6 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     try {
       const n = await store.sweep();
       if (n) log.info({ removed: n }, 'expired files removed');
-      if (cfg.quotaBytes > 0) usage.set({}, await store.usage());
     } catch (err) {
       log.warn({ err }, 'file sweep failed');
     } finally {
@@ -35,13 +69,17 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     }
   };
   app.addHook('onReady', async () => {
-    if (cfg.quotaBytes > 0) usage.set({}, await store.usage());
+    // Counting what is stored can take a while on a big bucket: before the first upload, not during it.
+    await quota?.usage().catch((err: unknown) => log.warn({ err }, 'files quota not counted yet'));
     if (cfg.maxAgeSec > 0) {
       timer = setInterval(sweep, cfg.sweepIntervalSec * 1000);
       timer.unref();
     }
   });
-  app.addHook('onClose', async () => clearInterval(timer));
+  app.addHook('onClose', async () => {
+    clearInterval(timer);
+    quota?.close();
+  });
 };
 
 export default files;

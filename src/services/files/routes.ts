@@ -154,6 +154,7 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
           filename: sanitizeFilename(first.filename, key),
           declaredType: first.mimetype,
           token: tokenOf(req),
+          ...(Number.isFinite(declared) ? { declaredBytes: declared } : {}),
           signal: aborted.signal,
           afterBody: () => rest,
         });

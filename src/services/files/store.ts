@@ -5,6 +5,7 @@ import { pipeline, type Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
 import { BlobExistsError, type BlobInfo, type BlobStore } from '../../infra/blob-store.ts';
+import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/quota.ts';
 import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
 import { ratio } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
@@ -49,6 +50,8 @@ export interface UploadInput {
   declaredType: string | undefined;
   /** The caller's owner token, if any (X-Owner-Token or Authorization: Bearer). */
   token: string | undefined;
+  /** The request's Content-Length, when declared: reserved against the quota before any byte is read. */
+  declaredBytes?: number;
   signal?: AbortSignal;
   /** Resolves when the rest of the request is read and valid; rejecting aborts the upload. */
   afterBody?: () => Promise<void>;
@@ -83,16 +86,23 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
 }
 
 export class FileStore {
-  /** Bytes this instance believes the stored files take (for the quota); -1 until counted. */
-  private used = -1;
-
   private readonly blobs: BlobStore;
   private readonly o: FilesOptions;
   private readonly log: Logger;
-  constructor(blobs: BlobStore, o: FilesOptions, log: Logger) {
+  /** Stored bytes against quotaBytes (null = no quota), shared by every instance on one Redis. */
+  readonly quota: SpaceQuota | null;
+  constructor(blobs: BlobStore, o: FilesOptions, log: Logger, quota: SpaceQuota | null = null) {
     this.blobs = blobs;
     this.o = o;
     this.log = log;
+    this.quota = quota;
+  }
+
+  /** Bytes the stored files take now (the quota's starting count). */
+  async countStored(): Promise<number> {
+    let n = 0;
+    for await (const e of this.blobs.list(NS)) n += e.size;
+    return n;
   }
 
   /** Seconds a file of `stored` bytes lives: fixed, or 0x0.st's cubic size rule; 0 = forever. */
@@ -109,17 +119,9 @@ export class FileStore {
     return r > 0 && now - lastModified.getTime() > r * 1000;
   }
 
-  async usage(): Promise<number> {
-    if (this.used < 0) {
-      let n = 0;
-      for await (const e of this.blobs.list(NS)) n += e.size;
-      this.used = n;
-    }
-    return this.used;
-  }
-
-  private account(delta: number): void {
-    if (this.used >= 0) this.used = Math.max(0, this.used + delta);
+  /** Counts stored bytes that change outside an upload's reservation (deletes, expiry). */
+  private async account(delta: number): Promise<void> {
+    await this.quota?.adjust(delta);
   }
 
   /** The live file under `key`, or null (absent or past its retention). */
@@ -163,14 +165,37 @@ export class FileStore {
         throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
       ownerHash = existing.meta['owner'] ?? '';
     } else {
-      if (existing && (await this.blobs.delete(key))) this.account(-existing.size);
+      if (existing && (await this.blobs.delete(key))) await this.account(-existing.size);
       ownerToken = randomBytes(24).toString('base64url');
       ownerHash = hashToken(ownerToken);
     }
-    const { maxBytes, quotaBytes } = this.o;
-    const used = quotaBytes > 0 ? await this.usage() : 0;
-    if (quotaBytes > 0 && used >= quotaBytes) throw insufficientStorage();
+    const { maxBytes } = this.o;
+    // The declared length (an upper bound of the file) is reserved before the body is read, so N
+    // concurrent uploads can never together pass the quota; without it, bytes are reserved as they come.
+    let res: Reservation | null = null;
+    try {
+      res = this.quota ? await this.quota.reserve(Math.min(inp.declaredBytes ?? 0, maxBytes + 1)) : null;
+    } catch (err) {
+      throw this.mapError(err);
+    }
+    try {
+      return await this.store(inp, key, ownerHash, ownerToken, live ? (existing?.size ?? 0) : null, res);
+    } catch (err) {
+      await res?.release();
+      throw err;
+    }
+  }
 
+  private async store(
+    inp: UploadInput,
+    key: string,
+    ownerHash: string,
+    ownerToken: string | undefined,
+    /** Size of the live file being replaced, or null for a new key. */
+    replaces: number | null,
+    res: Reservation | null,
+  ): Promise<{ info: FileInfo; ownerToken?: string }> {
+    const { maxBytes } = this.o;
     const it = inp.file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const head: Buffer[] = [];
     let headLen = 0;
@@ -207,13 +232,19 @@ export class FileStore {
         yield r.value;
       }
     }
+    const mapError = (err: unknown) => this.mapError(err);
+    // Original bytes bound the stored ones (a compressed copy is kept only when smaller), so
+    // reserving the original length is enough whatever the codec does.
     const meter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         original += chunk.length;
         if (original > maxBytes) return cb(tooLarge(`file exceeds the upload limit of ${maxBytes} bytes`));
-        if (quotaBytes > 0 && used + original > quotaBytes) return cb(insufficientStorage());
         hash.update(chunk);
-        cb(null, chunk);
+        if (!res) return cb(null, chunk);
+        res.ensure(original).then(
+          () => cb(null, chunk),
+          (err: unknown) => cb(mapError(err) as Error),
+        );
       },
     });
     const src = pipeline(source, meter, () => {}) as unknown as Readable;
@@ -223,7 +254,7 @@ export class FileStore {
     let stored: BlobInfo;
     try {
       stored = await this.blobs.put(key, body, meta, {
-        ifAbsent: !live,
+        ifAbsent: replaces === null,
         ...(inp.signal ? { signal: inp.signal } : {}),
         finalize: async () => {
           await inp.afterBody?.();
@@ -233,10 +264,14 @@ export class FileStore {
     } catch (err) {
       throw this.mapError(err);
     }
-    this.account(stored.size - (live && existing ? existing.size : 0));
     let file = toStored(inp.key, stored);
-    if (compress && stored.size > original * (1 - this.o.minSavingPercent / 100)) {
-      file = await this.storeDecoded(file);
+    try {
+      if (compress && stored.size > original * (1 - this.o.minSavingPercent / 100)) {
+        file = await this.storeDecoded(file);
+      }
+    } finally {
+      // The reservation is held until the final size is known (the plain copy may be larger).
+      await res?.commit(file.stored - (replaces ?? 0));
     }
     this.log.debug(
       { key: inp.key, size: original, stored: file.stored, encoding: file.encoding },
@@ -259,6 +294,7 @@ export class FileStore {
   private mapError(err: unknown): unknown {
     if (err instanceof BlobExistsError) return conflict('a file with this key exists', 'KEY_EXISTS');
     if (err instanceof AppError) return err;
+    if (err instanceof QuotaFullError) return insufficientStorage();
     // @fastify/multipart's per-file limit (FST_REQ_FILE_TOO_LARGE) and friends carry 413.
     if ((err as { statusCode?: number } | null)?.statusCode === 413)
       return tooLarge(`file exceeds the upload limit of ${this.o.maxBytes} bytes`);
@@ -278,7 +314,6 @@ export class FileStore {
       return file;
     }
     const info = await this.blobs.put(NS + file.key, body, { ...cur.meta, encoding: 'identity' });
-    this.account(info.size - file.stored);
     return toStored(file.key, info);
   }
 
@@ -289,7 +324,7 @@ export class FileStore {
     }
     if (!tokenMatches(token, info.meta['owner']))
       throw forbidden('deleting needs the owner token', 'BAD_TOKEN');
-    if (await this.blobs.delete(NS + key)) this.account(-info.size);
+    if (await this.blobs.delete(NS + key)) await this.account(-info.size);
   }
 
   /** Deletes every expired file; returns how many. */
@@ -299,7 +334,7 @@ export class FileStore {
     for await (const e of this.blobs.list(NS)) {
       if (!this.expired(e.size, e.lastModified, now)) continue;
       if (await this.blobs.delete(e.key)) {
-        this.account(-e.size);
+        await this.account(-e.size);
         n++;
       }
     }
