@@ -64,7 +64,8 @@ describe('JSON nested too deep to serialise', () => {
     fake = await FakeBotApi.start();
     app = await buildTestServer({
       overrides: {
-        telegram: { ...BUDGETS_OFF, apiBase: fake.url, maxBodyBytes: '2MiB' },
+        egress: { resolve: [fake.resolve] },
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, maxBodyBytes: '2MiB' },
         server: { bodyLimit: '2MiB' },
         plantuml: { maxSourceBytes: '1MiB' },
       },

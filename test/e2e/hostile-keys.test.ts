@@ -88,7 +88,9 @@ describe('Object.prototype member names as request words', () => {
   let fake: FakeBotApi;
   before(async () => {
     fake = await FakeBotApi.start();
-    app = await buildTestServer({ overrides: { telegram: { ...BUDGETS_OFF, apiBase: fake.url } } });
+    app = await buildTestServer({
+      overrides: { egress: { resolve: [fake.resolve] }, telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase } },
+    });
   });
   after(async () => {
     await app?.close();
