@@ -85,6 +85,9 @@ export const logSection = {
   level: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, {
     doc: 'log level',
   }),
+  format: oneOf('auto', ['auto', 'pretty', 'json'] as const, {
+    doc: 'log lines: auto = readable lines when stdout is a terminal, JSON otherwise; pretty or json to force one',
+  }),
 } satisfies Section;
 
 export const redisSection = {

@@ -1,7 +1,13 @@
 // AppError and the one error / not-found handler. Each route family answers in its own envelope
 // (CONVENTIONS.md "Public interface first"); clients never see a stack, a path or a secret.
 import { METHODS } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
 import { redact } from './infra/logger.ts';
 
@@ -47,6 +53,28 @@ export const unavailable = (msg: string, retryAfterSec?: number, code = 'UNAVAIL
   );
 export const gatewayTimeout = (msg: string, code = 'GATEWAY_TIMEOUT', o?: O) =>
   new AppError(code, 504, msg, o);
+
+// A failure is logged once, where the most is known about it (the proxy's exchange line knows the
+// host and the upstream's error code; the error handler only knows the status).
+const logged = new WeakSet<object>();
+
+/** Marks a failure as already logged by the route, so the error handler and the stream-error
+ * logger do not log it a second time (with a stack that says nothing about an upstream). */
+export function alreadyLogged<E>(err: E): E {
+  if (typeof err === 'object' && err !== null) logged.add(err);
+  return err;
+}
+
+export function isLogged(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && logged.has(err);
+}
+
+/** Fastify's own request log lines, minus a second line for a stream failure a route logged. */
+export class OnceLogController extends LogController {
+  override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    if (!isLogged(error)) super.streamError(error, request, reply);
+  }
+}
 
 /** An envelope renders a failure for one family of routes. */
 export interface Envelope {
@@ -194,7 +222,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return;
     }
     if (err instanceof AppError) {
-      if (err.status >= 500) req.log.error({ err, code: err.code }, 'request failed');
+      if (err.status >= 500 && !isLogged(err)) req.log.error({ err, code: err.code }, 'request failed');
       return sendError(req, reply, err.status, err.message, err.code, err.headers);
     }
     const status =

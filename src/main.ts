@@ -22,7 +22,7 @@ export async function serve(
   warnings: string[] = [],
   opts: ServeOptions = {},
 ): Promise<number> {
-  const logger = createLogger(config.log.level);
+  const logger = createLogger(config.log.level, undefined, config.log.format);
   for (const w of warnings) logger.warn(w);
   const n = workerCount(config.server.workers);
   if (n > 1 && cluster.isPrimary) return runPrimary(n, logger, config);

@@ -8,7 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
-import { EnvelopeTable, installErrorHandling } from './errors.ts';
+import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
 import { createBlobStore } from './infra/blob-store.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
@@ -50,7 +50,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const { config } = opts;
   const services = opts.services ?? SERVICES;
   protectSecrets(configSecrets(config, services));
-  const logger = opts.logger ?? createLogger(config.log.level);
+  const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
 
@@ -77,6 +77,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const app = Fastify({
     childLoggerFactory: lazyChildFactory() as ChildFactory,
     loggerInstance: logger as FastifyBaseLogger,
+    logController: new OnceLogController(),
     trustProxy: false, // infra/client-ip.ts does the trusted-proxy walk (and Forwarded)
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,

@@ -3,6 +3,7 @@
 // stack and cause) goes through the one redaction function, whatever its field is called.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { prettyLine } from './log-pretty.ts';
 import { redact, redactFields } from './redact.ts';
 
 export { protectSecrets, redact } from './redact.ts';
@@ -32,7 +33,8 @@ export function loggerOptions(level: string): LoggerOptions {
         method: req.method,
         url: redact(req.url),
         host: req.headers?.host,
-        remoteAddress: req.ip,
+        // The canonical caller (IPv4-mapped shown as IPv4, trusted proxies walked), as responses show it.
+        remoteAddress: req.clientIp || req.ip,
       }),
       res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
       err: serializeError,
@@ -71,6 +73,20 @@ function causeText(cause: unknown): string | undefined {
   return parts.length ? redact(parts.join(' <- ').slice(0, 2000)) : undefined;
 }
 
-export function createLogger(level: string, dest?: DestinationStream): Logger {
-  return dest ? pino(loggerOptions(level), dest) : pino(loggerOptions(level));
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
+/** `auto` is pretty for a person at a terminal and JSON for log collectors, files and pipes. */
+export function resolveFormat(format: LogFormat, isTty: boolean): 'pretty' | 'json' {
+  return format === 'auto' ? (isTty ? 'pretty' : 'json') : format;
+}
+
+/**
+ * A logger writing to `dest` (default stdout). Pretty lines are formatted from the finished JSON
+ * line, so redaction and serializers apply the same way in both formats.
+ */
+export function createLogger(level: string, dest?: DestinationStream, format: LogFormat = 'json'): Logger {
+  const out = dest ?? pino.destination({ fd: 1, sync: true });
+  const tty = dest === undefined && process.stdout.isTTY === true;
+  if (resolveFormat(format, tty) === 'json') return pino(loggerOptions(level), out);
+  return pino(loggerOptions(level), { write: (line: string) => out.write(prettyLine(line, tty)) });
 }

@@ -3,12 +3,25 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
+import { LogCapture } from '../helpers/server.ts';
+
+/** The warn-or-worse lines logged for one request id. */
+function failureLines(logs: LogCapture, reqId: string): Record<string, unknown>[] {
+  return logs.lines
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((o) => o['reqId'] === reqId && Number(o['level']) >= 40);
+}
 
 describe('proxy: upstreams that hang or reset', () => {
   let w: World;
   const held: { destroy(): void }[] = [];
+  const logs = new LogCapture();
   before(async () => {
-    w = await startWorld({ git: false, overrides: { proxy: { headersTimeoutMs: 800, bodyTimeoutMs: 800 } } });
+    w = await startWorld({
+      logs,
+      git: false,
+      overrides: { proxy: { headersTimeoutMs: 800, bodyTimeoutMs: 800 } },
+    });
     // Never answers: the request is held until the proxy gives up.
     w.net.on('media.githubusercontent.com', (req) => {
       held.push(req.socket);
@@ -29,23 +42,56 @@ describe('proxy: upstreams that hang or reset', () => {
     await w?.close();
   });
 
-  it('answers 504 when the upstream never sends headers', async () => {
+  /** Waits for the exchange line, written when the response closes. */
+  async function oneFailureLine(reqId: string): Promise<Record<string, unknown>> {
+    for (let i = 0; i < 100 && failureLines(logs, reqId).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100)); // room for a second line, if there were one
+    const lines = failureLines(logs, reqId);
+    assert.equal(
+      lines.length,
+      1,
+      `one line for the failure, got:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`,
+    );
+    const line = lines[0] as Record<string, unknown>;
+    assert.equal(line['err'], undefined, 'no stack: an upstream failure is not a bug in devutil');
+    return line;
+  }
+
+  it('answers 504 when the upstream never sends headers, logged once', async () => {
     const t = Date.now();
-    const r = await fetch(`${w.base}/media.githubusercontent.com/a/b/c.bin`);
+    const r = await fetch(`${w.base}/media.githubusercontent.com/a/b/c.bin`, {
+      headers: { 'x-request-id': 'fault-504' },
+    });
     assert.equal(r.status, 504);
     assert.match(await r.text(), /\n$/);
     assert.ok(Date.now() - t < 8000);
+    const line = await oneFailureLine('fault-504');
+    assert.equal(line['status'], 504);
+    assert.equal(line['host'], 'media.githubusercontent.com');
+    assert.equal(line['reason'], 'upstream timed out');
   });
 
-  it('cuts a body that stalls mid-transfer instead of hanging the client', async () => {
-    const r = await fetch(`${w.base}/objects.githubusercontent.com/x/y.bin`);
+  it('cuts a body that stalls mid-transfer instead of hanging the client, logged once', async () => {
+    const r = await fetch(`${w.base}/objects.githubusercontent.com/x/y.bin`, {
+      headers: { 'x-request-id': 'fault-stall' },
+    });
     assert.equal(r.status, 200);
     await assert.rejects(r.arrayBuffer(), 'a stalled body must end in an error, not hang');
+    const line = await oneFailureLine('fault-stall');
+    assert.equal(line['reason'], 'upstream stalled');
+    assert.equal(line['complete'], false);
   });
 
-  it('answers 502 when the upstream resets the connection', async () => {
-    const r = await fetch(`${w.base}/codeload.github.com/owner/repo/tar.gz/refs/heads/main`);
+  it('answers 502 when the upstream resets the connection, logged once with the cause', async () => {
+    const r = await fetch(`${w.base}/codeload.github.com/owner/repo/tar.gz/refs/heads/main`, {
+      headers: { 'x-request-id': 'fault-reset' },
+    });
     assert.equal(r.status, 502);
+    const line = await oneFailureLine('fault-reset');
+    assert.equal(line['status'], 502);
+    assert.equal(line['host'], 'codeload.github.com');
+    assert.match(String(line['code']), /^(UND_ERR_SOCKET|ECONNRESET)$/);
   });
 
   it('keeps serving afterwards', async () => {

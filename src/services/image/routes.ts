@@ -1,7 +1,7 @@
 // GET /rest/api/v1/image (seed 2.5/4.5) and GET /rest/api/v1/image/list (Picsum's /v2/list, in
 // the v1 envelope). Thin: validate, ask the ImageService, set caching headers.
 import type { FastifyInstance } from 'fastify';
-import { badRequest, unavailable } from '../../errors.ts';
+import { alreadyLogged, badRequest, unavailable } from '../../errors.ts';
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
@@ -72,7 +72,9 @@ export async function imageRoutes(
         if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
-        throw unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE');
+        throw alreadyLogged(
+          unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),
+        );
       }
       let headers = fixed.get(r.body);
       if (!headers) {

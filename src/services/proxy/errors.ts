@@ -10,7 +10,8 @@ export interface Failure {
   headers?: Record<string, string>;
 }
 
-function codeOf(err: unknown): string {
+/** The system or library error code behind a failure (ECONNRESET, UND_ERR_BODY_TIMEOUT), for logs. */
+export function codeOf(err: unknown): string {
   const e = err as { code?: unknown; cause?: { code?: unknown } };
   return String(e?.code ?? e?.cause?.code ?? '');
 }

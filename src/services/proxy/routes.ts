@@ -2,12 +2,12 @@
 // raw request URL is parsed here (never a decoded or normalised one; digest §1).
 import type { Readable, Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, forbidden, tooMany, unavailable } from '../../errors.ts';
+import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
 import type { ByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
-import { classify } from './errors.ts';
+import { classify, codeOf } from './errors.ts';
 import { type ForwardOptions, forward, type Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
 import { decide } from './policy.ts';
@@ -91,6 +91,8 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       const ac = new AbortController();
       const started = performance.now();
       let upstreamStatus = 0;
+      // An upstream failure (before or during the body) is reported once, on the exchange line.
+      let failure: { reason: string; code?: string } | undefined;
       reply.raw.once('close', () => {
         const left = (active.get(ip) ?? 1) - 1;
         if (left <= 0) active.delete(ip);
@@ -98,19 +100,18 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         const finished = reply.raw.writableFinished;
         if (!finished) ac.abort();
         // One line per exchange; the path only, never the query (signed URLs carry secrets there).
-        req.log.info(
-          {
-            host: t.host,
-            path: t.url.pathname,
-            status: reply.raw.statusCode,
-            upstreamStatus,
-            bytes: Number(reply.raw.getHeader('content-length') ?? 0) || undefined,
-            ms: Math.round(performance.now() - started),
-            ip,
-            complete: finished,
-          },
-          'proxied',
-        );
+        const line = {
+          host: t.host,
+          path: t.url.pathname,
+          status: reply.raw.statusCode,
+          upstreamStatus,
+          bytes: Number(reply.raw.getHeader('content-length') ?? 0) || undefined,
+          ms: Math.round(performance.now() - started),
+          ip,
+          complete: finished,
+        };
+        if (failure) req.log.warn({ ...line, ...failure }, 'upstream failed');
+        else req.log.info(line, 'proxied');
       });
       const body = req.method === 'GET' || req.method === 'HEAD' ? null : req.raw;
       const fr = {
@@ -130,9 +131,10 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
           reply.raw.destroy();
           return reply;
         }
-        if (f.status >= 500)
-          req.log.warn({ host: t.host, path: t.url.pathname, reason: f.message }, 'upstream failed');
-        throw new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
+        const e = new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
+        if (f.status < 500) throw e;
+        failure = { reason: f.message, code: codeOf(err) || undefined };
+        throw alreadyLogged(e);
       }
       upstreamStatus = up.status;
       reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
@@ -144,9 +146,11 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         return reply.send(up.text);
       }
       if (up.body) {
-        up.body.on('error', (err) =>
-          req.log.warn({ host: t.host, reason: classify(err).message }, 'stream aborted'),
-        );
+        up.body.on('error', (err) => {
+          if (classify(err).status === 499) return; // the client left: not an upstream failure
+          failure = { reason: classify(err).message, code: codeOf(err) || undefined };
+          alreadyLogged(err);
+        });
         if (budget) meter(reply.raw, budget, ip);
         return reply.send(up.body);
       }

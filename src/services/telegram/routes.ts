@@ -1,7 +1,7 @@
 // POST /rest/api/v1/telegram (seed 2.4/4.6): validate, charge the budgets (client IP, bot key,
 // Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, tooMany, unavailable } from '../../errors.ts';
+import { alreadyLogged, badRequest, tooMany, unavailable } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import type { Rate } from '../../infra/schema.ts';
 import type { BotApiClient } from './client.ts';
@@ -170,7 +170,8 @@ export async function telegramRoutes(
       else if (r.kind === 'api-error')
         req.log.info({ ...fields, description: r.description }, 'telegram refused');
       else req.log.warn(fields, 'telegram failed');
-      throw toAppError(r, cfg.timeoutMs);
+      // Each outcome above wrote its one log line with the bot, chat and Telegram's answer.
+      throw alreadyLogged(toAppError(r, cfg.timeoutMs));
     },
   );
 }
