@@ -18,9 +18,9 @@ export function referenceTable(): string {
   for (const r of configReference()) {
     const was = r.formerly ? ` (formerly \`${r.formerly}\`, still read with a warning)` : '';
     const doc = `${r.doc}${was}`.replace(/\|/g, '\\|');
-    rows.push(
-      `| \`${r.env}\` | \`${r.section}.${r.key}\` | \`${show(r.default).replace(/\|/g, '\\|')}\` | ${doc} |`,
-    );
+    // A default computed on this machine is stated in words: the README must not depend on who ran this.
+    const def = r.shownDefault ?? `\`${show(r.default).replace(/\|/g, '\\|')}\``;
+    rows.push(`| \`${r.env}\` | \`${r.section}.${r.key}\` | ${def} | ${doc} |`);
   }
   return rows.join('\n');
 }

@@ -11,11 +11,14 @@ Usage:
 
 Options:
   --port N             listen port (DEVUTIL_PORT, default 8080)
-  --host ADDR          listen address (DEVUTIL_HOST, default 0.0.0.0)
+  --host ADDR          listen address (DEVUTIL_HOST, default :: = IPv6 and IPv4;
+                       0.0.0.0 on a machine without IPv6)
   --data-dir DIR       data directory (DEVUTIL_DATA_DIR, default ./data)
   --config FILE        JSON or YAML config file (DEVUTIL_CONFIG)
   --workers N|auto     HTTP worker processes (DEVUTIL_WORKERS, default 1)
   --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (DEVUTIL_LOG_LEVEL)
+                       log lines are readable on a terminal, JSON otherwise
+                       (DEVUTIL_LOG_FORMAT=auto|pretty|json)
   --set SECTION.KEY=V  any other key, e.g. --set files.maxBytes=1GiB (repeatable)
   --reference          with config: list every key, its env name, default and meaning
   -h, --help           show this help
@@ -54,7 +57,7 @@ export async function main(
   if (command === 'config' && values.reference) {
     for (const r of configReference()) {
       process.stdout.write(
-        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${JSON.stringify(r.default)}\n    ${r.doc}${r.formerly ? ` (formerly ${r.formerly})` : ''}\n`,
+        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${r.shownDefault ?? JSON.stringify(r.default)}\n    ${r.doc}${r.formerly ? ` (formerly ${r.formerly})` : ''}\n`,
       );
     }
     return 0;

@@ -18,7 +18,9 @@ function cidrItem(s: string): string | null {
 
 export const serverSection = {
   port: int(8080, { min: 0, max: 65535, doc: 'HTTP listen port (0 = any free port)' }),
-  host: str('0.0.0.0', { doc: 'HTTP listen address' }),
+  host: str('::', {
+    doc: 'HTTP listen address; :: is every IPv6 and IPv4 address (IPv4 callers arrive IPv4-mapped), 0.0.0.0 when the machine has no IPv6',
+  }),
   dataDir: str('./data', { doc: 'directory for stored files, caches and the relay identity' }),
   publicUrl: url('', {
     optional: true,

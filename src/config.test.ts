@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify as toYaml } from 'yaml';
+import { TS_EXEC_ARGV } from '../scripts/ts-loader.js';
 import { tempDir } from '../test/helpers/server.ts';
 import { ConfigError, configReference, describeConfig, loadConfig } from './config.ts';
 
@@ -10,7 +12,7 @@ describe('config', () => {
   it('has working defaults with no input at all', () => {
     const { config } = loadConfig({});
     assert.equal(config.server.port, 8080);
-    assert.equal(config.server.host, '0.0.0.0');
+    assert.equal(config.server.host, '::');
     assert.equal(config.server.dataDir, './data');
     assert.equal(config.server.publicUrl, 'http://localhost:8080');
     assert.equal(config.redis.url, '');
@@ -50,6 +52,40 @@ describe('config', () => {
       missing.map((r) => r.env),
       [],
     );
+  });
+
+  it('keeps the README configuration table as generated on any machine (no core counts)', () => {
+    // The generator runs in a child that believes the machine has 77 cores.
+    const fake = [
+      'import os from "node:os";',
+      'import { syncBuiltinESMExports } from "node:module";',
+      'os.availableParallelism = () => 77;',
+      'syncBuiltinESMExports();',
+    ].join('');
+    const print =
+      'const m = await import("./scripts/config-reference.ts"); process.stdout.write(m.referenceTable());';
+    const r = spawnSync(
+      process.execPath,
+      [
+        ...TS_EXEC_ARGV,
+        '--import',
+        `data:text/javascript,${encodeURIComponent(fake)}`,
+        '--input-type=module',
+        '-e',
+        print,
+      ],
+      { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const start = '<!-- config-reference:start -->\n';
+    const table = readme.slice(
+      readme.indexOf(start) + start.length,
+      readme.indexOf('\n<!-- config-reference:end -->'),
+    );
+    assert.equal(r.stdout, table, 'README table differs from `npm run docs:config` output');
+    assert.doesNotMatch(r.stdout, /\b77\b/);
+    assert.match(r.stdout, /DEVUTIL_IMAGE_CONCURRENCY.*\| one per core \|/);
   });
 
   it('applies flags over env over file over defaults', () => {

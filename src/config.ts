@@ -274,6 +274,8 @@ export function configReference(services?: readonly ServiceDef[]): {
   formerly?: string;
   kind: string;
   default: unknown;
+  /** The default as documentation states it: machine-dependent ones in words. */
+  shownDefault?: string;
   doc: string;
 }[] {
   const schema = services ? schemaOf(services) : (SCHEMA as Record<string, Section>);
@@ -288,6 +290,7 @@ export function configReference(services?: readonly ServiceDef[]): {
         ...(oldS && oldK ? { formerly: derivedEnvName(oldS, oldK) } : {}),
         kind: field.kind,
         default: printed(field, field.default),
+        ...(field.shownDefault ? { shownDefault: field.shownDefault } : {}),
         doc: field.doc,
       });
     }

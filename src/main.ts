@@ -32,7 +32,11 @@ export async function serve(
 async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Promise<number> {
   const app = await buildServer({ config, logger, ...opts });
   try {
-    await app.listen({ port: config.server.port, host: config.server.host });
+    await listenWithFallback(
+      (host) => app.listen({ port: config.server.port, host }),
+      config.server.host,
+      logger,
+    );
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why =
@@ -41,7 +45,11 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
         : e.code === 'EACCES'
           ? 'permission denied'
           : e.message;
-    logger.fatal({ code: e.code }, `cannot listen on ${config.server.host}:${config.server.port}: ${why}`);
+    const { host, port } = config.server;
+    logger.fatal(
+      { code: e.code },
+      `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`,
+    );
     await app.close();
     return 1;
   }
@@ -58,6 +66,30 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
   return waitForSignal(app, background, config, logger);
+}
+
+/** Errors of a machine (or container) without IPv6: `::` cannot be bound at all. */
+const NO_IPV6 = new Set(['EAFNOSUPPORT', 'EADDRNOTAVAIL']);
+
+/**
+ * Listens on `host`. The dual-stack default `::` (Node leaves IPV6_V6ONLY off, so IPv4 callers
+ * are served too) falls back to `0.0.0.0` where IPv6 is missing, and says so once.
+ */
+export async function listenWithFallback(
+  listen: (host: string) => Promise<unknown>,
+  host: string,
+  logger: Pick<Logger, 'warn'>,
+): Promise<string> {
+  try {
+    await listen(host);
+    return host;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    if (host !== '::' || !NO_IPV6.has(code)) throw err;
+    logger.warn({ code }, 'IPv6 is not available here: listening on 0.0.0.0 (IPv4 only)');
+    await listen('0.0.0.0');
+    return '0.0.0.0';
+  }
 }
 
 function waitForSignal(

@@ -3,6 +3,7 @@
 // stack and cause) goes through the one redaction function, whatever its field is called.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { canonicalIp } from './client-ip.ts';
 import { prettyLine } from './log-pretty.ts';
 import { redact, redactFields } from './redact.ts';
 
@@ -33,8 +34,9 @@ export function loggerOptions(level: string): LoggerOptions {
         method: req.method,
         url: redact(req.url),
         host: req.headers?.host,
-        // The canonical caller (IPv4-mapped shown as IPv4, trusted proxies walked), as responses show it.
-        remoteAddress: req.clientIp || req.ip,
+        // The caller as responses show it: after the onRequest hook the trusted-proxy walk is done;
+        // Fastify's 'incoming request' line comes earlier and gets the peer, IPv4-mapped unwrapped.
+        remoteAddress: req.clientIp || (canonicalIp(req.ip ?? '') ?? req.ip),
       }),
       res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
       err: serializeError,

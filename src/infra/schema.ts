@@ -15,6 +15,8 @@ export interface Field<T> {
    * still read, with a deprecation warning naming the new ones.
    */
   readonly formerly?: string;
+  /** How the docs state a default computed on this machine ("one per core"), so they read the same everywhere. */
+  readonly shownDefault?: string;
   /** Parses a string (env, flag) or a JSON/YAML value (config file). */
   parse(raw: unknown): Parsed<T>;
   /**
@@ -24,7 +26,7 @@ export interface Field<T> {
   format?(value: T): unknown;
 }
 
-type Opts = { doc: string; env?: string; secret?: boolean; formerly?: string };
+type Opts = { doc: string; env?: string; secret?: boolean; formerly?: string; shownDefault?: string };
 
 const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });

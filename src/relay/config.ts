@@ -7,7 +7,9 @@ export const relaySection = {
   enabled: bool(true, { doc: 'run the Syncthing relay (protocol v1) listener' }),
   port: int(22067, { min: 0, max: 65535, doc: 'relay listen port' }),
   statusPort: int(22070, { min: 0, max: 65535, doc: 'strelaysrv-style /status HTTP port (0 = off)' }),
-  host: str('', { doc: 'listen address for the relay and status ports (empty = all interfaces)' }),
+  host: str('', {
+    doc: 'listen address for the relay and status ports (empty = every IPv6 and IPv4 address, IPv4 only without IPv6)',
+  }),
   extAddress: str('', {
     doc: 'host[:port] advertised in the relay URI (empty = host of the public URL and the listen port)',
   }),

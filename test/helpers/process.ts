@@ -22,8 +22,9 @@ export interface StartOptions {
   wrapper?: string[];
 }
 
+/** `env` is added to the defaults below; a key set to undefined removes a default (DEVUTIL_HOST). */
 export async function startDevutilProcess(
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   args: string[] = [],
   opts: StartOptions = {},
 ): Promise<DevutilProcess> {
@@ -38,8 +39,12 @@ export async function startDevutilProcess(
   }
 }
 
+function definedOnly(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 async function startOnce(
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
   args: string[],
   wrapper: string[],
 ): Promise<DevutilProcess> {
@@ -49,7 +54,7 @@ async function startOnce(
   const proc = spawn(argv[0] as string, argv.slice(1), {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
+    env: definedOnly({
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '/root',
       DEVUTIL_PORT: String(port),
@@ -59,7 +64,7 @@ async function startOnce(
       DEVUTIL_LOG_LEVEL: 'info',
       DEVUTIL_RELAY_ENABLED: 'false',
       ...env,
-    },
+    }),
   });
   let out = '';
   proc.stdout?.on('data', (c) => {

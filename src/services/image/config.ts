@@ -52,6 +52,7 @@ export const imageSection = {
     min: 1,
     max: 256,
     doc: 'image operations run at once (sharp/libvips)',
+    shownDefault: 'one per core',
   }),
   queueLength: int(32, { min: 0, doc: 'operations waiting for a slot; beyond that requests get 503' }),
   clientShare: int(50, {
