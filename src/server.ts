@@ -18,6 +18,7 @@ import { installJsonParser } from './infra/json-body.ts';
 import { lazyChildFactory } from './infra/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/logger.ts';
 import { Metrics } from './infra/metrics.ts';
+import { openapiOptions } from './infra/openapi.ts';
 import { opsPlugin } from './infra/ops.ts';
 import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
 import { connectRedis } from './infra/redis.ts';
@@ -148,17 +149,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
 
   installErrorHandling(app);
   installJsonParser(app, config.server.jsonMaxDepth);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'devutil',
-        version: VERSION,
-        description: 'Developer utilities: see the home page for examples.',
-      },
-      servers: [{ url: ctx.urls.base }],
-    },
-  });
+  await app.register(swagger, openapiOptions(ctx.urls, VERSION));
   await app.register(opsPlugin, ctx);
 
   for (const svc of services) {

@@ -100,9 +100,17 @@ export function avatarRoutes(
     }
   };
   const config = { svc: 'avatar' };
+  const tags = ['avatar'];
+  const getDoc = {
+    summary: 'Avatar for an MD5 or SHA-256 email hash (Gravatar query: s, d, r, f; .png/.jpg/.webp suffix)',
+    description:
+      'Uploaded here, else mirrored from the upstream, else the d= default (identicon, retro, monsterid, wavatar, robohash, mp, initials, blank, 404 or an allowed URL). Without a hash: the default picture.',
+    tags,
+  };
   // No hook at all when unlimited: this is the hot path of every page that shows avatars.
   const getOpts = cfg.rateLimit.limit > 0 ? { onRequest: limit, config } : { config };
-  for (const url of ['/avatar', '/avatar/', '/avatar/:file']) app.get<Route>(url, getOpts, get);
+  for (const url of ['/avatar', '/avatar/', '/avatar/:file'])
+    app.get<Route>(url, { ...getOpts, schema: getDoc }, get);
 
   const target = (req: Req) => {
     const parsed = parseHash(parseFile(req.params.file ?? '').hashText);
@@ -117,7 +125,16 @@ export function avatarRoutes(
   // Budget and token are checked before the image is read, so only the admin can send a long upload.
   app.put<Route>(
     '/avatar/:file',
-    { onRequest: [adminLimit, adminOnly], config: { ...config, largeBody: true } },
+    {
+      onRequest: [adminLimit, adminOnly],
+      config: { ...config, largeBody: true },
+      schema: {
+        summary: 'Upload the avatar for a hash (admin: Authorization: Bearer DEVUTIL_AVATAR_ADMIN_TOKEN)',
+        description:
+          'The image as the body, or multipart with a file part and optional email and rating fields.',
+        tags,
+      },
+    },
     async (req: Req, reply) => {
       const hash = target(req);
       const { image, fields } = await readUpload(req.headers['content-type'], req.body);
@@ -151,7 +168,11 @@ export function avatarRoutes(
 
   app.delete<Route>(
     '/avatar/:file',
-    { onRequest: [adminLimit, adminOnly], config },
+    {
+      onRequest: [adminLimit, adminOnly],
+      config,
+      schema: { summary: 'Delete the uploaded avatar of a hash (admin token)', tags },
+    },
     async (req: Req, reply) => {
       const hash = target(req);
       if (!(await uploads!.delete(hash.hex, hash.kind))) throw notFound('no uploaded avatar for this hash');

@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { docOnly } from '../../infra/openapi.ts';
 import { accepts } from './codec.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
@@ -53,6 +54,32 @@ const uploadSchema = {
   },
 } as const;
 
+// The multipart body and the owner-token header, for the documentation only: the upload is read as
+// a stream (req.parts()), so a body schema Fastify would validate cannot apply to it.
+const uploadDoc = {
+  body: {
+    type: 'object',
+    required: ['file'],
+    properties: {
+      file: {
+        type: 'string',
+        format: 'binary',
+        contentMediaType: 'application/octet-stream',
+        description: 'the file; its name is the download name',
+      },
+    },
+  },
+  headers: {
+    type: 'object',
+    properties: {
+      'x-owner-token': {
+        type: 'string',
+        description: 'to replace a file you uploaded: the X-Owner-Token its first upload answered with',
+      },
+    },
+  },
+};
+
 function keyOf(req: KeyReq): string {
   const key = req.params.key;
   if (!validKey(key)) throw badKey();
@@ -95,7 +122,7 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
   // (infra/request-bodies.ts closeUnreadBody).
   app.post(
     '/api/file/:key',
-    { onRequest: limit, schema: uploadSchema, config: { largeBody: true } },
+    { onRequest: limit, schema: uploadSchema, config: { largeBody: true, ...docOnly(uploadDoc) } },
     async (req: KeyReq, reply) => {
       const key = keyOf(req);
       if (!req.isMultipart())

@@ -36,30 +36,39 @@ nav a{margin-right:1rem}code{word-break:break-all}</style></head>
 export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const cfg = ctx.config.plantuml;
   const base = ctx.urls.plantuml;
-  const schema = { hide: true };
+  const page = (summary: string) => ({ summary, tags: ['plantuml'] });
   const show = (text: string, index = 0) => editorPage(base, text, index);
   type Q = { Querystring: { text?: string } };
 
   for (const path of ['/plantuml', '/plantuml/', '/plantuml/uml', '/plantuml/form']) {
+    const schema = page(
+      `Web editor page (plantuml-server's ${path.replace('/plantuml', '') || '/'}); ?text= prefills it`,
+    );
     app.get<Q>(path, { schema }, async (req, reply) => {
       const text = typeof req.query.text === 'string' ? req.query.text.slice(0, cfg.maxSourceBytes) : DEFAULT;
       return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(show(text));
     });
   }
-  app.get<{ Params: { encoded: string } }>('/plantuml/uml/:encoded', { schema }, async (req, reply) => {
-    const text = decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
-    return reply.type('text/html; charset=utf-8').send(show(text));
-  });
+  const encodedDoc = page('Web editor page showing an encoded diagram');
+  app.get<{ Params: { encoded: string } }>(
+    '/plantuml/uml/:encoded',
+    { schema: encodedDoc },
+    async (req, reply) => {
+      const text = decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+      return reply.type('text/html; charset=utf-8').send(show(text));
+    },
+  );
   app.get<{ Params: { index: string; encoded: string } }>(
     '/plantuml/uml/:index/:encoded',
-    { schema },
+    { schema: page('Web editor page showing image number index of an encoded diagram') },
     async (req, reply) => {
       const idx = /^\d{1,4}$/.test(req.params.index) ? Number(req.params.index) : 0;
       const text = decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
       return reply.type('text/html; charset=utf-8').send(show(text, idx));
     },
   );
-  app.post('/plantuml/form', { schema }, async (req, reply) => {
+  const formDoc = page('Editor form submit (text=...): redirects to /uml/<encoded>');
+  app.post('/plantuml/form', { schema: formDoc }, async (req, reply) => {
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
     const text = new URLSearchParams(raw).get('text') ?? DEFAULT;
     return reply.redirect(`${base}/uml/${encodeDiagram(text)}`, 302);

@@ -77,7 +77,12 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
   }
 
   type Q = { Querystring: { src?: string; fmt?: string; idx?: string } };
-  app.get<Q>('/plantuml/proxy', { onRequest, schema: { hide: true } }, async (req, reply) => {
+  const schema = {
+    summary:
+      'Render diagram text fetched from ?src= (only from DEVUTIL_PLANTUML_PROXY_HOSTS; off by default)',
+    tags: ['plantuml'],
+  };
+  app.get<Q>('/plantuml/proxy', { onRequest, schema }, async (req, reply) => {
     if (cfg.proxyHosts.length === 0) throw forbidden('the /proxy endpoint is off on this server');
     const { src, fmt: word = 'png', idx = '0' } = req.query;
     if (typeof src !== 'string' || src === '') throw badRequest('missing src parameter');

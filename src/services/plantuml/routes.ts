@@ -40,7 +40,6 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   const cfg = ctx.config.plantuml;
   const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
   const opts = { cacheHeaders: cfg.cacheHeaders };
-  const hide = { hide: true };
 
   // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
   app.removeAllContentTypeParsers();
@@ -74,7 +73,6 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
     diagram(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
 
-  const schema = { ...hide };
   // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
   const doc = (summary: string) => ({
     summary,
@@ -97,19 +95,34 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     { onRequest, schema: doc('Render the diagram text in the body') },
     post,
   );
-  app.post<{ Params: Params }>('/plantuml/:fmt/:index', { onRequest, schema }, post);
+  app.post<{ Params: Params }>(
+    '/plantuml/:fmt/:index',
+    { onRequest, schema: doc('Render image number index of the diagram text in the body') },
+    post,
+  );
+  const brief = (summary: string) => ({ summary, tags: ['plantuml'] });
 
   // /coder: text <-> encoded, no cache headers.
-  app.get<{ Params: { encoded: string } }>('/plantuml/coder/:encoded', { schema }, async (req, reply) => {
-    reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
-    return decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
-  });
-  app.post('/plantuml/coder', { schema }, async (req, reply) => {
-    reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
-    return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
-  });
+  const decodeDoc = brief('Decode an encoded diagram back to its text');
+  app.get<{ Params: { encoded: string } }>(
+    '/plantuml/coder/:encoded',
+    { schema: decodeDoc },
+    async (req, reply) => {
+      reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      return decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+    },
+  );
+  app.post(
+    '/plantuml/coder',
+    { schema: brief('Encode the diagram text in the body') },
+    async (req, reply) => {
+      reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
+    },
+  );
 
-  app.get('/plantuml/language', { onRequest, schema }, async (_req, reply) => {
+  const languageDoc = brief("The engine's keywords, types and skin parameters (for editors)");
+  app.get('/plantuml/language', { onRequest, schema: languageDoc }, async (_req, reply) => {
     let text: string;
     try {
       text = await engine.language();
@@ -127,19 +140,27 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     if (fmt?.op !== 'render') throw notFound(`unknown format ${req.params.fmt.slice(0, 40)}`);
     return sendDiagram(req, reply, engine, fmt, 0, source, { ...opts, kroki: true });
   };
-  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', { onRequest, schema }, (req, reply) =>
+  const kr = (what: string) => brief(`Kroki: ${what}`);
+  const krokiGet = { onRequest, schema: kr('render a Kroki-encoded (deflate + base64url) diagram') };
+  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', krokiGet, (req, reply) =>
     kroki(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes)),
   );
-  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', { onRequest, schema }, (req, reply) =>
+  const krokiPost = { onRequest, schema: kr('render the diagram text in the body') };
+  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', krokiPost, (req, reply) =>
     kroki(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
   );
-  app.post('/plantuml/plantuml', { onRequest, schema }, (req, reply) => {
+  const krokiAccept = { onRequest, schema: kr('render the body in the format the Accept header names') };
+  app.post('/plantuml/plantuml', krokiAccept, (req, reply) => {
     const r = req as FastifyRequest<{ Params: Params }>;
     r.params.fmt = formatFromAccept(req.headers.accept);
     return kroki(r, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
   });
   // Kroki's POST / with JSON {diagram_source, diagram_type, output_format}.
-  app.post('/plantuml/', { onRequest, schema }, (req, reply) => {
+  const krokiJson = {
+    onRequest,
+    schema: kr('render {"diagram_source", "diagram_type": "plantuml", "output_format"} JSON'),
+  };
+  app.post('/plantuml/', krokiJson, (req, reply) => {
     let json: { diagram_source?: unknown; diagram_type?: unknown; output_format?: unknown };
     const text = bodyText(req.body, cfg.maxSourceBytes);
     checkJsonDepth(text, ctx.config.server.jsonMaxDepth);

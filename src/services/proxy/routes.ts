@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
 import type { ByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { docOnly } from '../../infra/openapi.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify, codeOf } from './errors.ts';
@@ -34,10 +35,15 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
   const usage = `devutil proxy: ${ctx.urls.proxy}/<host>/<path>, e.g. git clone ${ctx.urls.proxy}/github.com/owner/repo\n`;
   const info = (body: string) => async (_req: FastifyRequest, reply: FastifyReply) =>
     reply.type('text/plain; charset=utf-8').send(body);
-  app.get(MOUNT, info(usage));
-  app.get(`${MOUNT}/`, info(usage));
-  app.get(`${MOUNT}/robots.txt`, info('User-agent: *\nDisallow: /\n'));
-  app.get(`${MOUNT}/_/health`, info('ok\n'));
+  const doc = (summary: string) => ({ schema: { summary, tags: ['proxy'] } });
+  app.get(MOUNT, doc('How to use the proxy (text)'), info(usage));
+  app.get(`${MOUNT}/`, doc('How to use the proxy (text)'), info(usage));
+  app.get(
+    `${MOUNT}/robots.txt`,
+    doc('Keeps crawlers out of the proxy'),
+    info('User-agent: *\nDisallow: /\n'),
+  );
+  app.get(`${MOUNT}/_/health`, doc('Proxy liveness for load balancers on the proxy host'), info('ok\n'));
 
   const active = new Map<string, number>();
   const limit = ctx.limiter.hook('proxy', () => cfg.rateLimit);
@@ -46,13 +52,37 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
     method: ALL,
     url: `${MOUNT}/*`,
     exposeHeadRoute: false,
+    schema: {
+      summary: 'Forward to an allow-listed upstream: git, releases, raw files, apt, pip (redirects followed)',
+      tags: ['proxy'],
+    },
+    // largeBody: streamed upstream (git push, pip upload), requestTimeoutMs applies. Documented
+    // under a named parameter: the route itself is a wildcard, parsed by hand.
+    config: {
+      largeBody: true,
+      ...docOnly(
+        {
+          params: {
+            type: 'object',
+            required: ['target'],
+            properties: {
+              target: {
+                type: 'string',
+                description:
+                  'upstream host and path, e.g. github.com/owner/repo.git/info/refs or pypi.org/simple/requests/ (with DEVUTIL_PROXY_SECRET: t/<secret>/ first)',
+              },
+            },
+          },
+        },
+        `${MOUNT}/{target}`,
+      ),
+    },
     onRequest: [
       async (req) => {
         if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
       },
       limit,
     ],
-    config: { largeBody: true }, // streamed upstream (git push, pip upload): requestTimeoutMs applies
     handler: async (req, reply) => {
       let raw = (req.raw.url ?? '/').slice(MOUNT.length);
       if (cfg.secret) {

@@ -50,7 +50,8 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const hasSlot = parts.length === 2;
   const page = new SplicedGzip(parts[0] ?? '', parts[1] ?? '');
 
-  app.get('/', { schema: { hide: true } }, async (req, reply) => {
+  const home = { summary: 'Home page: every utility explained, with examples and try-it tools (HTML)' };
+  app.get('/', { schema: home }, async (req, reply) => {
     secure(reply).header('cache-control', 'no-store').header('vary', 'accept-encoding');
     reply.type('text/html; charset=utf-8');
     const ip = hasSlot ? escapeHtml(req.clientIp) : '';
@@ -59,7 +60,10 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     return page.gzip(ip);
   });
 
-  app.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, async (req, reply) => {
+  const asset = {
+    summary: "The home page's script, stylesheet and icon (content-hashed names, cached for a year)",
+  };
+  app.get<{ Params: { name: string } }>('/assets/:name', { schema: asset }, async (req, reply) => {
     const asset = assets?.byName.get(req.params.name);
     if (!asset) {
       reply.code(404).type('text/plain; charset=utf-8').header('cache-control', 'no-store');
