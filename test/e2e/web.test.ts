@@ -228,16 +228,23 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
-  it('shows the avatar preview for an email, sending only its hash', async () => {
+  it('shows the avatar preview for an email by its MD5 hash, as other sites build it, sending only hashes', async () => {
     const { page, errors } = await open();
     const requested: string[] = [];
     page.on('request', (r) => requested.push(r.url()));
     const email = 'Ada.Lovelace@Example.org';
-    const hash = createHash('sha256').update(email.toLowerCase()).digest('hex');
-    await page.fill('#avatar-email', email);
+    // Gravatar's recipe: the trimmed, lower-cased address, MD5 (WordPress, GitLab, Gitea send this).
+    const hash = createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+    const sha = createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
+    await page.fill('#avatar-email', `  ${email} `);
     await page.waitForFunction(
       (h) => (document.getElementById('avatar-url') as HTMLInputElement).value.includes(h),
       hash,
+    );
+    // SHA-256 is accepted too: shown beside it (crypto.subtle exists on http://127.0.0.1).
+    assert.match(
+      (await page.textContent('#avatar-status')) ?? '',
+      new RegExp(`MD5.*${hash}.*SHA-256.*${sha}`),
     );
     const img = page.locator('#avatar-previews img').nth(1);
     await page.waitForFunction(() =>
@@ -303,7 +310,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     const owner = await page.inputValue('#upload-owner');
     assert.match(
       (await page.textContent('#upload-cmds')) ?? '',
-      new RegExp(`curl -X DELETE -H 'X-Owner-Token: ${owner}' ${srv.url}/api/file/web-e2e-notes\\.txt`),
+      new RegExp(`curl -f -X DELETE -H 'X-Owner-Token: ${owner}' ${srv.url}/api/file/web-e2e-notes\\.txt`),
     );
     const back = await fetch(`${srv.url}/api/file/web-e2e-notes.txt`);
     assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
@@ -331,7 +338,13 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     // A syntax error shows the error image and the server's error header with its line.
     await page.fill('#uml-src', '@startuml\nAlice -> Bob : hi\nthis is not valid ((\n@enduml');
     await page.waitForFunction(() => document.getElementById('uml-status')?.dataset['kind'] === 'error');
-    assert.match((await page.textContent('#uml-status')) ?? '', /error.*\(line \d+\)/i);
+    // The error is on the editor's third line, which is also what the engine's error image says.
+    assert.match((await page.textContent('#uml-status')) ?? '', /error.*\(line 3\)$/i);
+    const bad = await page.inputValue('#uml-url');
+    const engineText = await (
+      await fetch(`${srv.url}/plantuml/txt/${bad.slice(bad.lastIndexOf('/') + 1)}`)
+    ).text();
+    assert.match(engineText, /\(line 3\)/, "the engine's own error text names the same line");
     await page.fill('#uml-src', text);
     await page.waitForFunction(() => document.getElementById('uml-status')?.dataset['kind'] === 'ok');
     await page.selectOption('#uml-fmt', 'txt');
@@ -415,6 +428,107 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.close();
   });
 
+  it('keeps the owner token and download link after a 409, and deletes the file from there', async () => {
+    const { page, errors } = await open();
+    const key = 'web-e2e-409.txt';
+    await page.setInputFiles('#upload-file', {
+      name: 'a.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('first\n'),
+    });
+    await page.fill('#upload-key', key);
+    await page.click('#upload-go');
+    await page.waitForFunction(() => document.getElementById('upload-status')?.dataset['kind'] === 'ok');
+    const owner = await page.inputValue('#upload-owner');
+    assert.ok(owner.length >= 16);
+    // The same key again, without the token: 409, and nothing shown before is lost.
+    await page.setInputFiles('#upload-file', {
+      name: 'b.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('second\n'),
+    });
+    await page.fill('#upload-key', key);
+    await page.click('#upload-go');
+    await page.waitForFunction(() => document.getElementById('upload-status')?.dataset['kind'] === 'error');
+    assert.match((await page.textContent('#upload-status')) ?? '', /409/);
+    assert.equal(await page.locator('#upload-result').isVisible(), true, 'the result stays');
+    assert.equal(await page.inputValue('#upload-owner'), owner);
+    assert.equal(await page.inputValue('#upload-link'), `${srv.url}/api/file/${key}`);
+    assert.equal(await page.inputValue('#upload-token'), owner, 'the token field is filled in for this key');
+    assert.equal(await page.locator('#upload-delete').isVisible(), true, 'delete is offered');
+    assert.equal(await (await fetch(`${srv.url}/api/file/${key}`)).text(), 'first\n', 'nothing replaced');
+    await page.click('#upload-delete');
+    await page.waitForFunction(() => document.getElementById('upload-status')?.dataset['kind'] === 'ok');
+    assert.match((await page.textContent('#upload-status')) ?? '', /Deleted/);
+    assert.equal((await fetch(`${srv.url}/api/file/${key}`)).status, 404);
+    // A key taken by someone else: the token field is empty, delete asks for the token.
+    const other = new FormData();
+    other.append('file', new Blob(['theirs\n']), 'theirs.txt');
+    const theirs = await fetch(`${srv.url}/api/file/web-e2e-theirs.txt`, { method: 'POST', body: other });
+    const theirToken = theirs.headers.get('x-owner-token') ?? '';
+    await page.fill('#upload-token', '');
+    await page.fill('#upload-key', 'web-e2e-theirs.txt');
+    await page.click('#upload-go');
+    await page.waitForFunction(() => /409/.test(document.getElementById('upload-status')?.textContent ?? ''));
+    assert.equal(await page.inputValue('#upload-token'), '');
+    await page.fill('#upload-token', theirToken);
+    await page.click('#upload-delete');
+    await page.waitForFunction(() =>
+      /Deleted/.test(document.getElementById('upload-status')?.textContent ?? ''),
+    );
+    assert.equal((await fetch(`${srv.url}/api/file/web-e2e-theirs.txt`)).status, 404);
+    // The refused uploads are the expected 409s.
+    assert.deepEqual(
+      errors.filter((e) => !/status of 409/.test(e)),
+      [],
+    );
+    await page.close();
+  });
+
+  it('keeps every menu entry and "API docs" on screen and usable at 390 px', async () => {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.emulateMedia({ reducedMotion: 'reduce' }); // anchor jumps without smooth scrolling
+    const errors = collectErrors(page);
+    await page.goto(`${srv.url}/`, { waitUntil: 'networkidle' });
+    const links = page.locator('header.top nav a, header.top a.docs');
+    assert.equal(await links.count(), SECTIONS.length + 1);
+    for (let i = 0; i < (await links.count()); i++) {
+      const a = links.nth(i);
+      const box = await a.boundingBox();
+      const name = await a.textContent();
+      assert.ok(box && (await a.isVisible()), `${name} is visible`);
+      assert.ok(
+        box.x >= 0 && box.x + box.width <= 390 && box.y >= 0 && box.y + box.height <= 844,
+        `${name} on screen`,
+      );
+      // Nothing covers it: the element at its centre is the link itself.
+      const hit = await page.evaluate(
+        ([x, y]) => document.elementFromPoint(x as number, y as number)?.closest('a')?.textContent ?? '',
+        [box.x + box.width / 2, box.y + box.height / 2],
+      );
+      assert.equal(hit, name, `${name} can be tapped`);
+    }
+    await page.screenshot({ path: join(OUT, 'web-home-390.png') });
+    // A menu entry scrolls its section into view below the sticky header.
+    await page.click('header.top nav a[href="#relay"]');
+    await page.waitForFunction(() => location.hash === '#relay');
+    const headerBottom = await page.evaluate(
+      () => document.querySelector('header.top')?.getBoundingClientRect().bottom ?? 0,
+    );
+    const headingTop = await page.evaluate(
+      () => document.getElementById('relay-h')?.getBoundingClientRect().top ?? -1,
+    );
+    assert.ok(
+      headingTop >= headerBottom,
+      `the heading (${headingTop}) is not under the header (${headerBottom})`,
+    );
+    await page.click('header.top a.docs');
+    await page.waitForURL(`${srv.url}/docs`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   it('shows the relay URI and live status', async () => {
     // Every section is tested, none skipped: a relay route gone missing fails here.
     const res = await fetch(`${srv.url}/rest/api/v1/relay`);
@@ -425,6 +539,12 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     const uri = await page.inputValue('#relay-uri');
     assert.equal(uri, api.data.uri);
     assert.match(uri, /^relay:\/\/127\.0\.0\.1:\d+\/\?id=[A-Z0-9-]{63}/);
+    // The example carries the real device ID, and the page says who can reach 127.0.0.1.
+    assert.equal(await page.textContent('#relay-example'), `default, ${uri}`);
+    assert.match(
+      (await page.textContent('#relay-reach')) ?? '',
+      /only this machine.*DEVUTIL_PUBLIC_URL.*DEVUTIL_RELAY_EXT_ADDRESS/,
+    );
     assert.equal(await page.textContent('#relay-sessions'), '0');
     assert.match((await page.textContent('#relay-bytes')) ?? '', /^\d/);
     assert.deepEqual(errors, []);

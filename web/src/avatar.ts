@@ -1,7 +1,8 @@
-// Avatar preview: the email is hashed here (SHA-256, or MD5 without crypto.subtle) and only the
-// hash goes into the image URLs; the address itself never leaves the page.
+// Avatar preview: the email is hashed here and only the hash goes into the image URLs; the address
+// itself never leaves the page. The URL uses MD5, the hash other sites (WordPress, GitLab, Gitea)
+// build, so the preview is what those sites will show; the SHA-256 form is shown beside it.
 import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
-import { emailHash } from './md5.ts';
+import { emailHashes } from './md5.ts';
 
 const SIZES = [40, 80, 160];
 
@@ -16,7 +17,7 @@ export function initAvatar(cfg: PageConfig): void {
     // Until the user types, show what the placeholder address would get, so the section is not empty.
     const typed = email.value.trim();
     const value = typed || email.placeholder;
-    const { hash, algo } = await emailHash(value);
+    const { md5: hash, sha256 } = await emailHashes(value);
     const d = def.value;
     const extra = d === 'initials' ? `&name=${encodeURIComponent(value.split('@')[0] ?? '')}` : '';
     box.replaceChildren(
@@ -35,7 +36,8 @@ export function initAvatar(cfg: PageConfig): void {
     );
     url.value = `${cfg.avatar}/avatar/${hash}?s=80&d=${encodeURIComponent(d)}${extra}`;
     const what = typed ? '' : ` (example for ${value})`;
-    setStatus('avatar-status', `${algo === 'sha256' ? 'SHA-256' : 'MD5'} hash${what}: ${hash}`, 'ok');
+    const both = sha256 ? ` · SHA-256 (also accepted): ${sha256}` : '';
+    setStatus('avatar-status', `MD5, as other sites send it${what}: ${hash}${both}`, 'ok');
   };
   email.addEventListener(
     'input',

@@ -3,6 +3,19 @@
 import { encodePlantUml } from '../../src/services/plantuml/text-encoder.ts';
 import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
 
+/**
+ * The editor's 1-based line for the engine's error line. X-PlantUML-Diagram-Error-Line counts from
+ * 0 at the @startuml line (plantuml-server's convention), while the engine's own error image and a
+ * person count from 1; text without @start is wrapped by the server, whose added @startuml is line 0.
+ */
+export function editorLine(text: string, engineLine: number): number {
+  const t = text.replace(/\r\n?/g, '\n');
+  const body = t.trimStart();
+  if (!body.startsWith('@start')) return engineLine;
+  const linesBefore = t.slice(0, t.length - body.length).split('\n').length - 1;
+  return linesBefore + engineLine + 1;
+}
+
 export function initDiagram(cfg: PageConfig): void {
   const src = byId<HTMLTextAreaElement>('uml-src');
   const fmt = byId<HTMLSelectElement>('uml-fmt');
@@ -16,8 +29,9 @@ export function initDiagram(cfg: PageConfig): void {
   const render = async () => {
     const mine = ++seq;
     const format = fmt.value;
-    if (!src.value.trim()) return setStatus('uml-status', 'Type a diagram to see it here.');
-    const enc = await encodePlantUml(src.value);
+    const text = src.value;
+    if (!text.trim()) return setStatus('uml-status', 'Type a diagram to see it here.');
+    const enc = await encodePlantUml(text);
     if (mine !== seq) return; // a newer edit already started
     url.value = `${cfg.plantuml}/${format}/${enc}`;
     url.dataset['encoded'] = enc;
@@ -48,7 +62,10 @@ export function initDiagram(cfg: PageConfig): void {
         img.hidden = false;
         img.src = shown;
       }
-      if (error) setStatus('uml-status', `${error}${line ? ` (line ${line})` : ''}`, 'error');
+      // Several errors come as one comma-joined value: the first line number is shown.
+      const first = Number.parseInt(line ?? '', 10);
+      const where = Number.isNaN(first) ? '' : ` (line ${editorLine(text, first)})`;
+      if (error) setStatus('uml-status', `${error}${where}`, 'error');
       else setStatus('uml-status', 'Rendered.', 'ok');
     } catch (err) {
       setStatus('uml-status', `Could not render: ${(err as Error).message}`, 'error');

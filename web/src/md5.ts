@@ -1,5 +1,5 @@
-// MD5 (RFC 1321) for Gravatar hashes when crypto.subtle is missing: browsers expose it only in
-// secure contexts (https, localhost), and a self-hosted devutil is often opened over plain http.
+// MD5 (RFC 1321) for Gravatar hashes: the hash other sites put in avatar URLs, and browsers have no
+// MD5 of their own (crypto.subtle has only SHA, and only in secure contexts).
 
 const S = [7, 12, 17, 22, 5, 9, 14, 20, 4, 11, 16, 23, 6, 10, 15, 21];
 const K = Array.from({ length: 64 }, (_, i) => Math.floor(Math.abs(Math.sin(i + 1)) * 2 ** 32) >>> 0);
@@ -64,13 +64,18 @@ export function md5Hex(input: Uint8Array): string {
   return [...new Uint8Array(out.buffer)].map((x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-/** The Gravatar hash of an email: SHA-256 where the browser allows it, else MD5. Both are accepted. */
-export async function emailHash(email: string): Promise<{ hash: string; algo: 'sha256' | 'md5' }> {
+/**
+ * The hashes of an email as Gravatar-style services take them (of the trimmed, lower-cased address):
+ * MD5, which WordPress, GitLab, Gitea and most libraries send, and SHA-256 where the browser can
+ * compute it (crypto.subtle exists only in secure contexts). devutil answers both.
+ */
+export async function emailHashes(email: string): Promise<{ md5: string; sha256: string | null }> {
   const bytes = new TextEncoder().encode(email.trim().toLowerCase());
   const subtle = globalThis.crypto?.subtle;
+  let sha256: string | null = null;
   if (subtle) {
     const d = new Uint8Array(await subtle.digest('SHA-256', bytes));
-    return { hash: [...d].map((x) => x.toString(16).padStart(2, '0')).join(''), algo: 'sha256' };
+    sha256 = [...d].map((x) => x.toString(16).padStart(2, '0')).join('');
   }
-  return { hash: md5Hex(bytes), algo: 'md5' };
+  return { md5: md5Hex(bytes), sha256 };
 }

@@ -50,7 +50,7 @@ function snippetFor(u: URL, proxied: string, proxyBase: string): { label: string
     return { label: 'apt (/etc/apt/sources.list)', snippet: `deb ${root} ${suite} main` };
   }
   const name = parts.at(-1) ?? 'download';
-  return { label: 'curl', snippet: `curl -L -o ${JSON.stringify(decodeURIComponent(name))} ${proxied}` };
+  return { label: 'curl', snippet: `curl -fL -o ${JSON.stringify(decodeURIComponent(name))} ${proxied}` };
 }
 
 /** An apt line `deb [opts] URL suite components` keeps everything but the URL. */

@@ -47,7 +47,12 @@ export function initRelay(): void {
       const data = (typeof body['data'] === 'object' && body['data'] ? body['data'] : body) as Json;
       const stats = (typeof data['stats'] === 'object' && data['stats'] ? data['stats'] : data) as Json;
       const u = pick(data, 'uri', 'relayUri', 'url');
-      if (typeof u === 'string') uri.value = u;
+      if (typeof u === 'string') {
+        uri.value = u;
+        // The example shows the real device ID too, not a placeholder.
+        const ex = byId('relay-example');
+        if (ex) ex.textContent = `default, ${u}`;
+      }
       const set = (id: string, text: string) => {
         const el = byId(id);
         if (el) el.textContent = text;

@@ -1,8 +1,13 @@
 // File storage tool: pick or drop a file, choose a key, upload with XMLHttpRequest so the upload's
-// progress events can drive the progress bar (fetch has no upload progress).
+// progress events can drive the progress bar (fetch has no upload progress). Owner tokens of this
+// page's uploads are remembered in memory only (never in storage), so a refused re-upload (409) can
+// offer to replace or delete the file without the token being lost from view.
 import { byId, type PageConfig, pretty, setStatus } from './dom.ts';
 
 const KEY = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+
+/** key -> owner token, for files uploaded from this page since it was loaded. */
+const owned = new Map<string, string>();
 
 /** A valid key suggested from a file name: unsupported characters become '-'. */
 export function keyFromName(name: string): string {
@@ -22,7 +27,9 @@ export function initUpload(cfg: PageConfig): void {
   const pct = byId('upload-pct');
   const cancel = byId<HTMLButtonElement>('upload-cancel');
   const go = byId<HTMLButtonElement>('upload-go');
-  if (!form || !input || !keyInput || !drop || !bar || !pct || !cancel || !go) return;
+  const del = byId<HTMLButtonElement>('upload-delete');
+  if (!form || !input || !keyInput || !drop || !bar || !pct || !cancel || !go || !del) return;
+  del.addEventListener('click', () => void deleteFile(keyInput.value.trim(), del));
   let xhr: XMLHttpRequest | null = null;
 
   const picked = () => {
@@ -72,7 +79,8 @@ export function initUpload(cfg: PageConfig): void {
     xhr = req;
     let events = 0;
     req.open('POST', `/api/file/${encodeURIComponent(key)}`);
-    const token = byId<HTMLInputElement>('upload-token')?.value.trim();
+    // Only a token the user entered (or accepted prefilled): an upload never replaces by surprise.
+    const token = byId<HTMLInputElement>('upload-token')?.value.trim() || undefined;
     if (token) req.setRequestHeader('X-Owner-Token', token);
     req.upload.addEventListener('progress', (ev) => {
       events++;
@@ -89,9 +97,9 @@ export function initUpload(cfg: PageConfig): void {
     req.addEventListener('error', () =>
       setStatus('upload-status', 'The upload failed (network error).', 'error'),
     );
-    req.addEventListener('load', () => showResult(req, key, cfg));
+    req.addEventListener('load', () => showResult(req, key, token, cfg));
     setProgress(0);
-    byId('upload-result')?.setAttribute('hidden', '');
+    // The previous result (its owner token and link) stays until a new upload succeeds.
     setStatus('upload-status', `Uploading ${file.name}…`);
     go.disabled = true;
     cancel.hidden = false;
@@ -99,7 +107,37 @@ export function initUpload(cfg: PageConfig): void {
   });
 }
 
-function showResult(req: XMLHttpRequest, key: string, cfg: PageConfig): void {
+/** DELETE with the typed or remembered owner token. */
+async function deleteFile(key: string, button: HTMLButtonElement): Promise<void> {
+  const token = byId<HTMLInputElement>('upload-token')?.value.trim() || owned.get(key);
+  if (!KEY.test(key)) return setStatus('upload-status', 'Enter the key of the file to delete.', 'error');
+  if (!token) {
+    byId('upload-token-field')?.removeAttribute('hidden');
+    return setStatus('upload-status', 'Enter the owner token of this file to delete it.', 'error');
+  }
+  button.disabled = true;
+  try {
+    const r = await fetch(`/api/file/${encodeURIComponent(key)}`, {
+      method: 'DELETE',
+      headers: { 'X-Owner-Token': token },
+    });
+    const body = (await r.json().catch(() => ({}))) as { message?: unknown };
+    if (!r.ok) {
+      const why = typeof body.message === 'string' ? body.message : r.statusText;
+      return setStatus('upload-status', `Delete refused (${r.status}): ${why}`, 'error');
+    }
+    owned.delete(key);
+    if (byId('upload-result')?.dataset['key'] === key) byId('upload-result')?.setAttribute('hidden', '');
+    button.hidden = true;
+    setStatus('upload-status', `Deleted “${key}”.`, 'ok');
+  } catch (err) {
+    setStatus('upload-status', `Delete failed: ${(err as Error).message}`, 'error');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function showResult(req: XMLHttpRequest, key: string, sent: string | undefined, cfg: PageConfig): void {
   let body: unknown = req.responseText;
   try {
     body = JSON.parse(req.responseText);
@@ -108,8 +146,19 @@ function showResult(req: XMLHttpRequest, key: string, cfg: PageConfig): void {
   }
   const msg = typeof body === 'object' && body && 'message' in body ? String(body.message) : '';
   if (req.status !== 200) {
-    if (req.status === 409) byId('upload-token-field')?.removeAttribute('hidden');
-    setStatus('upload-status', `Upload refused (${req.status}): ${msg || req.statusText}`, 'error');
+    let next = '';
+    if (req.status === 409) {
+      // The key is taken: ask for its token (prefilled when this page uploaded it) and offer delete.
+      byId('upload-token-field')?.removeAttribute('hidden');
+      const field = byId<HTMLInputElement>('upload-token');
+      const known = owned.get(key);
+      if (field && known && !field.value) field.value = known;
+      byId('upload-delete')?.removeAttribute('hidden');
+      next = known
+        ? ' Your owner token for it is filled in: upload again to replace the file, or delete it.'
+        : ' With its owner token you can replace it (upload again) or delete it.';
+    }
+    setStatus('upload-status', `Upload refused (${req.status}): ${msg || req.statusText}.${next}`, 'error');
     return;
   }
   const bar = byId<HTMLProgressElement>('upload-progress');
@@ -117,12 +166,15 @@ function showResult(req: XMLHttpRequest, key: string, cfg: PageConfig): void {
   const pct = byId('upload-pct');
   if (pct) pct.textContent = '100%';
   setStatus('upload-status', `Stored under “${key}”.`, 'ok');
-  const owner = req.getResponseHeader('X-Owner-Token');
+  // A new key answers with its token; a replacement keeps the token that was sent.
+  const owner = req.getResponseHeader('X-Owner-Token') ?? sent ?? null;
+  if (owner) owned.set(key, owner);
   const ownerInput = byId<HTMLInputElement>('upload-owner');
   if (ownerInput) {
     ownerInput.value = owner ?? '(unchanged: this upload replaced a file you own)';
     ownerInput.closest('.field')?.toggleAttribute('hidden', false);
   }
+  byId('upload-delete')?.removeAttribute('hidden');
   const path = `/api/file/${encodeURIComponent(key)}`;
   const link = byId<HTMLInputElement>('upload-link');
   if (link) link.value = `${cfg.base}${path}`;
@@ -133,12 +185,16 @@ function showResult(req: XMLHttpRequest, key: string, cfg: PageConfig): void {
     const url = `${cfg.base}${path}`;
     const tok = owner ? `'X-Owner-Token: ${owner}'` : `'X-Owner-Token: <TOKEN>'`;
     cmds.textContent = [
-      `curl -OJ ${url}`,
-      `curl -H ${tok} -F file=@<new file> ${url}`,
-      `curl -X DELETE -H ${tok} ${url}`,
+      `curl -fOJ ${url}`,
+      `curl -f -H ${tok} -F file=@<new file> ${url}`,
+      `curl -f -X DELETE -H ${tok} ${url}`,
     ].join('\n');
   }
   const json = byId('upload-json');
   if (json) json.textContent = pretty(body);
-  byId('upload-result')?.removeAttribute('hidden');
+  const result = byId('upload-result');
+  if (result) {
+    result.dataset['key'] = key;
+    result.removeAttribute('hidden');
+  }
 }

@@ -9,8 +9,8 @@ export const avatarPage: PageSection = {
   body(p) {
     const a = p.urls.avatar;
     return html`<div class="split"><div class="examples">
-${example('Avatar URL (SHA-256 or MD5 of the trimmed, lower-cased email)', `${a}/avatar/<hash>?s=80&d=identicon`)}
-${example('Hash an email in a shell', `printf '%s' 'me@example.com' | sha256sum`)}
+${example('Avatar URL (MD5 of the trimmed, lower-cased email, as other sites build it; SHA-256 works too)', `${a}/avatar/<hash>?s=80&d=identicon`)}
+${example('Hash an email in a shell', `printf '%s' 'me@example.com' | md5sum      # or sha256sum`)}
 ${example('Gravatar base URL for Gitea, GitLab, Discourse…', `${a}/avatar/`)}
 </div>
 <form class="tool" id="avatar-form">

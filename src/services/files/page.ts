@@ -20,9 +20,9 @@ export const filesPage: PageSection = {
   body(p) {
     const b = p.urls.base;
     return html`<div class="split"><div class="examples">
-${example('Upload', `curl -F file=@report.txt ${b}/api/file/report.txt`)}
-${example('Download under the original name', `curl -OJ ${b}/api/file/report.txt`)}
-${example('Replace or delete with the owner token from the first upload', `curl -H 'X-Owner-Token: <TOKEN>' -F file=@report.txt ${b}/api/file/report.txt\ncurl -X DELETE -H 'X-Owner-Token: <TOKEN>' ${b}/api/file/report.txt`)}
+${example('Upload, keeping the owner token (the X-Owner-Token response header, shown once) in TOKEN', `TOKEN=$(curl -fsS -D - -o /dev/null -F file=@report.txt ${b}/api/file/report.txt \\\n  | awk 'tolower($1) == "x-owner-token:" { print $2 }' | tr -d '\\r')`)}
+${example('Download under the original name (-f: an error is not saved as the file)', `curl -fOJ ${b}/api/file/report.txt`)}
+${example('Replace or delete with the owner token', `curl -f -H "X-Owner-Token: $TOKEN" -F file=@report.txt ${b}/api/file/report.txt\ncurl -f -X DELETE -H "X-Owner-Token: $TOKEN" ${b}/api/file/report.txt`)}
 </div>
 <form class="tool" id="upload-form" novalidate>
 <label class="drop" id="drop" for="upload-file"><span class="drop-text" id="drop-text">Drop a file here or <u>choose one</u></span>
@@ -33,7 +33,8 @@ ${example('Replace or delete with the owner token from the first upload', `curl 
 <div class="field" id="upload-token-field" hidden><label for="upload-token">Owner token (only to replace a file you uploaded)</label>
 <input id="upload-token" type="password" autocomplete="off" spellcheck="false"></div>
 <div class="actions"><button type="submit" id="upload-go" disabled data-needs-js>Upload</button>
-<button type="button" id="upload-cancel" class="secondary" hidden>Cancel</button></div>
+<button type="button" id="upload-cancel" class="secondary" hidden>Cancel</button>
+<button type="button" id="upload-delete" class="secondary" hidden>Delete this file</button></div>
 <div class="progress-row"><progress id="upload-progress" max="100" value="0" aria-label="Upload progress"></progress><span id="upload-pct" aria-live="polite">0%</span></div>
 <p class="status" id="upload-status" role="status"></p>
 <div id="upload-result" hidden>

@@ -10,8 +10,8 @@ export const imagePage: PageSection = {
     const b = p.urls.base;
     const preview = '/rest/api/v1/image?width=640&height=360&id=devutil';
     return html`<div class="split"><div class="examples">
-${example('Random wallpaper', `curl -o wallpaper.webp ${b}/rest/api/v1/image`)}
-${example('Stable, 640 wide, grayscale', `curl -o thumb.webp '${b}/rest/api/v1/image?id=ocean&width=640&grayscale=1'`)}
+${example('Random wallpaper', `curl -f -o wallpaper.webp ${b}/rest/api/v1/image`)}
+${example('Stable, 640 wide, grayscale', `curl -f -o thumb.webp '${b}/rest/api/v1/image?id=ocean&width=640&grayscale=1'`)}
 ${example('In HTML', `<img src="${b}/rest/api/v1/image?id=team&width=300&height=300" alt="">`)}
 </div>
 <form class="tool" id="image-form">

@@ -14,8 +14,8 @@ export const plantumlPage: PageSection = {
     const enc = encodeDiagram(SAMPLE_DIAGRAM);
     return html`<div class="split"><div class="examples">
 ${example('PlantUML server URL for editors and plugins', u)}
-${example('Render an encoded diagram', `curl -o diagram.svg ${u}/svg/${enc}`)}
-${example('Render a file', `curl --data-binary @diagram.puml ${u}/png > diagram.png`)}
+${example('Render an encoded diagram', `curl -f -o diagram.svg ${u}/svg/${enc}`)}
+${example('Render a file', `curl -f --data-binary @diagram.puml -o diagram.png ${u}/png`)}
 </div>
 <form class="tool" id="uml-form">
 <div class="field"><label for="uml-src">Diagram source</label><textarea id="uml-src" rows="8" spellcheck="false" class="mono">${SAMPLE_DIAGRAM}</textarea></div>

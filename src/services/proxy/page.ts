@@ -11,7 +11,7 @@ export const proxyPage: PageSection = {
     return html`<div class="split"><div class="examples">
 ${example('git clone', `git clone ${x}/github.com/<owner>/<repo>.git`)}
 ${example('Every GitHub clone through the proxy', `git config --global url."${x}/https://github.com/".insteadOf "https://github.com/"`)}
-${example('Release download', `curl -LO ${x}/github.com/<owner>/<repo>/releases/latest/download/<asset>`)}
+${example('Release download', `curl -fLO ${x}/github.com/<owner>/<repo>/releases/latest/download/<asset>`)}
 ${example('apt (/etc/apt/sources.list)', `deb ${x}/deb.debian.org/debian bookworm main\ndeb ${x}/security.debian.org/debian-security bookworm-security main`)}
 ${example('pip', `pip install --index-url ${x}/pypi.org/simple <package>`)}
 <details><summary>Allowed hosts</summary><ul class="hosts">${p.config.proxy.allow.map((h) => html`<li><code>${h}</code></li>`)}</ul></details>

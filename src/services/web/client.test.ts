@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { emailHash, md5Hex } from '../../../web/src/md5.ts';
+import { editorLine } from '../../../web/src/diagram.ts';
+import { emailHashes, md5Hex } from '../../../web/src/md5.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
 import { decodeDiagram } from '../plantuml/encoding.ts';
 import { decode64, encode64, encodePlantUml } from '../plantuml/text-encoder.ts';
@@ -49,10 +50,23 @@ describe('email hashing in the page', () => {
     }
   });
 
-  it('hashes the trimmed, lower-cased email with SHA-256 when crypto.subtle exists', async () => {
-    const { hash, algo } = await emailHash('  Me@Example.COM ');
-    assert.equal(algo, 'sha256');
-    assert.equal(hash, createHash('sha256').update('me@example.com').digest('hex'));
+  it('hashes the trimmed, lower-cased email as other sites do (MD5), and with SHA-256 too', async () => {
+    const { md5, sha256 } = await emailHashes('  Me@Example.COM ');
+    assert.equal(md5, createHash('md5').update('me@example.com').digest('hex'));
+    assert.equal(sha256, createHash('sha256').update('me@example.com').digest('hex'));
+  });
+});
+
+describe('diagram editor error line', () => {
+  // The engine's own error image says "line 3" for the third line below, while the header is
+  // 0-based from the @startuml line (plantuml-server's convention).
+  it('reports the line the engine and the editor both call line N', () => {
+    assert.equal(editorLine('@startuml\nAlice -> Bob : hi\nthis is not valid ((\n@enduml', 2), 3);
+    assert.equal(editorLine('@startuml\r\nfoo bar baz\r\n@enduml', 1), 2);
+  });
+  it('counts blank lines before @startuml, and text the server wraps in @startuml itself', () => {
+    assert.equal(editorLine('\n\n@startuml\nAlice -> Bob : hi\nthis is not valid ((\n@enduml', 2), 5);
+    assert.equal(editorLine('Alice -> Bob : hi\nthis is not valid ((', 2), 2);
   });
 });
 
@@ -73,7 +87,7 @@ describe('proxy URL converter', () => {
     [
       'https://github.com/o/r/releases/download/v1/tool.tar.gz',
       `${P}/github.com/o/r/releases/download/v1/tool.tar.gz`,
-      /^curl -L -o "tool\.tar\.gz" https:\/\/proxy/,
+      /^curl -fL -o "tool\.tar\.gz" https:\/\/proxy/,
     ],
     [
       'https://deb.debian.org/debian',
@@ -94,7 +108,7 @@ describe('proxy URL converter', () => {
     [
       'https://raw.githubusercontent.com/o/r/main/install.sh?x=1#frag',
       `${P}/raw.githubusercontent.com/o/r/main/install.sh?x=1`,
-      /^curl -L -o "install\.sh" /,
+      /^curl -fL -o "install\.sh" /,
     ],
   ];
   for (const [input, url, snippet] of cases) {

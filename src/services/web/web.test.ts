@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import { buildTestServer } from '../../../test/helpers/server.ts';
+import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { loadOrCreateIdentity } from '../../relay/identity.ts';
 import { negotiate } from './encoding.ts';
 import { escapeHtml, html } from './html.ts';
 
@@ -149,7 +150,8 @@ describe('home page (server side)', () => {
     const body = r.body;
     assert.doesNotMatch(body, /evil\.example/);
     assert.match(body, /curl https:\/\/dev\.example\.com\/rest\/api\/v1\/ip/);
-    assert.match(body, /curl -F file=@report\.txt https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
+    assert.match(body, /-F file=@report\.txt https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
+    assert.match(body, /curl -fOJ https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
     assert.match(body, /git clone https:\/\/gh\.example\.net\/github\.com\//);
     assert.match(body, /deb https:\/\/gh\.example\.net\/deb\.debian\.org\/debian bookworm main/);
     assert.match(body, /pip install --index-url https:\/\/gh\.example\.net\/pypi\.org\/simple/);
@@ -159,6 +161,56 @@ describe('home page (server side)', () => {
     assert.match(body, /data-base="https:\/\/dev\.example\.com"/);
     assert.match(body, /data-allow="github\.com,\*\.debian\.org"/);
     assert.match(body, /href="\/docs"/);
+  });
+
+  it('fails (-f) rather than save an error as the file in every example that downloads', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const lines = [...body.matchAll(/<code[^>]*>([\s\S]*?)<\/code>/g)].flatMap((m) =>
+      (m[1] ?? '').split('\n'),
+    );
+    const downloads = lines.filter(
+      (l) => /\bcurl\b/.test(l) && /\s-[a-zA-Z]*[oO][a-zA-Z]*\s/.test(` ${l} `) && !/-o \/dev\/null/.test(l),
+    );
+    assert.ok(downloads.length >= 4, downloads.join('\n'));
+    for (const l of downloads) assert.match(l, /(^|\s)(-[a-zA-Z]*f[a-zA-Z]*|--fail)(\s|$)/, l);
+    assert.doesNotMatch(
+      body,
+      /curl [^\n<]*&gt; [\w.]+/,
+      'no shell redirection: it creates the file even when curl fails',
+    );
+  });
+
+  it('says how to keep the owner token from X-Owner-Token in TOKEN', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    assert.match(body, /TOKEN=\$\(curl -fsS -D - -o \/dev\/null -F file=@report\.txt /);
+    assert.match(body, /x-owner-token:/);
+    assert.match(body, /-H &quot;X-Owner-Token: \$TOKEN&quot;/);
+  });
+
+  it("shows the relay URI with the relay's real device ID, and what other devices need", async () => {
+    const dataDir = tempDir();
+    const id = loadOrCreateIdentity(dataDir);
+    const s = await buildTestServer({
+      overrides: { server: { dataDir, publicUrl: 'https://dev.example.com' }, relay: { port: 22999 } },
+    });
+    try {
+      const body = (await s.inject({ url: '/' })).body;
+      const uri = `relay://dev.example.com:22999/?id=${id.deviceId}`;
+      assert.ok(body.includes(`<code id="relay-example">default, ${uri}</code>`), 'example');
+      assert.ok(body.includes(`id="relay-uri" type="text" readonly value="${uri}"`), 'copy field');
+      assert.match(
+        body,
+        /Other devices connect to <code>dev\.example\.com:22999<\/code>.*DEVUTIL_RELAY_EXT_ADDRESS/,
+      );
+    } finally {
+      await s.close();
+    }
+    // The default public URL names localhost: the page says other devices cannot use it.
+    const local = (await app.inject({ url: '/' })).body;
+    assert.match(
+      local,
+      /names <code>localhost<\/code>, which only this machine can reach.*DEVUTIL_PUBLIC_URL.*DEVUTIL_RELAY_EXT_ADDRESS/,
+    );
   });
 
   it('shows the caller address without JavaScript', async () => {
