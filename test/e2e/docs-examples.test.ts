@@ -155,7 +155,8 @@ describe('README and docs download examples', { skip: toolSkip('curl') }, () => 
       DEVUTIL_PUBLIC_URL: undefined, // links on http://localhost:<port>
       DEVUTIL_PROXY_RESOLVE: net.resolve.join(','),
       DEVUTIL_PROXY_UPSTREAM_CA: net.caFile,
-      DEVUTIL_AVATAR_UPSTREAM: gravatar.url,
+      DEVUTIL_AVATAR_UPSTREAM: gravatar.base,
+      DEVUTIL_EGRESS_RESOLVE: gravatar.resolve,
     });
     base = `http://localhost:${p.port}`;
   });
@@ -213,6 +214,9 @@ describe('README and docs download examples', { skip: toolSkip('curl') }, () => 
         previous = now;
       });
     }
+    // The stand-ins were reached: the proxy and avatar examples went "upstream", not to an error path.
+    assert.ok(gravatar.seen.length > 0, 'the avatar example asked the (fake) Gravatar');
+    assert.ok(net.seen.some((x) => x.host === 'release-assets.githubusercontent.com'));
   });
 
   it('saves what the server has: the upload comes back under its original name', async () => {
