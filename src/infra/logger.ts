@@ -87,8 +87,10 @@ export function resolveFormat(format: LogFormat, isTty: boolean): 'pretty' | 'js
  * line, so redaction and serializers apply the same way in both formats.
  */
 export function createLogger(level: string, dest?: DestinationStream, format: LogFormat = 'json'): Logger {
-  const out = dest ?? pino.destination({ fd: 1, sync: true });
   const tty = dest === undefined && process.stdout.isTTY === true;
-  if (resolveFormat(format, tty) === 'json') return pino(loggerOptions(level), out);
+  if (resolveFormat(format, tty) === 'json')
+    return dest ? pino(loggerOptions(level), dest) : pino(loggerOptions(level));
+  // A person is reading: write each line at once (pino's default stdout stream buffers).
+  const out = dest ?? pino.destination({ dest: 1, sync: true });
   return pino(loggerOptions(level), { write: (line: string) => out.write(prettyLine(line, tty)) });
 }
