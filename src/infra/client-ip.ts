@@ -92,7 +92,8 @@ export function addressGroup(peer: string | undefined): string {
     .join(':')}::/64`;
 }
 
-function expandV6(s: string): number[] | null {
+/** The eight 16-bit groups of a lower-case IPv6 address (dotted tail allowed); null if malformed. */
+export function expandV6(s: string): number[] | null {
   let tail4: number[] = [];
   const lastColon = s.lastIndexOf(':');
   const last = s.slice(lastColon + 1);

@@ -1,12 +1,28 @@
 // GET /api/ip (seed 2.2/4.3) and GET /rest/api/v1/ip (seed 2.3/4.4), plus what echoip and
-// icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline.
+// icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline;
+// ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { unavailable } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import type { IpGeo } from './geo.ts';
 
-const querystring = {
+const format = { type: 'string', enum: ['json', 'text'], description: 'json (default) or text' } as const;
+const querystring = { type: 'object', properties: { format } } as const;
+
+const DETAILS_ON = ['', '1', 'true', 'yes'];
+const v1Querystring = {
   type: 'object',
-  properties: { format: { type: 'string', enum: ['json', 'text'], description: 'json (default) or text' } },
+  properties: {
+    format,
+    details: {
+      type: 'string',
+      enum: [...DETAILS_ON, '0', 'false', 'no'],
+      description: '1 adds scope, country, asn and org to data (JSON only)',
+    },
+  },
 } as const;
+
+const nullable = { type: ['string', 'null'] } as const;
 
 const legacyShape = {
   type: 'object',
@@ -25,7 +41,17 @@ const v1Shape = {
   properties: {
     status: { type: 'integer', enum: [1] },
     message: { type: 'string' },
-    data: { type: 'object', required: ['ip'], properties: { ip: { type: 'string' } } },
+    data: {
+      type: 'object',
+      required: ['ip'],
+      properties: {
+        ip: { type: 'string' },
+        scope: { type: 'string' },
+        country: nullable,
+        asn: nullable,
+        org: nullable,
+      },
+    },
   },
 } as const;
 
@@ -46,10 +72,12 @@ function sendText(reply: FastifyReply, ip: string): string {
   return `${ip}\n`;
 }
 
-export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: IpGeo): Promise<void> {
   const version = `V${ctx.version.replace(/[^0-9.].*$/, '')}`;
   const onRequest = ctx.limiter.hook('ip', ctx.config.ip.rateLimit);
-  type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text' } }>;
+  type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text'; details?: string } }>;
+  // Read by the home page from the single-stack hosts (ip.v4Url, ip.v6Url): another origin.
+  const headers = { 'cache-control': 'no-store', vary: 'accept', 'access-control-allow-origin': '*' };
 
   app.get(
     '/api/ip',
@@ -67,7 +95,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promi
       },
     },
     async (req: Req, reply) => {
-      reply.header('cache-control', 'no-store').header('vary', 'accept');
+      reply.headers(headers);
       if (wantsText(req)) return sendText(reply, req.clientIp);
       return { status: 1, msg: 'success', data: { ip: req.clientIp }, version };
     },
@@ -80,16 +108,32 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext): Promi
       schema: {
         summary: 'Caller IP',
         tags: ['ip'],
-        querystring,
+        querystring: v1Querystring,
         response: {
           200: { content: { 'application/json': { schema: v1Shape }, 'text/plain': { schema: textShape } } },
         },
       },
     },
     async (req: Req, reply) => {
-      reply.header('cache-control', 'no-store').header('vary', 'accept');
+      reply.headers(headers);
       if (wantsText(req)) return sendText(reply, req.clientIp);
-      return { status: 1, message: 'success', data: { ip: req.clientIp } };
+      const d = req.query.details;
+      if (d === undefined || !DETAILS_ON.includes(d))
+        return { status: 1, message: 'success', data: { ip: req.clientIp } };
+      try {
+        return {
+          status: 1,
+          message: 'success',
+          data: { ip: req.clientIp, ...(await geo.lookup(req.clientIp)) },
+        };
+      } catch {
+        // geo.ts logged why; the address itself is still known, but the answer asked for more.
+        throw unavailable(
+          'the IP details database is unavailable',
+          ctx.config.ip.dbRetrySec,
+          'IP_DB_UNAVAILABLE',
+        );
+      }
     },
   );
 }
