@@ -23,12 +23,13 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function launch(opts: { javaScriptEnabled?: boolean } = {}): Promise<Browser> {
+/** `args`: extra Chromium switches, e.g. `--host-resolver-rules=MAP v6.test [::1]` for test host names. */
+export async function launch(opts: { javaScriptEnabled?: boolean; args?: string[] } = {}): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), 'devutil-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ARGS,
+    args: [...ARGS, ...(opts.args ?? [])],
     viewport: { width: 1280, height: 900 },
     javaScriptEnabled: opts.javaScriptEnabled ?? true,
   });

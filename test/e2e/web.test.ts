@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import { relayBackground } from '../../src/relay/index.ts';
 import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { freePort } from '../helpers/ports.ts';
-import { type Overrides, type Running, startTestServer } from '../helpers/server.ts';
+import { buildTestServer, type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { type Browser, collectErrors, launch } from './web-browser.ts';
 
@@ -364,6 +364,10 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     await page.click('#ip-refresh');
     await page.waitForFunction(() => document.getElementById('ip-status')?.dataset['kind'] === 'ok');
     assert.equal(await page.textContent('#ip-value'), '127.0.0.1');
+    assert.equal(await page.textContent('#ip-scope'), 'loopback (this machine)');
+    assert.equal(await page.textContent('#ip-country'), '–');
+    // No single-stack host names configured: no IPv4/IPv6 lines.
+    assert.equal(await page.locator('#ip-v4, #ip-v6').count(), 0);
     await page.fill('#image-width', '300');
     await page.fill('#image-height', '200');
     await page.fill('#image-id', 'web-e2e');
@@ -389,6 +393,53 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       [],
     );
     await page.close();
+  });
+
+  it('shows the caller details and both addresses read from the single-stack host names', async () => {
+    // One dual-stack listener stands in for three host names: the page at localhost, an IPv4-only
+    // name and an IPv6-only name (two other origins: CORS and CSP at work). Chromium resolves the
+    // two test names itself, to 127.0.0.1 and ::1 only.
+    const port = await freePort();
+    const app = await buildTestServer({
+      overrides: {
+        server: { port, publicUrl: `http://localhost:${port}`, trustProxy: ['loopback'] },
+        ip: { v4Url: `http://v4.devutil.test:${port}`, v6Url: `http://v6.devutil.test:${port}` },
+        // No relay listener in this test: its section would report the status route's 503.
+        relay: { enabled: false },
+        avatar: { upstream: 'none' } as Overrides['avatar'],
+      },
+    });
+    await app.listen({ port, host: '::' });
+    const stacked = await launch({
+      args: ['--host-resolver-rules=MAP v4.devutil.test 127.0.0.1, MAP v6.devutil.test [::1]'],
+    });
+    const page = await stacked.context.newPage();
+    try {
+      page.setDefaultTimeout(60_000);
+      const errors = collectErrors(page);
+      // The page's own details request arrives as if through a proxy for a public caller, so the
+      // packaged databases answer; the single-stack checks go out unchanged.
+      await page.route(`http://localhost:${port}/rest/api/v1/ip?details=1`, (route) =>
+        route.continue({ headers: { ...route.request().headers(), 'x-forwarded-for': '8.8.8.8' } }),
+      );
+      await page.goto(`http://localhost:${port}/`, { waitUntil: 'domcontentloaded' });
+      await page.waitForFunction(() => document.getElementById('ip-status')?.dataset['kind'] === 'ok');
+      assert.equal(await page.textContent('#ip-value'), '8.8.8.8');
+      assert.equal(await page.locator('#ip-details').isVisible(), true);
+      assert.equal(await page.textContent('#ip-scope'), 'public address');
+      assert.match((await page.textContent('#ip-country')) ?? '', /\(US\)$|^US$/);
+      assert.equal(await page.textContent('#ip-asn'), 'AS15169');
+      assert.equal(await page.textContent('#ip-org'), 'Google LLC');
+      await page.waitForFunction(() =>
+        ['ip-v4', 'ip-v6'].every((id) => document.getElementById(id)?.dataset['kind']),
+      );
+      assert.equal(await page.textContent('#ip-v4'), '127.0.0.1');
+      assert.equal(await page.textContent('#ip-v6'), '::1');
+      assert.deepEqual(errors, []);
+    } finally {
+      await stacked.close();
+      await app.close();
+    }
   });
 
   it('sends a message through the relay form and keeps the bot key out of URLs and storage', async () => {

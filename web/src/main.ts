@@ -3,9 +3,10 @@
 import { initAvatar } from './avatar.ts';
 import { initDiagram } from './diagram.ts';
 import { enableJsControls, pageConfig, setupCopy } from './dom.ts';
+import { initIp } from './ip.ts';
 import { initRelay } from './relay.ts';
 import { initTelegram } from './telegram.ts';
-import { initImage, initIp, initProxy } from './tools.ts';
+import { initImage, initProxy } from './tools.ts';
 import { initUpload } from './upload.ts';
 
 const cfg = pageConfig();

@@ -1,23 +1,6 @@
-// The small tools: caller IP refresh, random image preview controls, proxy URL converter.
+// The small tools: random image preview controls, proxy URL converter.
 import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
 import { convert } from './proxy-convert.ts';
-
-export function initIp(): void {
-  const button = byId<HTMLButtonElement>('ip-refresh');
-  const out = byId('ip-value');
-  if (!button || !out) return;
-  button.addEventListener('click', async () => {
-    try {
-      const r = await fetch('/rest/api/v1/ip', { cache: 'no-store' });
-      const body = (await r.json()) as { data?: { ip?: string }; message?: string };
-      if (!r.ok || !body.data?.ip) throw new Error(body.message ?? `HTTP ${r.status}`);
-      out.textContent = body.data.ip;
-      setStatus('ip-status', `Checked at ${new Date().toLocaleTimeString()}.`, 'ok');
-    } catch (err) {
-      setStatus('ip-status', `Could not check: ${(err as Error).message}`, 'error');
-    }
-  });
-}
 
 export function initImage(cfg: PageConfig): void {
   const form = byId<HTMLFormElement>('image-form');

@@ -17,10 +17,10 @@ export const ipSection = {
   }),
   v4Url: url('', {
     optional: true,
-    doc: 'base URL of this server on a host name with only an IPv4 address (the home page shows the visitor IPv4 address through it)',
+    doc: 'this server under a host name with only an A record, e.g. https://ipv4.example.com (the home page shows the visitor IPv4 address through it); a name, not an address literal',
   }),
   v6Url: url('', {
     optional: true,
-    doc: 'base URL of this server on a host name with only an IPv6 address (the home page shows the visitor IPv6 address through it)',
+    doc: 'this server under a host name with only an AAAA record, e.g. https://ipv6.example.com (the home page shows the visitor IPv6 address through it); a name, not an address literal',
   }),
 };

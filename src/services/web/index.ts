@@ -6,11 +6,11 @@ import { isEnabled } from '../define.ts';
 import { type Assets, loadAssets } from './assets.ts';
 import { type Coding, negotiate, SplicedGzip } from './encoding.ts';
 import { escapeHtml } from './html.ts';
-import { PAGE_CSP, renderPage } from './page.ts';
+import { type PageInput, pageConnect, pageCsp, renderPage } from './page.ts';
 
-function secure(reply: FastifyReply): FastifyReply {
+function secure(reply: FastifyReply, csp: string): FastifyReply {
   return reply
-    .header('content-security-policy', PAGE_CSP)
+    .header('content-security-policy', csp)
     .header('x-frame-options', 'DENY')
     .header('referrer-policy', 'no-referrer')
     .header('cross-origin-opener-policy', 'same-origin')
@@ -36,7 +36,7 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // Everything on the page but the caller's address is fixed for the life of the process: render
   // it once around a marker and splice the address in per request.
   const MARK = 'DEVUTIL-CLIENT-IP-SLOT';
-  const parts = renderPage({
+  const input: PageInput = {
     urls: ctx.urls,
     config: ctx.config,
     services: ctx.services,
@@ -44,7 +44,9 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     clientIp: MARK,
     version: ctx.version,
     assets: paths,
-  }).split(MARK);
+  };
+  const csp = pageCsp(pageConnect(input));
+  const parts = renderPage(input).split(MARK);
   // The address shows only in the IP section: with that utility off there is no slot to fill.
   if (parts.length > 2) throw new Error('the page has more than one client address slot');
   const hasSlot = parts.length === 2;
@@ -52,7 +54,7 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
 
   const home = { summary: 'Home page: every utility explained, with examples and try-it tools (HTML)' };
   app.get('/', { schema: home }, async (req, reply) => {
-    secure(reply).header('cache-control', 'no-store').header('vary', 'accept-encoding');
+    secure(reply, csp).header('cache-control', 'no-store').header('vary', 'accept-encoding');
     reply.type('text/html; charset=utf-8');
     const ip = hasSlot ? escapeHtml(req.clientIp) : '';
     if (negotiate(req.headers['accept-encoding'], ['gzip']) === null) return page.plain(ip);
@@ -72,7 +74,7 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     // Names carry a content hash, so a response never goes stale.
     const coding = negotiate(req.headers['accept-encoding'], Object.keys(asset.coded) as Coding[]);
     const coded = coding ? asset.coded[coding] : undefined;
-    secure(reply)
+    secure(reply, csp)
       .header('cache-control', 'public, max-age=31536000, immutable')
       .header('vary', 'accept-encoding')
       .type(asset.type);

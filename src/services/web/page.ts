@@ -16,6 +16,8 @@ export interface PageSection {
   readonly lead: string | ((p: PageInput) => string);
   /** Examples and the try-it tool, shown when the utility is enabled on this server. */
   body(p: PageInput): Raw;
+  /** Other origins the section's script reads from (added to the page's CSP connect-src). */
+  connect?(p: PageInput): string[];
 }
 
 export interface PageInput {
@@ -87,16 +89,25 @@ ${pages.map((s) => html`${section(p, s.id, s.page)}\n`)}</main>
 
 /**
  * The page's headers: scripts only from this origin (no inline script anywhere), never framed,
- * previews only from this origin. `data:` images cover the CSS icons.
+ * previews only from this origin. `data:` images cover the CSS icons. `connect` adds the origins
+ * the enabled sections read from (PageSection.connect).
  */
-export const PAGE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-  "manifest-src 'self'",
-].join('; ');
+export function pageCsp(connect: readonly string[] = []): string {
+  const origins = [...new Set(connect.map((u) => new URL(u).origin))];
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    ["connect-src 'self'", ...origins].join(' '),
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+    "manifest-src 'self'",
+  ].join('; ');
+}
+
+/** The origins the enabled sections of the page read from. */
+export function pageConnect(p: PageInput): string[] {
+  return p.services.flatMap((d) => (d.page?.connect && p.enabled.has(d.name) ? d.page.connect(p) : []));
+}

@@ -35,6 +35,7 @@ describe('home page (server side)', () => {
     assert.match(csp, /frame-ancestors 'none'/);
     assert.match(csp, /default-src 'none'/);
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.match(csp, /connect-src 'self';/);
     assert.equal(r.headers['x-content-type-options'], 'nosniff');
     assert.equal(r.headers['x-frame-options'], 'DENY');
     assert.equal(r.headers['cache-control'], 'no-store');
@@ -50,7 +51,13 @@ describe('home page (server side)', () => {
     }
     assert.match(body, /<link rel="stylesheet" href="\/assets\/app-[0-9a-f]{10}\.css">/);
     assert.doesNotMatch(body, /\son[a-z]+=/i, 'inline event handler');
-    assert.doesNotMatch(body, /(src|href)="(https?:)?\/\//, 'an external resource (CDN, font)');
+    // Links out are fine (the IP data licence asks for one to DB-IP); loading from elsewhere is not.
+    assert.doesNotMatch(
+      body,
+      /<(?!a\s)[a-z]+\s[^>]*(src|href)="(https?:)?\/\//,
+      'an external resource (CDN, font)',
+    );
+    assert.match(body, /<a href="https:\/\/db-ip\.com">IP Geolocation by DB-IP<\/a>/);
   });
 
   it('serves the hashed assets immutable with their types, and 404 for anything else', async () => {
@@ -109,6 +116,26 @@ describe('home page (server side)', () => {
       assert.equal(gunzipSync(gz.rawPayload).toString(), r.body);
     } finally {
       await s.close();
+    }
+  });
+
+  it('lets the page read the single-stack IP hosts (CSP connect-src), only while the IP utility is on', async () => {
+    const ip = { v4Url: 'https://ipv4.example.com', v6Url: 'https://ipv6.example.com:8443/devutil' };
+    const on = await buildTestServer({ overrides: { ip } });
+    const off = await buildTestServer({ overrides: { ip: { ...ip, enabled: false } } });
+    try {
+      const r = await on.inject({ url: '/' });
+      assert.match(
+        r.headers['content-security-policy'] as string,
+        /connect-src 'self' https:\/\/ipv4\.example\.com https:\/\/ipv6\.example\.com:8443;/,
+      );
+      assert.match(r.body, /id="ip-v4" data-url="https:\/\/ipv4\.example\.com"/);
+      assert.match(r.body, /id="ip-v6" data-url="https:\/\/ipv6\.example\.com:8443\/devutil"/);
+      const o = await off.inject({ url: '/' });
+      assert.match(o.headers['content-security-policy'] as string, /connect-src 'self';/);
+    } finally {
+      await on.close();
+      await off.close();
     }
   });
 
