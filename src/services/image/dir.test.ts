@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -146,6 +146,30 @@ describe('source fall-through', () => {
       const r = await app.inject({ url: `${URL_}?id=only&width=32&height=32` });
       assert.equal(r.statusCode, 200);
       assert.equal(r.headers['image-source'], 'generator');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('never follows a symlink out of the directory or round a loop', async () => {
+    const root = tempDir('devutil-image-links-');
+    mkdirSync(join(root, 'in', 'sub'), { recursive: true });
+    mkdirSync(join(root, 'out'));
+    writeFileSync(join(root, 'in', 'sub', 'mine.jpg'), await photo(32, 32, [200, 20, 20]));
+    writeFileSync(join(root, 'out', 'secret.jpg'), await photo(32, 32, [20, 200, 20]));
+    symlinkSync(join(root, 'out'), join(root, 'in', 'outside'));
+    symlinkSync(join(root, 'out', 'secret.jpg'), join(root, 'in', 'secret.jpg'));
+    symlinkSync('..', join(root, 'in', 'sub', 'up'));
+    symlinkSync('..', join(root, 'in', 'sub', 'up2'));
+    const app = await buildTestServer({ overrides: { image: { dir: join(root, 'in'), dirRescanSec: 0 } } });
+    try {
+      const d = (await app.inject({ url: `${URL_}/list` })).json().data;
+      assert.deepEqual(
+        d.images.map((i: { id: string }) => i.id),
+        ['sub/mine'],
+      );
+      const r = await app.inject({ url: `${URL_}?id=outside/secret&width=8` });
+      assert.equal(r.headers['image-id'], encodeURIComponent('sub/mine'));
     } finally {
       await app.close();
     }

@@ -114,11 +114,7 @@ export class DirSource implements ImageSource {
   }
 
   private async scan(): Promise<void> {
-    const names = (await readdir(this.o.dir, { recursive: true, withFileTypes: true }))
-      .filter((d) => d.isFile() && IMAGE_EXT.has(extname(d.name).toLowerCase()))
-      .map((d) => join(d.parentPath, d.name))
-      .sort()
-      .slice(0, MAX_FILES);
+    const names = (await imageFiles(this.o.dir)).sort().slice(0, MAX_FILES);
     const old = new Map(this.entries.map((e) => [e.path, e]));
     const next: DirEntry[] = [];
     for (const path of names) {
@@ -217,6 +213,28 @@ export class DirSource implements ImageSource {
     clearInterval(this.timer);
     clearTimeout(this.debounce);
   }
+}
+
+/**
+ * Image files under `root`, walked by hand: `readdir(..., { recursive: true })` follows symlinked
+ * directories on Node 26 (not on 20), which would serve files from outside the directory and loop
+ * on a link to a parent. Symlinks are never followed; an unreadable subdirectory is skipped.
+ */
+async function imageFiles(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const dirs = [root];
+  for (let dir = dirs.pop(); dir !== undefined; dir = dirs.pop()) {
+    const entries = await readdir(dir, { withFileTypes: true }).catch((err: unknown) => {
+      if (dir === root) throw err;
+      return [];
+    });
+    for (const e of entries) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) dirs.push(path);
+      else if (e.isFile() && IMAGE_EXT.has(extname(e.name).toLowerCase())) out.push(path);
+    }
+  }
+  return out;
 }
 
 function stemOf(dir: string, path: string): string {
