@@ -13,6 +13,8 @@ export const EXTENSIONS: Record<Format, string> = { webp: 'webp', jpeg: 'jpg', p
 
 export interface ImageOptions {
   id: string | null;
+  /** A subdirectory of the image directory to pick from (source-dir.ts); null = any image. */
+  category: string | null;
   /** As asked; null = follow the source's proportions (or the default size when both are null). */
   width: number | null;
   height: number | null;
@@ -33,6 +35,8 @@ export interface Limits {
 export class ParamError extends Error {}
 
 const MAX_ID = 200;
+/** NAME_MAX: no directory name is longer, so a longer category cannot exist. */
+const MAX_CATEGORY = 255;
 const FORMAT_ALIASES: Record<string, Format> = {
   jpg: 'jpeg',
   webp: 'webp',
@@ -55,6 +59,27 @@ function side(q: Record<string, unknown>, name: 'width' | 'height', max: number)
   const n = Number(v);
   if (n < 1 || n > max) throw new ParamError(`${name} must be a whole number from 1 to ${max}`);
   return n;
+}
+
+/**
+ * The `category` parameter: one directory name, or null when absent. Names that could not be a
+ * single directory entry (empty, `.`, `..`, a separator, control characters, too long) are refused
+ * here; any other name is only ever a key looked up among the scanned directories, never a path.
+ */
+export function parseCategory(q: Record<string, unknown>): string | null {
+  const c = one(q, 'category');
+  if (c === undefined) return null;
+  if (
+    c.length === 0 ||
+    c.length > MAX_CATEGORY ||
+    c === '.' ||
+    c === '..' ||
+    /[/\\\u0000-\u001f\u007f]/.test(c)
+  )
+    throw new ParamError(
+      `category must be the name of one subdirectory (1 to ${MAX_CATEGORY} characters, no slashes)`,
+    );
+  return c;
 }
 
 /** Parses the query of GET /rest/api/v1/image; unknown parameters (cache busters) are ignored. */
@@ -84,7 +109,7 @@ export function parseQuery(q: Record<string, unknown>, limits: Limits): ImageOpt
     if (!ff) throw new ParamError(`format must be one of ${FORMATS.join(', ')}`);
     format = ff;
   }
-  return { id: id ?? null, width, height, grayscale, blur, format };
+  return { id: id ?? null, category: parseCategory(q), width, height, grayscale, blur, format };
 }
 
 /**

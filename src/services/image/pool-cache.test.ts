@@ -61,6 +61,7 @@ describe('params', () => {
   it('defaults to webp, no effects, sizes from the source', () => {
     assert.deepEqual(parseQuery({}, L), {
       id: null,
+      category: null,
       width: null,
       height: null,
       grayscale: false,

@@ -1,12 +1,13 @@
 // GET /rest/api/v1/image (seed 2.5/4.5) and GET /rest/api/v1/image/list (Picsum's /v2/list, in
-// the v1 envelope). Thin: validate, ask the ImageService, set caching headers.
+// the v1 envelope), both with ?category=<subdirectory>. Thin: validate, ask the ImageService, set
+// caching headers.
 import type { FastifyInstance } from 'fastify';
-import { alreadyLogged, badRequest, unavailable } from '../../errors.ts';
+import { alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
-import { EXTENSIONS, type ImageOptions, ParamError, parseQuery } from './params.ts';
-import type { ImageService } from './service.ts';
+import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
+import { type ImageService, UnknownCategoryError } from './service.ts';
 
 const str = (description: string) => ({ type: 'string', description }) as const;
 const imageQuery = {
@@ -18,13 +19,30 @@ const imageQuery = {
     grayscale: str('presence flag'),
     blur: str('Gaussian blur 1..10; bare `blur` means 5'),
     format: { type: 'string', description: 'webp (default), jpeg, png or avif' },
+    category: str('only images of this subdirectory of the image directory (see /list)'),
   },
 } as const;
 
 const listQuery = {
   type: 'object',
-  properties: { page: str('page number, from 1'), limit: str('items per page, 1..100 (default 30)') },
+  properties: {
+    page: str('page number, from 1'),
+    limit: str('items per page, 1..100 (default 30)'),
+    category: str('only the images of this category'),
+  },
 } as const;
+
+const unknownCategory = () => notFound('no such image category', 'IMAGE_NO_CATEGORY');
+
+/** The category parameter of a request, or a 400 for a name that cannot be a category. */
+function categoryOf(q: Record<string, unknown>): string | undefined {
+  try {
+    return parseCategory(q) ?? undefined;
+  } catch (err) {
+    if (err instanceof ParamError) throw badRequest(err.message, 'BAD_IMAGE_PARAMS');
+    throw err;
+  }
+}
 
 function positive(v: unknown, def: number, max: number): number {
   const n = typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN;
@@ -71,6 +89,7 @@ export async function imageRoutes(
       } catch (err) {
         if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
+        if (err instanceof UnknownCategoryError) throw unknownCategory();
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw alreadyLogged(
           unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),
@@ -124,11 +143,20 @@ export async function imageRoutes(
     async (req, reply) => {
       const page = positive(req.query['page'], 1, 1_000_000);
       const limit = positive(req.query['limit'], 30, 100);
-      const c = svc.list((page - 1) * limit, limit);
+      const category = categoryOf(req.query);
+      let c: ReturnType<ImageService['list']>;
+      try {
+        c = svc.list((page - 1) * limit, limit, category);
+      } catch (err) {
+        if (err instanceof UnknownCategoryError) throw unknownCategory();
+        throw err;
+      }
       const base = `${ctx.urls.base}/rest/api/v1/image`;
+      const inCategory = category === undefined ? '' : `&category=${encodeURIComponent(category)}`;
       const links: string[] = [];
-      if (page > 1) links.push(`<${base}/list?page=${page - 1}&limit=${limit}>; rel="prev"`);
-      if (page * limit < c.total) links.push(`<${base}/list?page=${page + 1}&limit=${limit}>; rel="next"`);
+      if (page > 1) links.push(`<${base}/list?page=${page - 1}&limit=${limit}${inCategory}>; rel="prev"`);
+      if (page * limit < c.total)
+        links.push(`<${base}/list?page=${page + 1}&limit=${limit}${inCategory}>; rel="next"`);
       if (links.length) reply.header('link', links.join(', '));
       reply.header('cache-control', 'no-cache').header('access-control-expose-headers', 'Link');
       const images = c.items.map((e) => ({
@@ -139,11 +167,25 @@ export async function imageRoutes(
         license: e.license ?? null,
         url: e.url ?? null,
         downloadUrl: `${base}?id=${encodeURIComponent(e.id)}`,
+        category: e.category ?? null,
+      }));
+      const categories = svc.categories().map((k) => ({
+        name: k.name,
+        total: k.total,
+        downloadUrl: `${base}?category=${encodeURIComponent(k.name)}`,
       }));
       return {
         status: 1,
         message: 'success',
-        data: { source: c.source, total: c.total, page, limit, images },
+        data: {
+          source: c.source,
+          total: c.total,
+          page,
+          limit,
+          images,
+          ...(category === undefined ? {} : { category }),
+          categories,
+        },
       };
     },
   );

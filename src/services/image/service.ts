@@ -8,7 +8,7 @@ import { SingleFlight } from '../../infra/single-flight.ts';
 import { DiskLru, MemoryLru } from './cache.ts';
 import { CONTENT_TYPES, type ImageOptions, optionsKey } from './params.ts';
 import { type RenderConfig, render } from './render.ts';
-import type { Catalogue, ImageSource, SourceName } from './source.ts';
+import type { Catalogue, Category, ImageSource, SourceName } from './source.ts';
 
 export interface ServiceConfig extends RenderConfig {
   concurrency: number;
@@ -44,6 +44,14 @@ export class NoSourceError extends Error {
   constructor() {
     super('no image source could serve the request');
     this.name = 'NoSourceError';
+  }
+}
+
+/** A category no source has (404). */
+export class UnknownCategoryError extends Error {
+  constructor() {
+    super('no such image category');
+    this.name = 'UnknownCategoryError';
   }
 }
 
@@ -84,12 +92,16 @@ export class ImageService {
 
   /**
    * Serves one request for `client` (its addressGroup: the fair share is counted per client); throws
-   * QueueFull (503) or NoSourceError (all sources failed).
+   * QueueFull (503), UnknownCategoryError (404) or NoSourceError (all sources failed). A category
+   * request is served only by the sources that have that category: no fall-through to other images.
    */
   async serve(o: ImageOptions, client: string): Promise<Served> {
-    for (const [i, src] of this.sources.entries()) {
+    const category = o.category ?? undefined;
+    const sources = category === undefined ? this.sources : this.withCategory(category);
+    if (sources.length === 0) throw new UnknownCategoryError();
+    for (const [i, src] of sources.entries()) {
       try {
-        const entry = src.pick(o.id);
+        const entry = src.pick(o.id, category);
         const key = `${entry.key}|${optionsKey(o)}|${this.fingerprint}`;
         let cache: Served['cache'] = 'memory';
         let hit = this.memory.get(key) as { body: Buffer; meta: Meta } | undefined;
@@ -148,11 +160,25 @@ export class ImageService {
     throw new NoSourceError();
   }
 
-  /** The catalogue of the first source that has one to show. */
-  list(offset: number, limit: number): Catalogue & { source: SourceName | null } {
-    for (const src of this.sources) {
-      const c = src.list(offset, limit);
-      if (c.total > 0) return { ...c, source: src.name };
+  private withCategory(name: string): ImageSource[] {
+    return this.sources.filter((s) => s.hasCategory?.(name));
+  }
+
+  /** Every category of every source, by name. */
+  categories(): Category[] {
+    return this.sources.flatMap((s) => s.categories?.() ?? []);
+  }
+
+  /**
+   * The catalogue of the first source that has one to show, or of the first that has `category`
+   * (throws UnknownCategoryError when none has it).
+   */
+  list(offset: number, limit: number, category?: string): Catalogue & { source: SourceName | null } {
+    const sources = category === undefined ? this.sources : this.withCategory(category);
+    if (sources.length === 0 && category !== undefined) throw new UnknownCategoryError();
+    for (const src of sources) {
+      const c = src.list(offset, limit, category);
+      if (c.total > 0 || category !== undefined) return { ...c, source: src.name };
     }
     return { total: 0, items: [], source: null };
   }

@@ -1,6 +1,7 @@
 // The operator's directory of images: scanned at start, rescanned on change events (debounced) and
 // periodically. Ids are file paths without extension; `<stem>.json` beside an image may carry
 // {author, license, url}. Oversized and unreadable files are skipped and logged, never served.
+// Each top-level subdirectory is a category: a pick within one hashes over that directory alone.
 import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
@@ -9,6 +10,7 @@ import sharp from 'sharp';
 import { RASTER } from './render.ts';
 import {
   type Catalogue,
+  type Category,
   type ImageSource,
   indexOf,
   type Loaded,
@@ -49,6 +51,8 @@ export class DirSource implements ImageSource {
   readonly name = 'dir';
   private entries: DirEntry[] = [];
   private byId = new Map<string, DirEntry>();
+  /** Entries per top-level subdirectory, in id order (a Map: names are data, never properties). */
+  private byCategory = new Map<string, DirEntry[]>();
   private skipped = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -144,10 +148,20 @@ export class DirSource implements ImageSource {
       e.id = (stems.get(stem) ?? 0) > 1 ? relative(this.o.dir, e.path).split(sep).join('/') : stem;
     }
     next.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const byCategory = new Map<string, DirEntry[]>();
+    for (const e of next) {
+      const parts = relative(this.o.dir, e.path).split(sep);
+      if (parts.length < 2) continue;
+      e.category = parts[0] as string;
+      const members = byCategory.get(e.category);
+      if (members) members.push(e);
+      else byCategory.set(e.category, [e]);
+    }
     if (next.length !== this.entries.length || next.some((e, i) => e !== this.entries[i]))
       this.o.logger.info({ dir: this.o.dir, images: next.length }, 'image dir scanned');
     this.entries = next;
     this.byId = new Map(next.map((e) => [e.id, e]));
+    this.byCategory = byCategory;
   }
 
   private async inspect(path: string, size: number, mtimeMs: number): Promise<DirEntry | undefined> {
@@ -186,11 +200,33 @@ export class DirSource implements ImageSource {
     return this.entries.length;
   }
 
-  pick(id: string | null): SourceEntry {
-    const n = this.entries.length;
-    if (n === 0) throw new SourceError('image directory has no usable images');
-    if (id === null) return this.entries[Math.floor(Math.random() * n)]!;
-    return this.byId.get(id) ?? this.entries[indexOf(id, n)]!;
+  /**
+   * With a category, only its images: a listed id (whole, `sub/square`, or within it, `square`), else
+   * a stable hash of the id over that directory alone, so changes elsewhere never move it.
+   */
+  pick(id: string | null, category?: string): SourceEntry {
+    const pool = category === undefined ? this.entries : (this.byCategory.get(category) ?? []);
+    const n = pool.length;
+    if (n === 0)
+      throw new SourceError(
+        category === undefined ? 'image directory has no usable images' : 'category is empty',
+      );
+    if (id === null) return pool[Math.floor(Math.random() * n)]!;
+    const named =
+      category === undefined
+        ? this.byId.get(id)
+        : [this.byId.get(`${category}/${id}`), this.byId.get(id)].find((e) => e?.category === category);
+    return named ?? pool[indexOf(id, n)]!;
+  }
+
+  hasCategory(name: string): boolean {
+    return this.byCategory.has(name);
+  }
+
+  categories(): Category[] {
+    return [...this.byCategory]
+      .map(([name, es]) => ({ name, total: es.length }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async load(entry: SourceEntry): Promise<Loaded> {
@@ -201,11 +237,10 @@ export class DirSource implements ImageSource {
     return { kind: 'bytes', data: await readFile(e.path) };
   }
 
-  list(offset: number, limit: number): Catalogue {
-    const items = this.entries
-      .slice(offset, offset + limit)
-      .map(({ path: _p, size: _s, mtimeMs: _m, ...e }) => e);
-    return { total: this.entries.length, items };
+  list(offset: number, limit: number, category?: string): Catalogue {
+    const pool = category === undefined ? this.entries : (this.byCategory.get(category) ?? []);
+    const items = pool.slice(offset, offset + limit).map(({ path: _p, size: _s, mtimeMs: _m, ...e }) => e);
+    return { total: pool.length, items };
   }
 
   close(): void {

@@ -16,6 +16,14 @@ export interface SourceEntry {
   license?: string;
   /** Where the original lives (attribution page), when known. */
   url?: string;
+  /** The subdirectory it belongs to (directory source), when it is in one. */
+  category?: string;
+}
+
+export interface Category {
+  name: string;
+  /** Images in it. */
+  total: number;
 }
 
 export type Loaded =
@@ -32,9 +40,13 @@ export interface ImageSource {
   readonly name: SourceName;
   /** Loading waits on the network: done outside the sharp slots so a slow origin cannot starve them. */
   readonly remote?: boolean;
-  pick(id: string | null): SourceEntry;
+  /** `category` is only passed to a source whose hasCategory() says yes. */
+  pick(id: string | null, category?: string): SourceEntry;
   load(entry: SourceEntry): Promise<Loaded>;
-  list(offset: number, limit: number): Catalogue;
+  list(offset: number, limit: number, category?: string): Catalogue;
+  /** The categories a source can pick from (only the directory has any). */
+  categories?(): Category[];
+  hasCategory?(name: string): boolean;
   close?(): void;
 }
 
