@@ -106,6 +106,8 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
         DEVUTIL_PUBLIC_URL: base,
         DEVUTIL_RELAY_PORT: String(await freePort()),
         DEVUTIL_RELAY_STATUS_PORT: '0',
+        // The details check below sends its caller through X-Forwarded-For.
+        DEVUTIL_TRUST_PROXY: 'loopback',
       },
     });
     proc.stdout?.on('data', (c) => {
@@ -155,6 +157,15 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
   it('answers the caller IP', async () => {
     const r = await fetch(`${base}/rest/api/v1/ip`);
     assert.deepEqual(await r.json(), { status: 1, message: 'success', data: { ip: '127.0.0.1' } });
+  });
+
+  it('finds the packaged IP databases: 8.8.8.8 is US, AS15169, Google LLC', async () => {
+    const r = await fetch(`${base}/rest/api/v1/ip?details=1`, { headers: { 'x-forwarded-for': '8.8.8.8' } });
+    assert.deepEqual(await r.json(), {
+      status: 1,
+      message: 'success',
+      data: { ip: '8.8.8.8', scope: 'public', country: 'US', asn: 'AS15169', org: 'Google LLC' },
+    });
   });
 
   it('renders a random WebP image', async () => {
