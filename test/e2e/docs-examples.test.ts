@@ -7,10 +7,11 @@
 // it fail without leaving the error message saved under the file's name.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeGravatar } from '../fixtures/avatar/gravatar.ts';
+import { photo } from '../fixtures/image/images.ts';
 import { type Internet, serveFile, startInternet, text } from '../fixtures/proxy/internet.ts';
 import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -150,7 +151,16 @@ describe('README and docs download examples', { skip: toolSkip('curl') }, () => 
     );
     net.on('release-assets.githubusercontent.com', (req, res) => serveFile(req, res, asset));
     gravatar = await new FakeGravatar().start();
+    // The image directory the category examples presuppose (the layout drawn in docs/image.md).
+    const images = join(dir, 'photos');
+    mkdirSync(join(images, 'cats', 'kittens'), { recursive: true });
+    mkdirSync(join(images, 'dogs'));
+    writeFileSync(join(images, 'cats', 'tabby.jpg'), await photo(160, 120, [200, 120, 40]));
+    writeFileSync(join(images, 'cats', 'kittens', 'one.jpg'), await photo(120, 120, [220, 200, 180]));
+    writeFileSync(join(images, 'dogs', 'rex.png'), await photo(120, 90, [90, 60, 30], 'png'));
+    writeFileSync(join(images, 'sunset.jpg'), await photo(160, 90, [240, 120, 40]));
     p = await startDevutilProcess({
+      DEVUTIL_IMAGE_DIR: images,
       DEVUTIL_HOST: undefined, // the documented defaults: every address, and
       DEVUTIL_PUBLIC_URL: undefined, // links on http://localhost:<port>
       DEVUTIL_PROXY_RESOLVE: net.resolve.join(','),
