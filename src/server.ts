@@ -23,6 +23,10 @@ import { opsPlugin } from './infra/ops.ts';
 import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
 import { connectRedis } from './infra/redis.ts';
 import { bodyDeadline, closeUnreadBody } from './infra/request-bodies.ts';
+import { socketBytes, UsageRecorder } from './infra/usage.ts';
+import { MemorySink } from './infra/usage-memory.ts';
+import { RedisSink } from './infra/usage-redis.ts';
+import { adminToken } from './services/admin/config.ts';
 import { isEnabled, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
@@ -72,6 +76,19 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const blobs = await createBlobStore({ ...config.storage, dataDir });
   readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })));
 
+  // Counted only when the admin dashboard is on; with Redis every instance adds to the same buckets.
+  const adminCfg = adminToken(config) ? config.admin : null;
+  const usage = adminCfg
+    ? new UsageRecorder({
+        sink: redis
+          ? new RedisSink(redis, config.redis.keyPrefix, adminCfg.topEntries)
+          : new MemorySink(adminCfg.topEntries),
+        capacity: adminCfg.topEntries,
+        flushMs: adminCfg.flushIntervalMs,
+        logger,
+      })
+    : null;
+
   const rewrite = hostRewriter(hostRoutes(config, services));
   const trusted = trustList(config.server.trustProxy);
 
@@ -119,10 +136,12 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     version: VERSION,
     services,
     relay: { running: null, failure: null },
+    usage,
   };
   app.decorate('ctx', ctx);
   app.decorate('envelopes', new EnvelopeTable());
   app.decorateRequest('clientIp', '');
+  app.decorateRequest('usageSubjects', null);
 
   const ipOpts = { trusted, header: config.server.forwardedHeader };
   // Callback-style hooks: they run on every request, and a promise each is measurable (bench/ip.ts).
@@ -139,9 +158,14 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     const route = req.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
     metrics.http.record(svc, route, req.method, status, reply.elapsedTime / 1000);
+    if (usage) {
+      const b = socketBytes(req.raw.socket);
+      usage.record(svc, req.clientIp, status, b.bytesIn, b.bytesOut, req.usageSubjects);
+    }
     done();
   });
   app.addHook('onClose', async () => {
+    await usage?.close();
     await limiter.close();
     await blobs.close();
     if (ownRedis && redis) redis.disconnect();

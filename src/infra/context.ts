@@ -1,6 +1,6 @@
 // What every service plugin receives: config, public URLs, shared limiter, metrics, readiness
 // checks, the optional Redis connection, the absolute data directory, the service definitions and
-// the handles of the listeners that run beside the HTTP server.
+// the handles of the listeners that run beside the HTTP server and the usage recorder.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -11,6 +11,7 @@ import type { ConnectionBudget } from './conn-budget.ts';
 import type { PublicUrls } from './hosts.ts';
 import type { Metrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { Subjects, UsageRecorder } from './usage.ts';
 
 export interface ReadyResult {
   ok: boolean;
@@ -87,6 +88,8 @@ export interface ServiceContext {
   services: readonly ServiceDef[];
   /** The Syncthing relay when it runs in this process (worker 1 in cluster mode); set by its listener. */
   relay: RelayHandle;
+  /** Usage counts for the admin dashboard; null when it is off (no admin token), so nothing is counted. */
+  usage: UsageRecorder | null;
 }
 
 declare module 'fastify' {
@@ -96,6 +99,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller's address after the trusted-proxy walk (infra/client-ip.ts). */
     clientIp: string;
+    /** What a proxied request was for, counted by the usage recorder (null elsewhere). */
+    usageSubjects: Subjects | null;
   }
   interface FastifyContextConfig {
     svc?: string;

@@ -1,5 +1,7 @@
 // Entry point of the home page script: every tool enhances its server-rendered section, so the page
-// reads fine without JavaScript and a missing section (utility disabled) is simply skipped.
+// reads fine without JavaScript and a missing section (utility disabled) is simply skipped. The admin
+// page (/admin) uses the same script: its part finds its form and the others find nothing.
+import { initAdmin } from './admin.ts';
 import { initAvatar } from './avatar.ts';
 import { initDiagram } from './diagram.ts';
 import { enableJsControls, pageConfig, setupCopy } from './dom.ts';
@@ -19,4 +21,5 @@ initProxy(cfg);
 initDiagram(cfg);
 initAvatar(cfg);
 initRelay();
+initAdmin();
 enableJsControls();

@@ -1,15 +1,10 @@
 // Operator uploads: the Bearer token check (constant time) and reading the image from a raw image
 // body or a multipart form (parsed by the platform's own FormData, no extra dependency).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError, badRequest } from '../../errors.ts';
+import { bearerMatches } from '../../infra/bearer.ts';
 
 export function checkAdmin(header: string | undefined, token: string): void {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  const given = createHash('sha256')
-    .update(m?.[1] ?? '')
-    .digest();
-  const want = createHash('sha256').update(token).digest();
-  if (!m || !timingSafeEqual(given, want))
+  if (!bearerMatches(header, token))
     throw new AppError('UNAUTHORIZED', 401, 'a valid admin token is required', {
       headers: { 'www-authenticate': 'Bearer realm="avatar"' },
     });

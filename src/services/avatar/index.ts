@@ -2,6 +2,7 @@
 // generators (issue 8). Wires the caches, the mirror, the blob-store uploads and the routes.
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
+import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../infra/context.ts';
 import { DiskCache, prune } from './cache.ts';
 import { Mirror } from './mirror.ts';
@@ -80,6 +81,15 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     clientShare: cfg.clientShare / 100,
     onCache: (layer) => cacheBy(layer).inc(),
     onRender: (s) => renderTime.observe({}, s),
+  });
+
+  new Gauge({
+    name: 'devutil_avatar_render_queued',
+    help: 'avatar renders waiting for a slot',
+    registers: [ctx.metrics.registry],
+    collect() {
+      this.set(svc.queued);
+    },
   });
 
   // Mirrored originals are pruned on a timer (rendered files prune themselves as they are written).

@@ -66,6 +66,11 @@ export class AvatarService {
     });
   }
 
+  /** Renders waiting for a slot. */
+  get queued(): number {
+    return this.renders.stats.queued;
+  }
+
   /** The answer for `q` asked by `client` (its addressGroup: renders are queued under its share). */
   async resolve(q: AvatarQuery, client: string): Promise<Outcome> {
     if (q.hash && !q.force) {

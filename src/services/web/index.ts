@@ -8,7 +8,8 @@ import { type Coding, negotiate, SplicedGzip } from './encoding.ts';
 import { escapeHtml } from './html.ts';
 import { type PageInput, pageConnect, pageCsp, renderPage } from './page.ts';
 
-function secure(reply: FastifyReply, csp: string): FastifyReply {
+/** The page's security headers (also the admin page's, with the default CSP: no extra origins). */
+export function secure(reply: FastifyReply, csp: string = pageCsp()): FastifyReply {
   return reply
     .header('content-security-policy', csp)
     .header('x-frame-options', 'DENY')

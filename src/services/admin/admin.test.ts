@@ -1,0 +1,188 @@
+// The admin routes through the real composition: off without a token (404 like any unknown path),
+// refused without the right one (401 in the v1 envelope; the page shows only the sign-in form), the
+// counts of real requests, and two instances on one Redis seeing each other's traffic.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
+import { testSecret } from '../../../test/helpers/secrets.ts';
+import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
+import { toolSkip } from '../../../test/helpers/tools.ts';
+import { ConfigError, loadConfig } from '../../config.ts';
+
+const TOKEN = testSecret('admin-token-');
+const STATS = '/rest/api/v1/admin/stats';
+const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+
+interface Stats {
+  instances: number;
+  shared: boolean;
+  totals: { requests: number; errors: number };
+  utilities: { name: string; requests: number; errors: number }[];
+  topClients: { byRequests: { key: string; requests: number }[] };
+  caches: { name: string }[];
+  queues: { name: string; queued: number; limit: number }[];
+  relay: { running: boolean };
+  budgets: unknown[];
+  quotas: unknown[];
+}
+
+async function stats(app: FastifyInstance, window = 'hour'): Promise<Stats> {
+  const r = await app.inject({ url: `${STATS}?window=${window}`, headers: bearer(TOKEN) });
+  assert.equal(r.statusCode, 200, r.body);
+  const body = r.json() as { status: number; message: string; data: Stats };
+  assert.equal(body.status, 1);
+  return body.data;
+}
+
+describe('admin dashboard routes', () => {
+  it('does not exist without DEVUTIL_ADMIN_TOKEN: the page and the JSON answer 404', async () => {
+    const app = await buildTestServer();
+    try {
+      assert.equal(app.ctx.usage, null, 'nothing is counted while the dashboard is off');
+      const page = await app.inject({ url: '/admin' });
+      assert.equal(page.statusCode, 404);
+      const json = await app.inject({ url: STATS, headers: bearer(TOKEN) });
+      assert.equal(json.statusCode, 404);
+      assert.deepEqual(json.json(), { status: 0, message: `no such route: GET ${STATS}`, data: null });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses a token shorter than 16 characters at start-up, naming the variable', () => {
+    assert.throws(
+      () => loadConfig({ env: { DEVUTIL_ADMIN_TOKEN: 'short' } }),
+      (e: unknown) => e instanceof ConfigError && /DEVUTIL_ADMIN_TOKEN/.test(e.message),
+    );
+  });
+
+  describe('with a token', () => {
+    let app: FastifyInstance;
+    const logs = new LogCapture();
+    before(async () => {
+      app = await buildTestServer({ env: { DEVUTIL_ADMIN_TOKEN: TOKEN }, logs });
+    });
+    after(() => app.close());
+
+    for (const [name, headers] of [
+      ['no Authorization header', {}],
+      ['a wrong token', bearer(`${TOKEN}x`)],
+      ['the token without Bearer', { authorization: TOKEN }],
+      ['the token in the query string (never read from a URL)', {}],
+    ] as const) {
+      it(`answers 401 in the v1 envelope to ${name}`, async () => {
+        const q = name.includes('query') ? `?token=${TOKEN}&access_token=${TOKEN}` : '';
+        const r = await app.inject({ url: `${STATS}${q}`, headers });
+        assert.equal(r.statusCode, 401);
+        assert.deepEqual(r.json(), { status: 0, message: 'a valid admin token is required', data: null });
+        assert.equal(r.headers['www-authenticate'], 'Bearer realm="admin"');
+      });
+    }
+
+    it('serves the page with the sign-in form and no figures, under the page CSP', async () => {
+      const r = await app.inject({ url: '/admin' });
+      assert.equal(r.statusCode, 200);
+      assert.match(r.headers['content-type'] as string, /^text\/html/);
+      assert.match(r.headers['content-security-policy'] as string, /script-src 'self'/);
+      assert.equal(r.headers['cache-control'], 'no-store');
+      assert.match(r.body, /<form id="admin-login-form" method="post" action="\/admin"/);
+      assert.match(r.body, /<input id="admin-token" name="token" type="password"/);
+      assert.match(r.body, /<div id="admin-dash" hidden>/);
+      assert.doesNotMatch(r.body, /<table|<svg|<script>/);
+    });
+
+    it('counts requests, errors and clients per utility', async () => {
+      const before = await stats(app);
+      for (let i = 0; i < 3; i++)
+        await app.inject({ url: '/rest/api/v1/ip', remoteAddress: '198.51.100.23' });
+      await app.inject({ url: '/api/file/no-such-file', remoteAddress: '198.51.100.23' });
+      const s = await stats(app);
+      const ip = s.utilities.find((u) => u.name === 'ip');
+      const files = s.utilities.find((u) => u.name === 'files');
+      assert.equal(ip?.requests, 3);
+      assert.equal(ip?.errors, 0);
+      assert.equal(files?.requests, 1);
+      assert.equal(files?.errors, 1);
+      // The earlier stats request counts too (admin), as does this instance alone.
+      assert.equal(s.totals.requests - before.totals.requests, 5);
+      assert.deepEqual(
+        s.topClients.byRequests.find((c) => c.key === '198.51.100.23'),
+        { key: '198.51.100.23', requests: 4 },
+      );
+      assert.equal(s.instances, 1);
+      assert.equal(s.shared, false);
+    });
+
+    it('lists the caches and render queues of the enabled utilities, and budgets and quotas when set', async () => {
+      const s = await stats(app, 'day');
+      assert.deepEqual(
+        s.caches.map((c) => c.name),
+        ['proxy', 'image', 'plantuml', 'avatar'],
+      );
+      assert.deepEqual(
+        s.queues.map((q) => [q.name, q.limit]),
+        [
+          ['plantuml', 64],
+          ['avatar', 256],
+          ['image', 32],
+        ],
+      );
+      assert.equal(s.relay.running, false);
+      assert.deepEqual(s.budgets, []);
+      assert.deepEqual(s.quotas, []);
+    });
+
+    it('refuses an unknown window with 400', async () => {
+      const r = await app.inject({ url: `${STATS}?window=week`, headers: bearer(TOKEN) });
+      assert.equal(r.statusCode, 400);
+      assert.equal(r.json().status, 0);
+    });
+
+    it('never logs the token', () => {
+      assert.ok(logs.lines.length > 0);
+      assert.ok(!logs.text().includes(TOKEN));
+    });
+  });
+});
+
+describe('admin stats over Redis', { skip: toolSkip('redis-server') }, () => {
+  let redis: RedisHandle;
+  let a: FastifyInstance;
+  let b: FastifyInstance;
+  before(async () => {
+    redis = await startRedis();
+    const opts = {
+      env: { DEVUTIL_ADMIN_TOKEN: TOKEN, DEVUTIL_ADMIN_FLUSH_INTERVAL_MS: '500' },
+      overrides: { redis: { url: redis.url } },
+    };
+    a = await buildTestServer(opts);
+    b = await buildTestServer(opts);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await redis?.stop();
+  });
+
+  it("shows traffic on instance A in instance B's stats, with both instances counted", async () => {
+    for (let i = 0; i < 4; i++) await a.inject({ url: '/api/ip', remoteAddress: '203.0.113.77' });
+    // A adds its counts to Redis on its own timer; B reads whatever the fleet has added.
+    let s: Stats | undefined;
+    for (const until = Date.now() + 15_000; Date.now() < until; ) {
+      s = await stats(b);
+      if (s.utilities.some((u) => u.name === 'ip') && s.instances === 2) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(s);
+    assert.equal(s.shared, true);
+    assert.equal(s.instances, 2);
+    assert.equal(s.utilities.find((u) => u.name === 'ip')?.requests, 4);
+    assert.deepEqual(
+      s.topClients.byRequests.find((c) => c.key === '203.0.113.77'),
+      { key: '203.0.113.77', requests: 4 },
+    );
+    const day = await stats(b, 'day');
+    assert.equal(day.utilities.find((u) => u.name === 'ip')?.requests, 4);
+  });
+});

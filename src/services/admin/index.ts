@@ -1,0 +1,124 @@
+// The operator's dashboard: GET /admin (a page that asks for the token and draws the figures) and
+// GET /rest/api/v1/admin/stats (the figures, Bearer token, v1 envelope). Without a token neither
+// route exists, so both answer 404 like any unknown path.
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { AppError, unavailable } from '../../errors.ts';
+import { bearerMatches } from '../../infra/bearer.ts';
+import type { ServiceContext } from '../../infra/context.ts';
+import type { WindowName } from '../../infra/usage.ts';
+import { summarize } from '../../infra/usage-summary.ts';
+import { isEnabled } from '../define.ts';
+import { loadAssets } from '../web/assets.ts';
+import { secure } from '../web/index.ts';
+import { renderAdminPage } from './page.ts';
+import { allowances, CACHE_NAMES, probesOf, queueLimits } from './probes.ts';
+
+/** Rows of each top-N table in the answer. */
+const TOP_ROWS = 10;
+
+const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
+  const cfg = ctx.config.admin;
+  const usage = ctx.usage;
+  if (!cfg.token || !usage) return;
+  app.envelopes.mount('/rest/api/v1/admin', 'v1');
+  app.envelopes.mount('/admin', 'text');
+  usage.setProbes(probesOf(ctx));
+  const enabled = new Set(ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name));
+  const limits = queueLimits(ctx);
+
+  let assets: Awaited<ReturnType<typeof loadAssets>> | null = null;
+  try {
+    assets = await loadAssets(ctx.logger);
+  } catch (err) {
+    ctx.logger.error({ err }, 'web assets could not be built; the admin page has no script');
+  }
+  const page = renderAdminPage({
+    version: ctx.version,
+    assets: assets
+      ? { js: assets.paths['app.js'], css: assets.paths['app.css'], icon: assets.paths['favicon.svg'] }
+      : null,
+  });
+
+  app.get('/admin', { schema: { hide: true } }, async (_req, reply) => {
+    secure(reply).header('cache-control', 'no-store').header('x-robots-tag', 'noindex');
+    return reply.type('text/html; charset=utf-8').send(page);
+  });
+
+  const limit = ctx.limiter.hook('admin', cfg.rateLimit);
+  const auth = async (req: FastifyRequest) => {
+    if (!bearerMatches(req.headers.authorization, cfg.token))
+      throw new AppError('UNAUTHORIZED', 401, 'a valid admin token is required', {
+        headers: { 'www-authenticate': 'Bearer realm="admin"' },
+      });
+  };
+
+  app.get<{ Querystring: { window?: WindowName } }>(
+    '/rest/api/v1/admin/stats',
+    {
+      schema: {
+        summary: 'Usage of the last hour or day for the operator (Bearer DEVUTIL_ADMIN_TOKEN)',
+        description:
+          'Requests, bytes and errors per utility over time, top clients, top proxied repositories, packages ' +
+          'and files, cache hit ratios, relay sessions and bytes, render queues, budgets and quotas. ' +
+          'With Redis configured the figures are those of every instance.',
+        tags: ['admin'],
+        querystring: {
+          type: 'object',
+          properties: { window: { type: 'string', enum: ['hour', 'day'], default: 'hour' } },
+          additionalProperties: false,
+        },
+      },
+      preHandler: [limit, auth],
+    },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      const window = req.query.window ?? 'hour';
+      let read: Awaited<ReturnType<typeof usage.read>>;
+      try {
+        read = await usage.read(window);
+      } catch (err) {
+        req.log.warn({ err }, 'usage counters unreadable');
+        throw unavailable('the shared usage counters are unreachable; try again shortly', 5);
+      }
+      const s = summarize(window, read, TOP_ROWS);
+      const { budgets, quotas } = await allowances(ctx);
+      const c = s.counters;
+      const g = s.gauges;
+      return {
+        status: 1,
+        message: 'success',
+        data: {
+          window: s.window,
+          stepSeconds: s.stepSeconds,
+          from: s.from,
+          to: s.to,
+          instances: s.instances,
+          shared: usage.sink.shared,
+          totals: s.totals,
+          series: s.series,
+          utilities: s.utilities,
+          topClients: { byBytes: s.top.clientBytes, byRequests: s.top.clientRequests },
+          topProxied: { repositories: s.top.repo, packages: s.top.package, files: s.top.file },
+          caches: CACHE_NAMES.filter((n) => enabled.has(n)).map((name) => {
+            const hits = c[`cache:${name}:hit`] ?? 0;
+            const misses = c[`cache:${name}:miss`] ?? 0;
+            return { name, hits, misses, hitRatio: hits + misses ? hits / (hits + misses) : null };
+          }),
+          relay: {
+            running: (g['relay:instances'] ?? 0) > 0,
+            activeSessions: g['relay:active'] ?? 0,
+            sessions: c['relay:sessions'] ?? 0,
+            bytes: c['relay:bytes'] ?? 0,
+          },
+          queues: Object.entries(limits)
+            .filter(([name]) => enabled.has(name))
+            .map(([name, max]) => ({ name, queued: g[`queue:${name}`] ?? 0, limit: max * s.instances })),
+          budgets,
+          quotas,
+        },
+      };
+    },
+  );
+};
+
+export default admin;
