@@ -52,3 +52,34 @@ export function collectErrors(page: Page): string[] {
   page.on('requestfailed', (r) => errors.push(`requestfailed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
   return errors;
 }
+
+/**
+ * Every visible element with its own text, checked for WCAG AA contrast against the first opaque
+ * background up its ancestors. A string, not a function: tsx's keepNames helpers do not exist in
+ * the page.
+ */
+export const CONTRAST_JS = `(() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const chan = (v) => { const s = v / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+  const lum = (c) => 0.2126 * chan(c[0]) + 0.7152 * chan(c[1]) + 0.0722 * chan(c[2]);
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || c[3] > 0.5) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const own = Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.offsetParent || el.closest('.preview, button:disabled, [aria-hidden="true"]')) continue;
+    const st = getComputedStyle(el);
+    const a = lum(rgb(st.color));
+    const b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(st.fontSize);
+    const large = size >= 24 || (size >= 18.66 && Number(st.fontWeight) >= 700);
+    if (ratio < (large ? 3 : 4.5)) out.push(el.tagName + '#' + el.id + ' "' + el.textContent.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
+  }
+  return out;
+})()`;

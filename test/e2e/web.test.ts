@@ -14,41 +14,10 @@ import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { freePort } from '../helpers/ports.ts';
 import { buildTestServer, type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
-import { type Browser, collectErrors, launch } from './web-browser.ts';
+import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
 const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay'];
-/**
- * Every visible element with its own text, checked for WCAG AA contrast against the first opaque
- * background up its ancestors. A string, not a function: tsx's keepNames helpers do not exist in
- * the page.
- */
-const CONTRAST_JS = `(() => {
-  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const chan = (v) => { const s = v / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
-  const lum = (c) => 0.2126 * chan(c[0]) + 0.7152 * chan(c[1]) + 0.0722 * chan(c[2]);
-  const background = (el) => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = rgb(getComputedStyle(e).backgroundColor);
-      if (c.length === 3 || c[3] > 0.5) return c.slice(0, 3);
-    }
-    return [255, 255, 255];
-  };
-  const out = [];
-  for (const el of document.querySelectorAll('body *')) {
-    const own = Array.from(el.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim());
-    if (!own || !el.offsetParent || el.closest('.preview, button:disabled, [aria-hidden="true"]')) continue;
-    const st = getComputedStyle(el);
-    const a = lum(rgb(st.color));
-    const b = lum(background(el));
-    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    const size = parseFloat(st.fontSize);
-    const large = size >= 24 || (size >= 18.66 && Number(st.fontWeight) >= 700);
-    if (ratio < (large ? 3 : 4.5)) out.push(el.tagName + '#' + el.id + ' "' + el.textContent.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
-  }
-  return out;
-})()`;
-
 const BOT_KEY = '123456:AAE-WEB-e2e-secret-key-0123456789';
 
 /** A minimal Telegram Bot API stand-in: records sendMessage calls and answers like Telegram. */

@@ -45,9 +45,9 @@ ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.ico
 <p id="admin-status" class="status small" role="status"></p>
 </div>
 <section id="traffic" class="card" aria-labelledby="traffic-h"><h2 id="traffic-h">Traffic</h2><div id="admin-traffic"></div></section>
-<section id="clients" class="card" aria-labelledby="clients-h"><h2 id="clients-h">Top clients</h2><div id="admin-clients" class="grid2"></div></section>
+<section id="clients" class="card" aria-labelledby="clients-h"><h2 id="clients-h">Top clients</h2><div id="admin-clients" class="grid-wide"></div></section>
 <section id="proxied" class="card" aria-labelledby="proxied-h"><h2 id="proxied-h">Top proxied</h2><div id="admin-proxied"></div></section>
-<section id="resources" class="card" aria-labelledby="resources-h"><h2 id="resources-h">Caches, relay, queues and budgets</h2><div id="admin-resources" class="grid2"></div></section>
+<section id="resources" class="card" aria-labelledby="resources-h"><h2 id="resources-h">Caches, relay, queues and budgets</h2><div id="admin-resources" class="grid-wide"></div></section>
 </div>
 </main>
 <footer class="wrap"><p>devutil ${p.version} · <a href="/">home</a> · <a href="/docs">API docs</a></p></footer>

@@ -6,12 +6,14 @@ import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../
 import type { ByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { docOnly } from '../../infra/openapi.ts';
+import { socketBytes } from '../../infra/usage.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify, codeOf } from './errors.ts';
 import { type ForwardOptions, forward, type Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
 import { decide } from './policy.ts';
+import { subjectsOf } from './subjects.ts';
 import { type AllowList, parseTarget } from './target.ts';
 
 export interface ProxyDeps {
@@ -115,6 +117,8 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         });
         if (!spent.allowed) throw tooMany(budget.reason(spent), spent.retryAfterSec, 'BYTE_BUDGET');
       }
+      // For the admin dashboard's top repositories, packages and files (counted when it is on).
+      if (ctx.usage) req.usageSubjects = subjectsOf(t.host, t.url.pathname);
       const n = active.get(ip) ?? 0;
       if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
       active.set(ip, n + 1);
@@ -128,7 +132,14 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         if (left <= 0) active.delete(ip);
         else active.set(ip, left);
         const finished = reply.raw.writableFinished;
-        if (!finished) ac.abort();
+        if (!finished) {
+          ac.abort();
+          // onResponse runs for finished answers only: a download cut short counts here, bytes and all.
+          if (ctx.usage) {
+            const b = socketBytes(req.raw.socket);
+            ctx.usage.record('proxy', ip, reply.raw.statusCode, b.bytesIn, b.bytesOut, req.usageSubjects);
+          }
+        }
         // One line per exchange; the path only, never the query (signed URLs carry secrets there).
         const line = {
           host: t.host,
