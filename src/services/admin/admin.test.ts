@@ -2,13 +2,18 @@
 // refused without the right one (401 in the v1 envelope; the page shows only the sign-in form), the
 // counts of real requests, and two instances on one Redis seeing each other's traffic.
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { freePort } from '../../../test/helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
+import { clientIdentity, joinRelay, joinSession, requestSession } from '../../relay/client.ts';
+import { relayBackground } from '../../relay/index.ts';
+import type { Message } from '../../relay/protocol/messages.ts';
 
 const TOKEN = testSecret('admin-token-');
 const STATS = '/rest/api/v1/admin/stats';
@@ -22,7 +27,7 @@ interface Stats {
   topClients: { byRequests: { key: string; requests: number }[] };
   caches: { name: string }[];
   queues: { name: string; queued: number; limit: number }[];
-  relay: { running: boolean };
+  relay: { running: boolean; activeSessions: number; sessions: number; bytes: number };
   budgets: unknown[];
   quotas: unknown[];
 }
@@ -146,6 +151,48 @@ describe('admin dashboard routes', () => {
   });
 });
 
+describe('admin stats of the Syncthing relay', () => {
+  let app: FastifyInstance;
+  let relay: { close(): Promise<void> };
+  before(async () => {
+    app = await buildTestServer({
+      env: { DEVUTIL_ADMIN_TOKEN: TOKEN },
+      overrides: { relay: { port: await freePort(), statusPort: 0, host: '127.0.0.1' } },
+    });
+    relay = await relayBackground.start(app.ctx);
+  });
+  after(async () => {
+    await relay?.close();
+    await app?.close();
+  });
+
+  it('shows open sessions, sessions started and bytes relayed by a real relay session', async () => {
+    const port = app.ctx.relay.running?.port ?? 0;
+    const [a, b] = [clientIdentity(), clientIdentity()];
+    const joined = await joinRelay('127.0.0.1', port, a);
+    const invite = (m: Message) => m as Extract<Message, { type: 'sessionInvitation' }>;
+    const toB = invite(await requestSession('127.0.0.1', port, b, a.raw));
+    const toA = invite(await joined.stream.next());
+    const sa = await joinSession('127.0.0.1', port, toA.key);
+    const sb = await joinSession('127.0.0.1', port, toB.key);
+    const payload = Buffer.alloc(50_000, 1);
+    const got = new Promise<void>((resolve) => {
+      let n = 0;
+      sa.on('data', (c: Buffer) => {
+        n += c.length;
+        if (n >= payload.length) resolve();
+      });
+      sa.resume();
+    });
+    sb.write(payload);
+    await got;
+    const s = (await stats(app)).relay;
+    assert.deepEqual(s, { running: true, activeSessions: 1, sessions: 1, bytes: payload.length });
+    for (const sock of [sa, sb] as Socket[]) sock.destroy();
+    joined.stream.close();
+  });
+});
+
 describe('admin stats over Redis', { skip: toolSkip('redis-server') }, () => {
   let redis: RedisHandle;
   let a: FastifyInstance;
@@ -184,5 +231,24 @@ describe('admin stats over Redis', { skip: toolSkip('redis-server') }, () => {
     );
     const day = await stats(b, 'day');
     assert.equal(day.utilities.find((u) => u.name === 'ip')?.requests, 4);
+  });
+
+  it('answers 503 in the v1 envelope while Redis is down, and recovers when it is back', async () => {
+    await redis.stop();
+    const r = await b.inject({ url: STATS, headers: bearer(TOKEN) });
+    assert.equal(r.statusCode, 503);
+    assert.deepEqual(r.json(), {
+      status: 0,
+      message: 'the shared usage counters are unreachable; try again shortly',
+      data: null,
+    });
+    assert.equal(r.headers['retry-after'], '5');
+    await redis.restart();
+    let status = 0;
+    for (const until = Date.now() + 15_000; Date.now() < until && status !== 200; ) {
+      status = (await b.inject({ url: STATS, headers: bearer(TOKEN) })).statusCode;
+      if (status !== 200) await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.equal(status, 200);
   });
 });

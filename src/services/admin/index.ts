@@ -1,6 +1,7 @@
 // The operator's dashboard: GET /admin (a page that asks for the token and draws the figures) and
 // GET /rest/api/v1/admin/stats (the figures, Bearer token, v1 envelope). Without a token neither
 // route exists, so both answer 404 like any unknown path.
+import cluster from 'node:cluster';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError, unavailable } from '../../errors.ts';
 import { bearerMatches } from '../../infra/bearer.ts';
@@ -23,6 +24,8 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/rest/api/v1/admin', 'v1');
   app.envelopes.mount('/admin', 'text');
   usage.setProbes(probesOf(ctx));
+  if (cluster.isWorker && !ctx.redis)
+    ctx.logger.warn({ svc: 'admin' }, 'admin dashboard without redis: each worker shows its own counts only');
   const enabled = new Set(ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name));
   const limits = queueLimits(ctx);
 
