@@ -3,6 +3,7 @@
 // a download through the proxy from the fake GitHub, a diagram rendered by PlantUML on Java) it
 // draws its charts and shows that traffic, in light and dark.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -22,7 +23,15 @@ interface Row {
   requests: number;
   bytes?: number;
 }
+interface Allowance {
+  name: string;
+  used: number;
+  limit: number;
+}
 interface Stats {
+  caches: { name: string; hits: number; misses: number; hitRatio: number | null }[];
+  budgets: Allowance[];
+  quotas: Allowance[];
   utilities: { name: string; requests: number; bytesIn: number; bytesOut: number }[];
   topProxied: { repositories: Row[]; files: Row[] };
   topClients: { byBytes: Row[] };
@@ -49,7 +58,12 @@ describe('admin dashboard in Chromium', { skip }, () => {
   before(async () => {
     w = await startWorld({
       git: false,
-      overrides: { admin: { token: TOKEN }, avatar: { upstream: 'none' } },
+      overrides: {
+        admin: { token: TOKEN },
+        avatar: { upstream: 'none' },
+        proxy: { totalBytes: '10GiB/day' },
+        files: { quotaBytes: '1GiB' },
+      },
     });
     url = w.proxy.url;
     browser = await launch();
@@ -93,12 +107,15 @@ describe('admin dashboard in Chromium', { skip }, () => {
 
   it('draws its charts after an upload, a proxied download and a diagram, and shows that traffic', async () => {
     const form = new FormData();
-    form.append('file', new Blob([Buffer.alloc(40_000, 7)]), 'build.log');
+    form.append('file', new Blob([randomBytes(40_000)]), 'build.log'); // incompressible: stored as sent
     const up = await fetch(`${url}/api/file/admin-e2e.log`, { method: 'POST', body: form });
     assert.equal(up.status, 200, await up.text());
-    const dl = await fetch(`${w.base}${ASSET}`);
-    assert.equal(dl.status, 200);
-    assert.equal(Buffer.from(await dl.arrayBuffer()).length, w.asset.length);
+    // Twice: the second is served from the proxy cache.
+    for (let i = 0; i < 2; i++) {
+      const dl = await fetch(`${w.base}${ASSET}`);
+      assert.equal(dl.status, 200);
+      assert.equal(Buffer.from(await dl.arrayBuffer()).length, w.asset.length);
+    }
     const uml = await fetch(`${url}${DIAGRAM}`);
     assert.equal(uml.status, 200, await uml.text());
 
@@ -119,6 +136,13 @@ describe('admin dashboard in Chromium', { skip }, () => {
     const file = s.topProxied.files.find((f) => f.key === ASSET.slice(1));
     assert.ok(file && (file.bytes ?? 0) >= w.asset.length, JSON.stringify(s.topProxied));
     assert.equal(s.topProxied.repositories[0]?.key, 'o/r');
+    const budget = s.budgets.find((b) => b.name === 'proxy');
+    assert.ok(
+      budget && budget.used >= w.asset.length && budget.limit === 10 * 1024 ** 3,
+      JSON.stringify(s.budgets),
+    );
+    const quota = s.quotas.find((q) => q.name === 'files');
+    assert.ok(quota && quota.used >= 40_000 && quota.limit === 1024 ** 3, JSON.stringify(s.quotas));
 
     const utilities = await page.locator('table[data-table="utilities"] tbody tr').allTextContents();
     for (const name of ['files', 'proxy', 'plantuml'])
@@ -154,7 +178,27 @@ describe('admin dashboard in Chromium', { skip }, () => {
       assert.ok((await svg.locator('rect').count()) > 0, chart);
       assert.match((await svg.locator('title').first().textContent()) ?? '', /per minute, the last hour/);
     }
-    assert.equal(await page.locator('table[data-table="caches"]').isVisible(), true);
+    assert.deepEqual(
+      s.caches.find((c) => c.name === 'proxy'),
+      { name: 'proxy', hits: 1, misses: 1, hitRatio: 0.5 },
+    );
+    assert.equal(
+      await page.locator('table[data-table="caches"] tbody tr', { hasText: /^proxy/ }).textContent(),
+      'proxy50%11',
+    );
+    const budgets = await page.locator('table[data-table="budgets"] tbody tr').allTextContents();
+    assert.ok(
+      budgets.some(
+        (r) => r.startsWith('proxy (byte budget)') && r.includes(`${formatBytes(budget.used)} of 10 GiB`),
+      ),
+      budgets.join(' | '),
+    );
+    assert.ok(
+      budgets.some(
+        (r) => r.startsWith('files (storage quota)') && r.includes(`${formatBytes(quota.used)} of 1.0 GiB`),
+      ),
+      budgets.join(' | '),
+    );
 
     // The token lives in this tab's sessionStorage only: not in the URL, not in a cookie.
     assert.equal(page.url(), `${url}/admin`);

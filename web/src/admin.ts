@@ -23,6 +23,7 @@ interface Allowance {
   name: string;
   used: number;
   limit: number;
+  clientLimit?: number;
 }
 interface Stats {
   window: 'hour' | 'day';
@@ -298,11 +299,16 @@ function resources(s: Stats): Node[] {
         head: 'Used',
         cell: (b) =>
           withBar(
-            `${formatBytes(b.used)} of ${b.limit ? formatBytes(b.limit) : 'unlimited'}`,
+            `${formatBytes(b.used)} of ${b.limit ? formatBytes(b.limit) : 'no total limit'}`,
             b.used,
             b.limit,
             's1',
           ),
+        num: true,
+      },
+      {
+        head: 'Per client',
+        cell: (b) => (b.clientLimit ? formatBytes(b.clientLimit) : '-'),
         num: true,
       },
     ],

@@ -119,7 +119,7 @@ describe('admin dashboard routes', () => {
       assert.equal(s.shared, false);
     });
 
-    it('lists the caches and render queues of the enabled utilities, and budgets and quotas when set', async () => {
+    it('lists the caches and render queues of the enabled utilities, and the byte budgets', async () => {
       const s = await stats(app, 'day');
       assert.deepEqual(
         s.caches.map((c) => c.name),
@@ -134,7 +134,8 @@ describe('admin dashboard routes', () => {
         ],
       );
       assert.equal(s.relay.running, false);
-      assert.deepEqual(s.budgets, []);
+      // The proxy's default per-client byte budget (100GiB/day), no total; no files quota by default.
+      assert.deepEqual(s.budgets, [{ name: 'proxy', used: 0, limit: 0, clientLimit: 100 * 1024 ** 3 }]);
       assert.deepEqual(s.quotas, []);
     });
 

@@ -106,8 +106,12 @@ export function probesOf(ctx: ServiceContext): Probes {
 
 export interface Allowance {
   name: string;
+  /** Bytes used in the current window (budgets) or stored (quotas), every instance together. */
   used: number;
+  /** The total limit; 0 = none. */
   limit: number;
+  /** A byte budget's per-client limit; 0 = none. */
+  clientLimit?: number;
 }
 
 /**
@@ -122,10 +126,11 @@ export async function allowances(
   const reg = ctx.metrics.registry;
   const used = (await samples(reg, 'devutil_budget_used_bytes')) ?? [];
   const limits = (await samples(reg, 'devutil_budget_limit_bytes')) ?? [];
+  const limit = (name: string, scope: string) =>
+    limits.find((l) => l.labels['budget'] === name && l.labels['scope'] === scope)?.value ?? 0;
   const budgets = used.map((s) => {
     const name = String(s.labels['budget'] ?? '');
-    const limit = limits.find((l) => l.labels['budget'] === name && l.labels['scope'] === 'total');
-    return { name, used: s.value, limit: limit?.value ?? 0 };
+    return { name, used: s.value, limit: limit(name, 'total'), clientLimit: limit(name, 'client') };
   });
   const quotas: Allowance[] = [];
   const files = (ctx.config as Partial<ServiceContext['config']>).files;
