@@ -20,6 +20,7 @@ export const TAGS: { name: string; description: string }[] = [
   { name: 'avatar', description: 'Gravatar-compatible avatars' },
   { name: 'relay', description: 'Syncthing relay address and live counters' },
   { name: 'web', description: 'The home page and its assets' },
+  { name: 'admin', description: 'The operator’s dashboard (only with DEVUTIL_ADMIN_TOKEN set)' },
   { name: 'ops', description: 'Liveness, readiness and Prometheus metrics' },
 ];
 

@@ -139,6 +139,16 @@ describe('admin dashboard routes', () => {
       assert.deepEqual(s.quotas, []);
     });
 
+    it('documents both routes under the admin tag in /openapi.json', async () => {
+      const doc = (await app.inject({ url: '/openapi.json' })).json() as {
+        paths: Record<string, Record<string, { summary?: string; tags?: string[] }>>;
+      };
+      for (const path of ['/admin', STATS]) {
+        assert.deepEqual(doc.paths[path]?.['get']?.tags, ['admin'], path);
+        assert.ok((doc.paths[path]?.['get']?.summary ?? '').length > 10, path);
+      }
+    });
+
     it('refuses an unknown window with 400', async () => {
       const r = await app.inject({ url: `${STATS}?window=week`, headers: bearer(TOKEN) });
       assert.equal(r.statusCode, 400);

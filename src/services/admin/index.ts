@@ -42,7 +42,8 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       : null,
   });
 
-  app.get('/admin', { schema: { hide: true } }, async (_req, reply) => {
+  const pageDoc = { summary: 'Operator dashboard (HTML): asks for the admin token, then draws the stats' };
+  app.get('/admin', { schema: pageDoc }, async (_req, reply) => {
     secure(reply).header('cache-control', 'no-store').header('x-robots-tag', 'noindex');
     return reply.type('text/html; charset=utf-8').send(page);
   });
@@ -64,7 +65,6 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           'Requests, bytes and errors per utility over time, top clients, top proxied repositories, packages ' +
           'and files, cache hit ratios, relay sessions and bytes, render queues, budgets and quotas. ' +
           'With Redis configured the figures are those of every instance.',
-        tags: ['admin'],
         querystring: {
           type: 'object',
           properties: { window: { type: 'string', enum: ['hour', 'day'], default: 'hour' } },
