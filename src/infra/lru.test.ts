@@ -28,4 +28,12 @@ describe('ByteLru', () => {
     assert.equal(c.bytes, 0);
     assert.equal(c.size, 0);
   });
+
+  it('drops the old value when its replacement is too large to keep', () => {
+    const c = lru();
+    c.set('k', Buffer.alloc(10));
+    c.set('k', Buffer.alloc(41));
+    assert.equal(c.get('k'), undefined);
+    assert.equal(c.bytes, 0);
+  });
 });

@@ -26,8 +26,9 @@ export class ByteLru<V> {
 
   set(key: string, v: V): void {
     const size = this.sizeOf(v);
-    if (size > this.maxItemBytes) return;
+    // A replacement too large to keep still retires the old value: it is no longer current.
     this.delete(key);
+    if (size > this.maxItemBytes) return;
     this.map.set(key, v);
     this.used += size;
     for (const [k] of this.map) {
