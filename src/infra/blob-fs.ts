@@ -16,10 +16,9 @@ import {
   checkMeta,
   type PutOptions,
 } from './blob-store.ts';
+import { isErr, readTrailer, sweepTemp, trailerBytes } from './trailer-file.ts';
 
 const MAGIC = Buffer.from('DUB1');
-const TAIL = 8; // u32 trailer length + magic
-const MAX_TRAILER = 64 * 1024;
 /** Temporary files of a live writer are only removed when this old (a wedged writer). */
 const STALE_MS = 24 * 3600 * 1000;
 
@@ -32,19 +31,6 @@ export class BlobKeyError extends Error {
   constructor(key: string) {
     super(`invalid blob key: ${JSON.stringify(key.slice(0, 80))}`);
     this.name = 'BlobKeyError';
-  }
-}
-
-function isErr(err: unknown, code: string): boolean {
-  return (err as NodeJS.ErrnoException | null)?.code === code;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return isErr(err, 'EPERM');
   }
 }
 
@@ -70,19 +56,7 @@ export class FsBlobStore implements BlobStore {
   /** Creates the directories and removes temporary files left by dead writers (crash, kill -9). */
   async init(): Promise<{ removed: number }> {
     await mkdir(this.tmpDir, { recursive: true });
-    let removed = 0;
-    for (const name of await readdir(this.tmpDir)) {
-      const pid = Number(name.split('-')[0]);
-      const path = join(this.tmpDir, name);
-      const st = await stat(path).catch(() => null);
-      if (!st) continue;
-      const stale = Date.now() - st.mtimeMs > STALE_MS;
-      if (pid === process.pid && !stale) continue;
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) && !stale) continue;
-      await unlink(path).catch(() => {});
-      removed++;
-    }
-    return { removed };
+    return { removed: await sweepTemp(this.tmpDir, STALE_MS) };
   }
 
   private path(key: string): string {
@@ -117,12 +91,7 @@ export class FsBlobStore implements BlobStore {
       opts.signal?.throwIfAborted();
       checkMeta(extra);
       const trailer: Trailer = { meta: { ...meta, ...extra }, mtime: new Date().toISOString() };
-      const json = Buffer.from(JSON.stringify(trailer));
-      if (json.length > MAX_TRAILER) throw new Error('blob metadata too large');
-      const tail = Buffer.alloc(TAIL);
-      tail.writeUInt32BE(json.length, 0);
-      MAGIC.copy(tail, 4);
-      await fh.write(Buffer.concat([json, tail]));
+      await fh.write(trailerBytes(MAGIC, trailer));
       await fh.sync();
       await fh.close();
       closed = true;
@@ -148,17 +117,10 @@ export class FsBlobStore implements BlobStore {
   }
 
   private async readInfo(key: string, fh: FileHandle): Promise<BlobInfo> {
-    const st = await fh.stat();
-    if (st.size < TAIL) throw new Error(`corrupt blob ${key}`);
-    const tail = Buffer.alloc(TAIL);
-    await fh.read(tail, 0, TAIL, st.size - TAIL);
-    const len = tail.readUInt32BE(0);
-    if (!tail.subarray(4).equals(MAGIC) || len > MAX_TRAILER || len > st.size - TAIL)
-      throw new Error(`corrupt blob ${key}`);
-    const json = Buffer.alloc(len);
-    await fh.read(json, 0, len, st.size - TAIL - len);
-    const t = JSON.parse(json.toString('utf8')) as Trailer;
-    return { key, size: st.size - TAIL - len, meta: t.meta, lastModified: new Date(t.mtime) };
+    const found = await readTrailer(fh, MAGIC);
+    if (!found) throw new Error(`corrupt blob ${key}`);
+    const t = found.value as Trailer;
+    return { key, size: found.bodySize, meta: t.meta, lastModified: new Date(t.mtime) };
   }
 
   private async openBlob(key: string): Promise<FileHandle | null> {
