@@ -171,6 +171,11 @@ describe('Cache', () => {
     assert.equal(last?.entry.meta.i, 19);
     assert.ok(last && whole(last.body, 19));
     assert.equal(c.stats().entries, 1);
+    // An entry looked up before a replacement reads nothing rather than the newer bytes.
+    const seen = (await c.peek('k'))!;
+    await c.put('k', Buffer.alloc(size(5), 5), { i: 5 });
+    assert.equal(await c.stream(seen), undefined);
+    assert.equal(await c.body(seen), undefined);
   });
 
   it('a delete cancels a write still in progress', async () => {
