@@ -78,7 +78,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           timeoutMs: cfg.upstreamTimeoutMs,
           maxBytes: cfg.maxSourceBytes,
           pool: cfg.randomPool,
-          disk: svc.disk,
+          disk: svc.cache,
           userAgent: `devutil/${ctx.version}`,
           resolve: ctx.config.egress.resolve,
         }),

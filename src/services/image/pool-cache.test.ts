@@ -1,52 +1,27 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { tempDir } from '../../../test/helpers/server.ts';
-import { DiskLru, MemoryLru } from './cache.ts';
+import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { outputSize, parseQuery } from './params.ts';
 
-describe('caches', () => {
-  const item = (n: number, fill = 1) => ({ body: Buffer.alloc(n, fill), meta: { id: String(n) } });
-
-  it('memory LRU evicts the least recently used past its byte budget', () => {
-    const m = new MemoryLru(4000);
-    for (const k of ['a', 'b', 'c', 'd']) m.set(k, item(700));
-    m.get('a');
-    m.set('e', item(700));
-    assert.ok(m.get('a'));
-    assert.equal(m.get('b'), undefined);
-    assert.ok(m.bytes <= 4000);
-    m.set('huge', item(3000));
-    assert.equal(m.get('huge'), undefined, 'an entry over a quarter of the budget is not kept');
-  });
-
-  it('disk LRU round-trips, survives a restart and stays under its budget', async () => {
-    const dir = tempDir('devutil-image-disk-');
-    const d = new DiskLru(dir, 10_000);
-    await d.set('k1', item(2000, 7));
-    const got = await d.get('k1');
-    assert.ok(got?.body.equals(Buffer.alloc(2000, 7)));
-    assert.equal(got?.meta['id'], '2000');
-    for (let i = 0; i < 10; i++) await d.set(`k${i + 2}`, item(2000));
-    assert.ok(d.bytes <= 10_000);
-    const again = new DiskLru(dir, 10_000);
-    assert.equal(again.bytes, d.bytes);
-    assert.ok(await again.get('k11'));
-    assert.equal(await again.get('k1'), undefined);
-    const names = readdirSync(dir, { recursive: true }).map(String);
-    assert.ok(
-      names.every((n) => /^[0-9a-f]{2}(\/[0-9a-f]{40})?$/.test(n)),
-      names.join(','),
-    );
-  });
-
-  it('is off with a zero budget', async () => {
-    const d = new DiskLru(tempDir(), 0);
-    await d.set('k', item(10));
-    assert.equal(await d.get('k'), undefined);
-    const m = new MemoryLru(0);
-    m.set('k', item(10));
-    assert.equal(m.get('k'), undefined);
+describe('image cache', () => {
+  it('serves a processed image from the disk cache after a restart, with the same bytes and ETag', async () => {
+    const dataDir = tempDir();
+    const url = '/rest/api/v1/image?id=restart-check&width=64&height=48';
+    const server = () => buildTestServer({ overrides: { server: { dataDir } } });
+    const first = await server();
+    const a = await first.inject({ url });
+    await first.close();
+    const second = await server();
+    try {
+      const b = await second.inject({ url });
+      assert.equal(b.headers['x-cache'], 'HIT');
+      assert.equal(b.headers.etag, a.headers.etag);
+      assert.ok(b.rawPayload.equals(a.rawPayload));
+      const metrics = await second.inject({ url: '/metrics' });
+      assert.match(metrics.body, /devutil_image_served_total\{source="generator",cache="disk"\} 1/);
+    } finally {
+      await second.close();
+    }
   });
 });
 

@@ -3,9 +3,9 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { Cache } from '../../infra/cache.ts';
 import { FairQueue, QueueFull, type QueueStats } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
-import { DiskLru, MemoryLru } from './cache.ts';
 import { CONTENT_TYPES, type ImageOptions, optionsKey } from './params.ts';
 import { type RenderConfig, render } from './render.ts';
 import type { Catalogue, Category, ImageSource, SourceName } from './source.ts';
@@ -56,10 +56,11 @@ export class UnknownCategoryError extends Error {
 }
 
 type Meta = { id: string; width: number; height: number; etag: string; type: string };
+/** Processed images (with their Meta) and, disk only, fetched upstream originals (no meta). */
+export type ImageCache = Cache<Meta | Record<string, never>>;
 
 export class ImageService {
-  readonly memory: MemoryLru;
-  readonly disk: DiskLru;
+  readonly cache: ImageCache;
   readonly pool: FairQueue;
   /** Upstream fetches: their own bounded queue, so waiting on the network holds no sharp slot. */
   readonly fetches: FairQueue;
@@ -74,10 +75,13 @@ export class ImageService {
     this.c = c;
     this.logger = logger;
     this.events = events;
-    this.memory = new MemoryLru(c.cacheMemoryBytes);
-    this.disk = new DiskLru(join(dataDir, 'image-cache'), c.cacheDiskBytes, (err) =>
-      logger.warn({ err }, 'image disk cache error'),
-    );
+    this.cache = new Cache({
+      name: 'image',
+      dir: join(dataDir, 'image-cache'),
+      memoryBytes: c.cacheMemoryBytes,
+      diskBytes: c.cacheDiskBytes,
+      onError: (err) => logger.warn({ err }, 'image disk cache error'),
+    });
     const clientShare = c.clientShare / 100;
     this.pool = new FairQueue({
       concurrency: c.concurrency,
@@ -103,15 +107,10 @@ export class ImageService {
       try {
         const entry = src.pick(o.id, category);
         const key = `${entry.key}|${optionsKey(o)}|${this.fingerprint}`;
-        let cache: Served['cache'] = 'memory';
-        let hit = this.memory.get(key) as { body: Buffer; meta: Meta } | undefined;
+        const found = await this.cache.get(key);
+        const cache: Served['cache'] = found?.tier ?? 'miss';
+        let hit = found && { body: found.body, meta: found.entry.meta as Meta };
         if (!hit) {
-          cache = 'disk';
-          hit = (await this.disk.get(key)) as { body: Buffer; meta: Meta } | undefined;
-          if (hit) this.memory.set(key, hit);
-        }
-        if (!hit) {
-          cache = 'miss';
           // Concurrent requests for one key share one render, queued under the first caller's share.
           hit = await this.flights.run(key, async () => {
             const started = process.hrtime.bigint();
@@ -129,10 +128,8 @@ export class ImageService {
               etag,
               type: CONTENT_TYPES[o.format],
             };
-            const v = { body: out.body, meta };
-            this.memory.set(key, v);
-            void this.disk.set(key, v);
-            return v;
+            void this.cache.put(key, out.body, meta);
+            return { body: out.body, meta };
           });
         }
         this.events.served?.(src.name, cache);
@@ -183,7 +180,9 @@ export class ImageService {
     return { total: 0, items: [], source: null };
   }
 
-  close(): void {
+  /** Closes the sources and lets pending cache writes finish (a clean stop keeps its renders). */
+  async close(): Promise<void> {
     for (const s of this.sources) s.close?.();
+    await this.cache.idle();
   }
 }

@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
 import { createEgress } from '../../infra/egress.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
-import type { DiskLru } from './cache.ts';
+import type { ImageCache } from './service.ts';
 import {
   type Catalogue,
   type ImageSource,
@@ -24,8 +24,8 @@ export interface UpstreamOptions {
   timeoutMs: number;
   maxBytes: number;
   pool: number;
-  /** Disk cache for fetched originals (shared with processed results). */
-  disk: DiskLru;
+  /** Cache for fetched originals, used disk only (shared with processed results). */
+  disk: ImageCache;
   userAgent: string;
   /** `host=address:port` overrides (config egress.resolve). */
   resolve: readonly string[];
@@ -66,12 +66,12 @@ export class UpstreamSource implements ImageSource {
 
   async load(entry: SourceEntry): Promise<Loaded> {
     const cacheKey = `src:${entry.key}`;
-    const hit = await this.o.disk.get(cacheKey);
+    const hit = await this.o.disk.get(cacheKey, { memory: false });
     if (hit) return { kind: 'bytes', data: hit.body };
     // One fetch per original even when several sizes of a new id are asked for at once.
     const data = await this.flights.run(cacheKey, async () => {
       const fetched = await this.fetch(this.urlFor(entry.id));
-      await this.o.disk.set(cacheKey, { body: fetched, meta: {} });
+      await this.o.disk.put(cacheKey, fetched, {}, { memory: false });
       return fetched;
     });
     return { kind: 'bytes', data };

@@ -3,11 +3,11 @@
 // failures.
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { Cache } from '../../infra/cache.ts';
 import { FairQueue } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
-import { DiskCache, MemoryLru, type Rendered } from './cache.ts';
+import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
 import { encode64 } from './encoding.ts';
 import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
 import { WorkerPool } from './pool.ts';
@@ -66,8 +66,7 @@ export class PlantumlEngine {
   private javaInfo: Promise<JavaInfo> | null = null;
   private prepared: Promise<WorkerPool> | null = null;
   private pool: WorkerPool | null = null;
-  private memory: MemoryLru | null;
-  private disk: DiskCache | null;
+  readonly cache: Cache<RenderedMeta>;
   /**
    * Admission to the workers: the pool dispatches to JVM threads, this decides who gets a thread
    * (a client's share, round-robin between clients) and refuses past the queue.
@@ -101,8 +100,7 @@ export class PlantumlEngine {
       queueLength: cfg.queueSize,
       clientShare: cfg.clientShare / 100,
     });
-    this.memory = cfg.cacheMemory > 0 ? new MemoryLru(cfg.cacheMemory) : null;
-    this.disk = cfg.cacheDisk > 0 ? new DiskCache(join(dataDir, 'plantuml', 'cache'), cfg.cacheDisk) : null;
+    this.cache = renderCache(dataDir, cfg, log);
   }
 
   java(): Promise<JavaInfo> {
@@ -206,18 +204,15 @@ export class PlantumlEngine {
   /** Renders for `client` (its addressGroup); a render already running for the same key is shared. */
   async render(r: RenderRequest, client: string): Promise<RenderResult> {
     const key = this.key(r);
-    const hit = this.memory?.get(key);
-    if (hit) return { ...hit, cached: true };
+    const hit = await this.cache.get(key);
+    if (hit) {
+      if (!this.facts) this.warm(); // the ETag needs the engine version
+      return { ...fromHit(hit), cached: true };
+    }
     return this.flights.run(key, () => this.renderMiss(key, r, client));
   }
 
   private async renderMiss(key: string, r: RenderRequest, client: string): Promise<RenderResult> {
-    const fromDisk = await this.disk?.get(key);
-    if (fromDisk) {
-      this.memory?.set(key, fromDisk);
-      if (!this.facts) this.warm(); // the ETag needs the engine version
-      return { ...fromDisk, cached: true };
-    }
     await this.prepare();
     if (r.format === 'pdf') {
       const info = await this.java();
@@ -234,10 +229,7 @@ export class PlantumlEngine {
       source: r.source,
     });
     const result = this.outcome(reply);
-    this.memory?.set(key, result);
-    this.disk
-      ?.set(key, result)
-      .catch((err: unknown) => this.log.warn({ err }, 'plantuml cache write failed'));
+    void store(this.cache, key, result);
     return { ...result, cached: false };
   }
 
@@ -288,5 +280,6 @@ export class PlantumlEngine {
     this.closed = true;
     if (this.prepared) await this.prepared.catch(() => null);
     await this.pool?.close();
+    await this.cache.idle();
   }
 }
