@@ -62,7 +62,7 @@ export const avatarSection = {
   memCacheBytes: bytes(64 * 1024 ** 2, { min: 0, doc: 'in-memory cache of encoded avatars' }),
   diskCacheBytes: bytes(512 * 1024 ** 2, {
     min: 0,
-    doc: 'disk cache of rendered avatars and mirrored originals (oldest pruned first)',
+    doc: 'disk cache of rendered avatars and, as much again, of mirrored originals (least recently used go first; 0 = none, and no mirroring)',
   }),
   renderConcurrency: int(4, { min: 1, max: 64, doc: 'images rendered at once' }),
   renderQueue: int(256, { min: 0, doc: 'renders waiting for a slot before 503' }),

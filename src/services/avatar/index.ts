@@ -3,8 +3,8 @@
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
+import { Cache } from '../../infra/cache.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { DiskCache, prune } from './cache.ts';
 import { Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';
@@ -44,8 +44,11 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const servedBy = children((source) => served.labels({ source }));
   const cacheBy = children((layer) => cache.labels({ layer }));
 
+  // Mirrored originals are kept only in the disk cache: with no disk budget there is no mirror.
+  if (cfg.upstream !== 'none' && cfg.diskCacheBytes === 0)
+    log.warn('avatar mirroring is off: it needs the disk cache (DEVUTIL_AVATAR_DISK_CACHE_BYTES is 0)');
   const mirror =
-    cfg.upstream === 'none'
+    cfg.upstream === 'none' || cfg.diskCacheBytes === 0
       ? null
       : new Mirror({
           upstream: cfg.upstream.replace(/\/+$/, ''),
@@ -59,6 +62,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           missTtlSec: cfg.missTtlSec,
           errorTtlSec: cfg.errorTtlSec,
           dir: join(root, 'mirror'),
+          diskBytes: cfg.diskCacheBytes,
           logger: log,
           userAgent: `devutil-avatar/${ctx.version}`,
           resolve: ctx.config.egress.resolve,
@@ -66,14 +70,18 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         });
   // Looked up even with uploads switched off, so avatars stored earlier keep being served.
   const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels);
-  const disk = new DiskCache(join(root, 'rendered'), cfg.diskCacheBytes, (err) =>
-    log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
-  );
+  const rendered = new Cache<null>({
+    name: 'avatar',
+    dir: join(root, 'rendered'),
+    memoryBytes: cfg.memCacheBytes,
+    diskBytes: cfg.diskCacheBytes,
+    onError: (err) =>
+      log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
+  });
   const svc = new AvatarService({
     uploads,
     mirror,
-    disk,
-    memBytes: cfg.memCacheBytes,
+    cache: rendered,
     redirectRules: parseAllowList(cfg.redirectAllow),
     maxPixels: cfg.maxInputPixels,
     concurrency: cfg.renderConcurrency,
@@ -92,16 +100,9 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     },
   });
 
-  // Mirrored originals are pruned on a timer (rendered files prune themselves as they are written).
-  if (mirror) {
-    const timer = setInterval(() => {
-      prune(join(root, 'mirror'), cfg.diskCacheBytes).catch(() => {});
-    }, 10 * 60_000);
-    timer.unref();
-    app.addHook('onClose', async () => clearInterval(timer));
-  }
-  app.addHook('onClose', async () => disk.idle());
-  if (mirror) app.addHook('onClose', async () => mirror.close());
+  app.addHook('onClose', async () => {
+    await Promise.all([rendered.idle(), mirror?.close()]);
+  });
 
   // Upload bodies: a raw image or a multipart form, buffered up to the upload limit (these parsers
   // exist only inside this plugin).

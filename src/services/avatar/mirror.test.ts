@@ -190,4 +190,17 @@ describe('avatar mirror of a Gravatar-compatible upstream', () => {
     assert.equal(upstream.requestsFor(hash).length, 1);
     upstream.failWith = null;
   });
+
+  it('does not mirror without a disk budget (originals live there): the upstream is not asked', async () => {
+    const noDisk = await buildTestServer({
+      overrides: { avatar: { upstream: upstream.url, diskCacheBytes: 0 } },
+    });
+    extra.push(noDisk);
+    const hash = 'e'.repeat(32);
+    upstream.avatars.set(hash, { colour: [20, 200, 20] });
+    const r = await noDisk.inject({ url: `/avatar/${hash}?d=identicon&s=20` });
+    assert.equal(r.statusCode, 200);
+    assert.equal(r.headers['x-avatar-source'], 'generated');
+    assert.equal(upstream.requestsFor(hash).length, 0);
+  });
 });

@@ -2,13 +2,12 @@
 // fetched once per hash and rating at one size with d=404, kept on disk with the upstream's
 // max-age, served stale while a background refresh runs, and kept as the offline fallback when the
 // upstream is down. "No such avatar" and failures are remembered briefly in memory only, so a
-// flood of random hashes cannot fill the disk.
-import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// flood of random hashes cannot fill the disk. Originals live in the shared cache (infra/cache.ts,
+// disk only), their freshness as the entry's expiresAt.
 import type { Logger } from 'pino';
 import sharp from 'sharp';
 import type { Dispatcher } from 'undici';
+import { Cache, type CacheEntry } from '../../infra/cache.ts';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
 import { createEgress } from '../../infra/egress.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
@@ -26,6 +25,8 @@ export interface MirrorOptions {
   missTtlSec: number;
   errorTtlSec: number;
   dir: string;
+  /** Disk budget for the originals. */
+  diskBytes: number;
   logger: Logger;
   userAgent: string;
   /** `host=address:port` overrides (config egress.resolve). */
@@ -39,6 +40,9 @@ interface Meta {
   fetchedAt: number;
   expiresAt: number;
 }
+
+/** Stored with an original; the expiry is the cache entry's own. */
+type Stored = Omit<Meta, 'expiresAt'>;
 
 export interface MirrorHit {
   /** Changes whenever the stored original changes: part of rendered-cache keys. */
@@ -54,11 +58,11 @@ type Fetched =
   | { kind: 'error' };
 
 const NEGATIVE_MAX = 50_000;
-/** Mirrored entries whose metadata stays in memory; older ones are read from disk again. */
-const META_MAX = 100_000;
+
+const view = (e: CacheEntry<Stored>): Meta => ({ ...e.meta, expiresAt: e.expiresAt ?? 0 });
 
 export class Mirror {
-  private metas = new Map<string, Meta | null>();
+  readonly cache: Cache<Stored>;
   private negative = new Map<string, number>();
   private backoff = new Map<string, number>();
   private readonly flights = new SingleFlight<Fetched>();
@@ -68,59 +72,63 @@ export class Mirror {
   constructor(o: MirrorOptions) {
     this.o = o;
     this.http = createEgress({ resolve: o.resolve, timeoutMs: o.timeoutMs, connections: 16 });
+    this.cache = new Cache<Stored>({
+      name: 'avatar-mirror',
+      dir: o.dir,
+      diskBytes: o.diskBytes,
+      memoryBytes: 0,
+      onError: (err) =>
+        o.logger.warn(
+          { reason: err instanceof Error ? err.message : String(err) },
+          'avatar mirror cache failed',
+        ),
+    });
   }
 
-  close(): Promise<void> {
-    return this.http.close();
+  /** Closes the upstream connections and waits for pending cache writes. */
+  async close(): Promise<void> {
+    await Promise.all([this.http.close(), this.cache.idle()]);
   }
 
   async find(hash: string, rating: Rating, now = Date.now()): Promise<MirrorHit | null> {
     const key = `${hash}-${rating}`;
-    const meta = await this.meta(key);
-    if (meta) {
-      if (now < meta.expiresAt) return this.hit(key, meta);
+    const stored = await this.cache.peek(key);
+    if (stored) {
+      const meta = view(stored);
+      if (now < meta.expiresAt) return this.hit(stored);
       const inBackoff = (this.backoff.get(key) ?? 0) > now;
       if (now < meta.expiresAt + this.o.staleSec * 1000 || inBackoff) {
         if (!inBackoff) void this.refresh(key, hash, rating, meta);
-        return this.hit(key, meta);
+        return this.hit(stored);
       }
       const r = await this.refresh(key, hash, rating, meta);
       if (r.kind === 'missing') return null;
       // Upstream unreachable: the old copy is better than a generated default (offline fallback).
-      const latest = this.metas.get(key);
-      return latest ? this.hit(key, latest) : null;
+      return this.latest(key);
     }
     const until = this.negative.get(key);
     if (until !== undefined && until > now) return null;
     const r = await this.refresh(key, hash, rating, null);
-    const latest = r.kind === 'ok' ? this.metas.get(key) : null;
-    return latest ? this.hit(key, latest) : null;
+    return r.kind === 'ok' ? this.latest(key) : null;
   }
 
-  private hit(key: string, meta: Meta): MirrorHit {
+  private async latest(key: string): Promise<MirrorHit | null> {
+    const e = await this.cache.peek(key);
+    return e ? this.hit(e) : null;
+  }
+
+  private hit(e: CacheEntry<Stored>): MirrorHit {
+    const m = e.meta;
     return {
-      version: `${meta.etag || meta.lastModified || ''}@${meta.fetchedAt}`,
-      lastModified: new Date(meta.lastModified || meta.fetchedAt),
-      load: () => readFile(this.path(key, 'img')),
+      version: `${m.etag || m.lastModified || ''}@${m.fetchedAt}`,
+      lastModified: new Date(m.lastModified || m.fetchedAt),
+      // The version found, or the current one if a refresh replaced it meanwhile.
+      load: async () => {
+        const body = (await this.cache.body(e)) ?? (await this.cache.get(e.key))?.body;
+        if (!body) throw new Error('the mirrored original is gone');
+        return body;
+      },
     };
-  }
-
-  private path(key: string, ext: 'img' | 'json'): string {
-    const d = createHash('sha256').update(key).digest('hex');
-    return join(this.o.dir, d.slice(0, 2), `${d.slice(2)}.${ext}`);
-  }
-
-  private async meta(key: string): Promise<Meta | null> {
-    const cached = this.metas.get(key);
-    if (cached !== undefined) return cached;
-    let meta: Meta | null = null;
-    try {
-      meta = JSON.parse(await readFile(this.path(key, 'json'), 'utf8')) as Meta;
-      if (typeof meta.expiresAt !== 'number') meta = null;
-    } catch {}
-    // Only positives are remembered (misses would grow this map without bound), and only so many.
-    if (meta) this.keep(key, meta);
-    return meta;
   }
 
   /** One upstream request per key at a time; the result updates disk and memory. */
@@ -138,25 +146,17 @@ export class Mirror {
     const r = await this.fetch(hash, rating, meta);
     this.o.onResult?.(r.kind);
     if (r.kind === 'ok') {
-      try {
-        await this.store(key, r.meta, r.body);
-      } catch (err) {
-        this.o.logger.warn(
-          { reason: err instanceof Error ? err.message : String(err) },
-          'avatar mirror write failed',
-        );
+      const { expiresAt, ...stored } = r.meta;
+      // A failed write is logged by the cache; without a stored copy there is nothing to serve.
+      if (!(await this.cache.put(key, r.body, stored, { ttlMs: expiresAt - Date.now() })))
         return { kind: 'error' };
-      }
       this.negative.delete(key);
       this.backoff.delete(key);
     } else if (r.kind === 'not_modified' && meta) {
-      const fresh = { ...meta, expiresAt: now + this.o.minTtlSec * 1000 };
-      await this.writeMeta(key, fresh);
+      await this.cache.touch(key, { ttlMs: this.o.minTtlSec * 1000 });
       this.backoff.delete(key);
     } else if (r.kind === 'missing') {
-      this.metas.delete(key);
-      await unlink(this.path(key, 'json')).catch(() => {});
-      await unlink(this.path(key, 'img')).catch(() => {});
+      this.cache.delete(key);
       this.remember(this.negative, key, now + this.o.missTtlSec * 1000);
     } else {
       this.remember(meta ? this.backoff : this.negative, key, now + this.o.errorTtlSec * 1000);
@@ -229,37 +229,6 @@ export class Mirror {
         'avatar upstream failed',
       );
       return { kind: 'error' };
-    }
-  }
-
-  private async store(key: string, meta: Meta, body: Buffer): Promise<void> {
-    const img = this.path(key, 'img');
-    await mkdir(join(img, '..'), { recursive: true });
-    const tmp = `${img}.${process.pid}.tmp`;
-    await writeFile(tmp, body);
-    await rename(tmp, img);
-    await this.writeMeta(key, meta);
-  }
-
-  private keep(key: string, meta: Meta): void {
-    this.metas.delete(key);
-    this.metas.set(key, meta);
-    if (this.metas.size > META_MAX) this.metas.delete(this.metas.keys().next().value as string);
-  }
-
-  private async writeMeta(key: string, meta: Meta): Promise<void> {
-    this.keep(key, meta);
-    const path = this.path(key, 'json');
-    const tmp = `${path}.${process.pid}.tmp`;
-    try {
-      await mkdir(join(path, '..'), { recursive: true });
-      await writeFile(tmp, JSON.stringify(meta));
-      await rename(tmp, path);
-    } catch (err) {
-      this.o.logger.warn(
-        { reason: err instanceof Error ? err.message : String(err) },
-        'avatar mirror write failed',
-      );
     }
   }
 }

@@ -3,9 +3,9 @@
 // Rendered bytes are cached by (source version, size, format); the ETag is derived from that key,
 // so a conditional request is answered without rendering anything.
 import { createHash } from 'node:crypto';
+import type { Cache } from '../../infra/cache.ts';
 import { FairQueue } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
-import { type DiskCache, MemoryLru } from './cache.ts';
 import { GENERATORS } from './gen/index.ts';
 import type { Mirror } from './mirror.ts';
 import { allowedRedirect, type parseAllowList } from './redirect.ts';
@@ -37,8 +37,8 @@ export type Outcome =
 export interface ServiceDeps {
   uploads: Uploads | null;
   mirror: Mirror | null;
-  disk: DiskCache;
-  memBytes: number;
+  /** Rendered bytes by (render revision, source version, size, format); no metadata needed. */
+  cache: Cache<null>;
   redirectRules: ReturnType<typeof parseAllowList>;
   maxPixels: number;
   concurrency: number;
@@ -50,7 +50,6 @@ export interface ServiceDeps {
 }
 
 export class AvatarService {
-  private mem: MemoryLru;
   private renders: FairQueue;
   private readonly flights = new SingleFlight<Buffer>();
   private etags = new Map<string, string>();
@@ -58,7 +57,6 @@ export class AvatarService {
   private readonly d: ServiceDeps;
   constructor(d: ServiceDeps) {
     this.d = d;
-    this.mem = new MemoryLru(d.memBytes);
     this.renders = new FairQueue({
       concurrency: d.concurrency,
       queueLength: d.queue,
@@ -153,27 +151,20 @@ export class AvatarService {
   }
 
   private async bytes(key: string, client: string, render: () => Promise<Buffer>): Promise<Buffer> {
-    const hot = this.mem.get(key);
-    if (hot) {
-      this.d.onCache?.('memory');
-      return hot;
+    const hit = await this.d.cache.get(key);
+    if (hit) {
+      this.d.onCache?.(hit.tier);
+      return hit.body;
     }
     return this.flights.run(key, () => this.load(key, client, render));
   }
 
   private async load(key: string, client: string, render: () => Promise<Buffer>): Promise<Buffer> {
-    const disk = await this.d.disk.get(key);
-    if (disk) {
-      this.d.onCache?.('disk');
-      this.mem.set(key, disk);
-      return disk;
-    }
     this.d.onCache?.('render');
     const started = process.hrtime.bigint();
     const out = await this.renders.run(client, render);
     this.d.onRender?.(Number(process.hrtime.bigint() - started) / 1e9);
-    this.mem.set(key, out);
-    void this.d.disk.set(key, out);
+    void this.d.cache.put(key, out, null);
     return out;
   }
 }
