@@ -167,6 +167,11 @@ export class Cache<M> {
     this.ready = this.rescan();
   }
 
+  /** Largest body the memory tier keeps (0 without one). */
+  get memoryItemBytes(): number {
+    return this.mem?.maxItemBytes ?? 0;
+  }
+
   private get diskOn(): boolean {
     return this.diskBytes > 0;
   }

@@ -1,24 +1,16 @@
 // On-disk cache for immutable upstream content (digest §7): Debian pool/ and by-hash/, PyPI files,
 // release assets keyed by their github.com URL; Release files and PyPI pages are revalidated.
 // Concurrent misses for one object share one upstream fetch; Range is served from complete objects.
-import { createReadStream, createWriteStream, rmSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { PassThrough, type Readable } from 'node:stream';
+// The objects live in the shared cache (infra/cache.ts); this file is the proxy's policy.
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import { Cache, type CacheEntry } from '../../infra/cache.ts';
 import { ByteLru } from '../../infra/lru.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
-import type { CacheStore, Entry } from './cache-store.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 
-const STORED = [
-  'content-type',
-  'content-length',
-  'etag',
-  'last-modified',
-  'content-disposition',
-  'cache-control',
-  'vary',
-];
+/** Relayed response headers kept with an object (content-length is its size, set when answering). */
+const STORED = ['content-type', 'etag', 'last-modified', 'content-disposition', 'cache-control', 'vary'];
 
 export interface CacheStats {
   onResult(result: 'hit' | 'miss' | 'revalidated' | 'stale' | 'bypass'): void;
@@ -34,23 +26,32 @@ function header(r: ForwardRequest, name: string): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-/** Answers a request from a complete cached object: 304, 206 or 200, HEAD without a body. */
-function fromEntry(
-  store: CacheStore,
-  e: Entry,
-  r: ForwardRequest,
-  stats: CacheStats,
-  mem?: Buffer,
-): Upstream {
-  const h: Record<string, string> = { ...e.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' };
+type Stored = { headers: Record<string, string> };
+type Entry = CacheEntry<Stored>;
+type Span = { status: number; headers: Record<string, string>; start: number; end: number };
+
+/** The proxy's store: disk for everything cacheable, memory for small hot objects only. */
+export function createStore(
+  dir: string,
+  diskBytes: number,
+  memoryBytes: number,
+  onError: (err: unknown) => void,
+): Cache<Stored> {
+  // Small objects from memory skip the file system round trips; big ones stream from disk.
+  const memoryItemBytes = Math.min(256 * 1024, Math.floor(memoryBytes / 16));
+  return new Cache<Stored>({ name: 'proxy', dir, diskBytes, memoryBytes, memoryItemBytes, onError });
+}
+
+/**
+ * How to answer from a complete cached object: a finished reply (304, 416, HEAD, empty body) or
+ * the status, headers and byte span to send.
+ */
+function answer(e: Entry, r: ForwardRequest): Upstream | Span {
+  const h: Record<string, string> = { ...e.meta.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' };
   const inm = header(r, 'if-none-match');
   const ims = header(r, 'if-modified-since');
-  const lm = e.headers['last-modified'];
-  if (
-    (inm && e.headers['etag'] && inm === e.headers['etag']) ||
-    (!inm && ims && lm && Date.parse(ims) >= Date.parse(lm))
-  ) {
-    delete h['content-length'];
+  const lm = h['last-modified'];
+  if ((inm && h['etag'] && inm === h['etag']) || (!inm && ims && lm && Date.parse(ims) >= Date.parse(lm))) {
     return { status: 304, headers: h, body: null, url: r.url };
   }
   let start = 0;
@@ -58,7 +59,7 @@ function fromEntry(
   let status = 200;
   const range = /^bytes=(\d*)-(\d*)$/.exec(header(r, 'range') ?? '');
   const ifRange = header(r, 'if-range');
-  if (range && (range[1] || range[2]) && (!ifRange || ifRange === e.headers['etag'] || ifRange === lm)) {
+  if (range && (range[1] || range[2]) && (!ifRange || ifRange === h['etag'] || ifRange === lm)) {
     start = range[1] ? Number(range[1]) : Math.max(0, e.size - Number(range[2]));
     end = range[1] && range[2] ? Math.min(Number(range[2]), e.size - 1) : e.size - 1;
     if (start >= e.size || start > end)
@@ -75,16 +76,7 @@ function fromEntry(
   h['content-length'] = String(end - start + 1);
   if (r.method === 'HEAD' || e.size === 0)
     return { status, headers: h, body: null, ...(r.method === 'HEAD' ? {} : { text: '' }), url: r.url };
-  stats.onBytes('cache', end - start + 1);
-  if (mem) return { status, headers: h, body: null, text: mem.subarray(start, end + 1), url: r.url };
-  return { status, headers: h, body: createReadStream(store.path(e.key), { start, end }), url: r.url };
-}
-
-/** Small hot objects kept in memory (LRU, bounded), so hits skip four file-system round trips. */
-export class MemoryTier extends ByteLru<Buffer> {
-  constructor(maxBytes: number) {
-    super(maxBytes, (b) => b.length, Math.min(256 * 1024, Math.floor(maxBytes / 16)));
-  }
+  return { status, headers: h, start, end };
 }
 
 const COALESCE_WAIT_MS = 10_000;
@@ -112,32 +104,27 @@ export class DiskCache implements ProxyCache {
   private fills = new Map<string, Promise<boolean>>();
   private varies = new ByteLru<string[]>(VARY_URLS, () => 1, 1);
 
-  private mem: MemoryTier;
-
-  readonly store: CacheStore;
+  readonly store: Cache<Stored>;
   private ttlMs: number;
   private stats: CacheStats;
-  constructor(store: CacheStore, ttlMs: number, stats: CacheStats, memoryBytes = 0) {
+  constructor(store: Cache<Stored>, ttlMs: number, stats: CacheStats) {
     this.store = store;
     this.ttlMs = ttlMs;
     this.stats = stats;
-    this.mem = new MemoryTier(memoryBytes);
-    store.onDrop = (key) => this.mem.delete(key);
   }
 
-  /** The object's bytes when it is small enough for the memory tier (loaded on first use). */
-  private async small(e: Entry): Promise<Buffer | undefined> {
-    if (e.size > this.mem.maxItemBytes || e.size === 0) return undefined;
-    const hit = this.mem.get(e.key);
-    if (hit) return hit;
-    try {
-      const b = await readFile(this.store.path(e.key));
-      if (b.length !== e.size) return undefined;
-      this.mem.set(e.key, b);
-      return b;
-    } catch {
-      return undefined;
-    }
+  /** Sends a cached object: small ones from memory (loaded on first use), others from disk. */
+  private async fromEntry(e: Entry, r: ForwardRequest): Promise<Upstream | undefined> {
+    const a = answer(e, r);
+    if ('url' in a) return a;
+    const { status, headers, start, end } = a;
+    const small =
+      r.method === 'GET' && e.size <= this.store.memoryItemBytes ? await this.store.body(e) : undefined;
+    const up: Upstream | undefined = small
+      ? { status, headers, body: null, text: small.subarray(start, end + 1), url: r.url }
+      : await this.store.stream(e, start, end).then((body) => body && { status, headers, body, url: r.url });
+    if (up) this.stats.onBytes('cache', end - start + 1);
+    return up;
   }
 
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {
@@ -168,12 +155,13 @@ export class DiskCache implements ProxyCache {
       await waitAtMost(pending, COALESCE_WAIT_MS);
       key = this.variant(base, r); // the fill may have learnt that the URL varies
     }
-    let e = this.store.get(key);
+    let e = await this.store.peek(key);
     if (e && r.route.cache === 'revalidate' && !(await this.fresh(e, r, o, log))) e = undefined;
-    if (e) {
+    // An object evicted or replaced between the lookup and the read is a miss.
+    const hit = e && (await this.fromEntry(e, r));
+    if (hit) {
       this.stats.onResult('hit');
-      const mem = r.method === 'GET' ? await this.small(e) : undefined;
-      return fromEntry(this.store, e, r, this.stats, mem);
+      return hit;
     }
     this.stats.onResult('miss');
     // Only a plain full GET fills the cache; Range, conditional and HEAD misses pass through.
@@ -181,7 +169,7 @@ export class DiskCache implements ProxyCache {
       r.method !== 'GET' ||
       ['range', 'if-range', 'if-none-match', 'if-modified-since'].some((h) => r.headers[h]);
     if (partial || this.fills.has(key)) return this.counted(await forward(o, r));
-    return this.fill(key, base, r, o, log);
+    return this.fill(key, base, r, o);
   }
 
   /** A stored revalidate-class object is fresh, or was confirmed by a conditional upstream request. */
@@ -194,26 +182,27 @@ export class DiskCache implements ProxyCache {
     const cc = header(r, 'cache-control') ?? '';
     const forced = /no-cache|max-age=0/.test(cc) || /no-cache/.test(header(r, 'pragma') ?? '');
     if (!forced && Date.now() - e.checkedAt < this.ttlMs) return true;
-    if (r.route.rewrite || (!e.headers['etag'] && !e.headers['last-modified'])) return false;
+    const stored = e.meta.headers;
+    if (r.route.rewrite || (!stored['etag'] && !stored['last-modified'])) return false;
     const headers: Record<string, string> = { 'user-agent': header(r, 'user-agent') ?? 'devutil-proxy' };
     // The validators belong to this variant: ask for it with the headers that selected it.
-    const names = varyNames(e.headers['vary']);
+    const names = varyNames(stored['vary']);
     for (const n of names === '*' ? [] : names) {
       const v = header(r, n);
       if (v !== undefined) headers[n] = v;
     }
-    if (e.headers['etag']) headers['if-none-match'] = e.headers['etag'];
-    if (e.headers['last-modified']) headers['if-modified-since'] = e.headers['last-modified'];
+    if (stored['etag']) headers['if-none-match'] = stored['etag'];
+    if (stored['last-modified']) headers['if-modified-since'] = stored['last-modified'];
     try {
       const up = await forward(o, { ...r, method: 'GET', headers });
       up.body?.resume();
       if (up.status === 304) {
-        this.store.touch(e);
+        await this.store.touch(e.key);
         this.stats.onResult('revalidated');
         return true;
       }
       // Changed upstream: forget the stale copy so the next plain GET stores the new one.
-      if (up.status === 200) this.store.drop(e.key);
+      if (up.status === 200) this.store.delete(e.key);
     } catch (err) {
       // Upstream unreachable: a stale Release beats a failed apt update (stale-if-error).
       log.warn({ reason: (err as Error).message }, 'cache revalidation failed; serving the stored copy');
@@ -230,13 +219,7 @@ export class DiskCache implements ProxyCache {
   }
 
   /** Fetches the whole object once, streaming it to this client while writing it to disk. */
-  private async fill(
-    key: string,
-    base: string,
-    r: ForwardRequest,
-    o: ForwardOptions,
-    log: FastifyBaseLogger,
-  ): Promise<Upstream> {
+  private async fill(key: string, base: string, r: ForwardRequest, o: ForwardOptions): Promise<Upstream> {
     let done: (ok: boolean) => void = () => {};
     this.fills.set(
       key,
@@ -260,7 +243,7 @@ export class DiskCache implements ProxyCache {
       rule.store &&
       up.status === 200 &&
       !up.headers['content-encoding'] &&
-      Number(up.headers['content-length'] ?? 0) <= this.store.maxBytes / 4;
+      Number(up.headers['content-length'] ?? 0) <= this.store.diskItemBytes;
     if (!storable || (!up.body && up.text === undefined)) {
       finish(false);
       return this.counted(up);
@@ -269,88 +252,38 @@ export class DiskCache implements ProxyCache {
     if (rule.vary.length) this.varies.set(base, rule.vary);
     else this.varies.delete(base);
     const storeKey = variantKey(base, rule.vary, r.headers);
-    const headers: Record<string, string> = {};
-    for (const h of STORED) if (up.headers[h] !== undefined) headers[h] = up.headers[h] as string;
-    const entry = (size: number): Entry => ({
-      key: storeKey,
-      size,
-      headers: { ...headers, 'content-length': String(size) },
-      checkedAt: Date.now(),
-    });
-    const tmp = this.store.tempPath();
+    const stored: Stored = { headers: {} };
+    for (const h of STORED) if (up.headers[h] !== undefined) stored.headers[h] = up.headers[h] as string;
     if (up.text !== undefined) {
       const buf = Buffer.from(up.text);
-      const ws = createWriteStream(tmp);
-      ws.end(buf, () => {
-        this.commitSafe(tmp, entry(buf.length), log);
-        finish(true);
-      });
-      ws.on('error', () => finish(false));
+      void this.store.put(storeKey, buf, stored).then(finish);
       this.stats.onBytes('upstream', buf.length);
       return up;
     }
-    return {
-      ...up,
-      body: this.tee(
-        up.body as Readable,
-        tmp,
-        Number(up.headers['content-length'] ?? Number.NaN),
-        entry,
-        finish,
-        log,
-      ),
-    };
+    const expected = Number(up.headers['content-length'] ?? Number.NaN);
+    const writer = this.store.writer(
+      storeKey,
+      stored,
+      Number.isNaN(expected) ? {} : { expectedSize: expected },
+    );
+    void writer.done.then((ok) => {
+      if (ok) this.stats.onBytes('upstream', writer.bytes);
+      finish(ok);
+    });
+    return { ...up, body: tee(up.body as Readable, writer) };
   }
+}
 
-  private tee(
-    body: Readable,
-    tmp: string,
-    expected: number,
-    entry: (size: number) => Entry,
-    finish: (ok: boolean) => void,
-    log: FastifyBaseLogger,
-  ): Readable {
-    const client = new PassThrough();
-    const file = createWriteStream(tmp);
-    let size = 0;
-    let failed = false;
-    const fail = () => {
-      if (failed) return;
-      failed = true;
-      body.unpipe(file);
-      file.destroy();
-      rmSync(tmp, { force: true });
-      finish(false);
-    };
-    body.on('data', (c: Buffer) => {
-      size += c.length;
-    });
-    body.on('error', (err) => {
-      fail();
-      client.destroy(err);
-    });
-    file.on('error', fail);
-    client.on('close', () => body.unpipe(client));
-    body.on('end', () => {
-      if (!Number.isNaN(expected) && size !== expected) fail();
-    });
-    file.on('finish', () => {
-      if (failed) return;
-      this.stats.onBytes('upstream', size);
-      this.commitSafe(tmp, entry(size), log);
-      finish(true);
-    });
-    body.pipe(file);
-    body.pipe(client);
-    return client;
-  }
-
-  private commitSafe(tmp: string, e: Entry, log: FastifyBaseLogger): void {
-    try {
-      this.store.commit(tmp, e);
-    } catch (err) {
-      rmSync(tmp, { force: true });
-      log.warn({ reason: (err as Error).message }, 'cache store failed');
-    }
-  }
+/** The upstream body to this client and, as it flows, into the cache (which never stalls on error). */
+function tee(body: Readable, writer: Writable): Readable {
+  const client = new PassThrough();
+  body.on('error', (err) => {
+    writer.destroy();
+    client.destroy(err);
+  });
+  // A client that leaves does not stop the fill: the object is still worth keeping.
+  client.on('close', () => body.unpipe(client));
+  body.pipe(writer);
+  body.pipe(client);
+  return client;
 }

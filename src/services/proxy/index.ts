@@ -5,8 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { budgetMetrics, createByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { createEgress } from '../../infra/egress.ts';
-import { DiskCache } from './cache.ts';
-import { CacheStore } from './cache-store.ts';
+import { createStore, DiskCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
@@ -48,21 +47,26 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const used = ctx.metrics.gauge('devutil_proxy_cache_bytes', 'bytes held by the proxy cache');
   const store =
     cfg.cacheMaxBytes > 0
-      ? new CacheStore(cfg.cacheDir || join(ctx.dataDir, 'proxy-cache'), cfg.cacheMaxBytes)
+      ? createStore(
+          cfg.cacheDir || join(ctx.dataDir, 'proxy-cache'),
+          cfg.cacheMaxBytes,
+          cfg.cacheMemoryBytes,
+          (err) =>
+            ctx.logger.warn(
+              { svc: 'proxy', reason: err instanceof Error ? err.message : String(err) },
+              'proxy cache failed',
+            ),
+        )
       : null;
+  if (store) app.addHook('onClose', async () => store.idle());
   const cache = store
-    ? new DiskCache(
-        store,
-        cfg.indexTtlSec * 1000,
-        {
-          onResult: (result) => results.inc({ result }),
-          onBytes: (source, n) => {
-            bytes.inc({ source }, n);
-            used.set(store.total);
-          },
+    ? new DiskCache(store, cfg.indexTtlSec * 1000, {
+        onResult: (result) => results.inc({ result }),
+        onBytes: (source, n) => {
+          bytes.inc({ source }, n);
+          used.set(store.stats().bytes);
         },
-        cfg.cacheMemoryBytes,
-      )
+      })
     : null;
   const budget = createByteBudget(
     'proxy',
