@@ -1,14 +1,13 @@
 // The blob store contract, run against both backends: local disk and S3 (a local s3rver).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
-import { TS_EXEC_ARGV } from '../../scripts/ts-loader.js';
 import { startS3 } from '../../test/fixtures/files/s3.ts';
+import { killMidWrite } from '../../test/helpers/kill-writer.ts';
 import { tempDir } from '../../test/helpers/server.ts';
 import { FsBlobStore } from './blob-fs.ts';
 import { BlobExistsError, type BlobStore, createBlobStore } from './blob-store.ts';
@@ -178,29 +177,13 @@ describe('fs blob store start-up', () => {
       const body = new Readable({ read() { if (n++ < 16) this.push(Buffer.alloc(65536, 7)); } });
       await store.put('files/victim', body, {});
     `;
-    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--input-type=module', '-e', code], {
-      stdio: 'ignore',
-    });
-    const exited = new Promise((r) => child.once('exit', r));
-    try {
-      const tmp = join(root, '.tmp');
-      let partial = '';
-      for (let i = 0; i < 300 && !partial; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        const names = existsSync(tmp) ? readdirSync(tmp) : [];
-        partial = names.find((n) => statSync(join(tmp, n)).size >= 1024 * 1024) ?? '';
-      }
-      assert.ok(partial.startsWith(`${child.pid}-`), 'the writer had a partial temporary file');
-      child.kill('SIGKILL');
-      await exited;
-      const restarted = new FsBlobStore(root);
-      assert.equal(await restarted.head('files/victim'), null);
-      const { removed } = await restarted.init();
-      assert.equal(removed, 1);
-      assert.deepEqual(readdirSync(tmp), []);
-      assert.equal(await restarted.head('files/victim'), null);
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
+    const tmp = join(root, '.tmp');
+    await killMidWrite(code, tmp, 1024 * 1024);
+    const restarted = new FsBlobStore(root);
+    assert.equal(await restarted.head('files/victim'), null);
+    const { removed } = await restarted.init();
+    assert.equal(removed, 1);
+    assert.deepEqual(readdirSync(tmp), []);
+    assert.equal(await restarted.head('files/victim'), null);
   });
 });

@@ -1,20 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import { describe, it } from 'node:test';
-import { TS_EXEC_ARGV } from '../../scripts/ts-loader.js';
+import { killMidWrite } from '../../test/helpers/kill-writer.ts';
 import { tempDir } from '../../test/helpers/server.ts';
 import { Cache, type CacheOptions } from './cache.ts';
 
@@ -114,31 +105,15 @@ describe('Cache', () => {
       new Readable({ read() { if (n++ < 24) this.push(Buffer.alloc(65536, 2)); } }).pipe(c.writer('k', { v: 2 }));
       setInterval(() => {}, 1000);
     `;
-    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--input-type=module', '-e', code], {
-      stdio: 'ignore',
-    });
-    const exited = new Promise((r) => child.once('exit', r));
-    try {
-      const tmp = join(dir, 'tmp');
-      let partial = '';
-      for (let i = 0; i < 400 && !partial; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        const names = existsSync(tmp) ? readdirSync(tmp) : [];
-        partial = names.find((n) => statSync(join(tmp, n)).size >= 1024 * 1024) ?? '';
-      }
-      assert.ok(partial.startsWith(`${child.pid}-`), 'the writer had a partial temporary file');
-      child.kill('SIGKILL');
-      await exited;
-      const again = open(dir, { diskBytes: 64 << 20 });
-      const hit = await again.get('k');
-      assert.deepEqual(hit?.entry.meta, { v: 1 });
-      assert.deepEqual(hit?.body, Buffer.alloc(1000, 1));
-      await again.ready;
-      assert.deepEqual(readdirSync(tmp), [], 'the dead writer left nothing behind');
-      assert.equal(files(dir).length, 1);
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
+    const tmp = join(dir, 'tmp');
+    await killMidWrite(code, tmp, 1024 * 1024);
+    const again = open(dir, { diskBytes: 64 << 20 });
+    const hit = await again.get('k');
+    assert.deepEqual(hit?.entry.meta, { v: 1 });
+    assert.deepEqual(hit?.body, Buffer.alloc(1000, 1));
+    await again.ready;
+    assert.deepEqual(readdirSync(tmp), [], 'the dead writer left nothing behind');
+    assert.equal(files(dir).length, 1);
   });
 
   it('under concurrent puts and reads of one key returns only whole versions, and the last put wins', async () => {
