@@ -18,6 +18,8 @@ describe('avatar caches', () => {
       const metrics = await second.inject({ url: '/metrics' });
       assert.match(metrics.body, /devutil_avatar_cache_total\{layer="disk"\} 1/);
       assert.doesNotMatch(metrics.body, /devutil_avatar_cache_total\{layer="render"\}/);
+      assert.match(metrics.body, /devutil_cache_lookups_total\{cache="avatar",result="disk_hit"\} 1/);
+      assert.match(metrics.body, /devutil_cache_bytes\{cache="avatar",tier="memory"\} [1-9]/);
     } finally {
       await second.close();
     }

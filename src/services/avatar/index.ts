@@ -78,6 +78,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     onError: (err) =>
       log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
   });
+  ctx.metrics.caches.push(rendered, ...(mirror ? [mirror.cache] : []));
   const svc = new AvatarService({
     uploads,
     mirror,

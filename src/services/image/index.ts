@@ -48,6 +48,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       queued.set(s.queued);
     },
   });
+  ctx.metrics.caches.push(svc.cache);
   const sources: ImageSource[] = [];
   for (const name of new Set(cfg.sources)) {
     if (name === 'dir' && cfg.dir) {

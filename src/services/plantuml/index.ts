@@ -18,6 +18,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const engine = new PlantumlEngine(cfg, ctx.dataDir, ctx.logger.child({ svc: 'plantuml' }), (e) =>
     events.inc({ event: e }),
   );
+  ctx.metrics.caches.push(engine.cache);
   const workers = ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state']);
   const refresh = () => {
     const s = engine.stats();

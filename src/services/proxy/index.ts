@@ -58,7 +58,10 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             ),
         )
       : null;
-  if (store) app.addHook('onClose', async () => store.idle());
+  if (store) {
+    ctx.metrics.caches.push(store);
+    app.addHook('onClose', async () => store.idle());
+  }
   const cache = store
     ? new DiskCache(store, cfg.indexTtlSec * 1000, {
         onResult: (result) => results.inc({ result }),
