@@ -46,6 +46,17 @@ export class CacheWriter extends Writable {
     });
   }
 
+  /** A writer with nowhere to write (no disk tier): drains its source, stores nothing. */
+  static nowhere(): CacheWriter {
+    return new CacheWriter({
+      tempPath: async () => null,
+      maxBytes: 0,
+      trailer: () => Buffer.alloc(0),
+      commit: async () => false,
+      abandon: () => {},
+    });
+  }
+
   override _construct(cb: Done): void {
     this.target.tempPath().then(
       (tmp) => {
