@@ -1,9 +1,23 @@
-// Local-disk blob store: one file per blob (bytes, then a JSON metadata trailer), written to a
-// temporary file, fsynced and renamed (or hard-linked for create-only) so bytes and metadata
-// appear together or not at all, and a crash leaves only temporary files that init() removes.
-import { randomUUID } from 'node:crypto';
+// Local-disk blob store. A blob is an immutable body file <root>/.data/<ab>/<id> (only the bytes,
+// so nginx can send it with sendfile: X-Accel-Redirect) and a small JSON record under the key that
+// names it and carries the metadata. Both are written to temporary files and fsynced; publishing
+// the record (link(2) for create-only, rename(2) otherwise) makes bytes and metadata appear
+// together or not at all, and a crash leaves only temporaries and unreferenced bodies that
+// init()/sweepOrphans() remove. Records of earlier versions (bytes, then a JSON trailer) are read.
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, type FileHandle, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import {
+  access,
+  type FileHandle,
+  link,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  stat,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,16 +30,31 @@ import {
   checkMeta,
   type PutOptions,
 } from './blob-store.ts';
-import { isErr, readTrailer, sweepTemp, trailerBytes } from './trailer-file.ts';
+import { isErr, readTrailer, sweepTemp } from './trailer-file.ts';
 
-const MAGIC = Buffer.from('DUB1');
+/** Blobs of earlier versions: bytes, then a JSON trailer (trailer-file.ts) with this magic. */
+const LEGACY_MAGIC = Buffer.from('DUB1');
+const MAX_RECORD = 64 * 1024;
 /** Temporary files of a live writer are only removed when this old (a wedged writer). */
 const STALE_MS = 24 * 3600 * 1000;
+/** An unreferenced body younger than this may belong to a put between its two renames. */
+const ORPHAN_MS = 3600 * 1000;
+const BODY_ID = /^[0-9a-f]{32}$/;
 
-interface Trailer {
-  meta: Record<string, string>;
+/** The record published under a key. */
+interface Record2 {
+  v: 2;
+  /** Body file id: the body is <root>/.data/<id[0:2]>/<id>. */
+  body: string;
+  size: number;
   mtime: string;
+  meta: Record<string, string>;
 }
+
+/** What a key holds: a record naming a body file, or (earlier versions) the bytes themselves. */
+type Found =
+  | { kind: 'record'; info: BlobInfo; body: string }
+  | { kind: 'legacy'; info: BlobInfo; fh: FileHandle };
 
 export class BlobKeyError extends Error {
   constructor(key: string) {
@@ -33,6 +62,8 @@ export class BlobKeyError extends Error {
     this.name = 'BlobKeyError';
   }
 }
+
+const isAnyErr = (err: unknown, ...codes: string[]) => codes.some((c) => isErr(err, c));
 
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
@@ -43,25 +74,75 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+async function writeDurable(path: string, data: Buffer): Promise<void> {
+  const fh = await open(path, 'wx', 0o644);
+  try {
+    await writeFile(fh, data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
 export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   readonly tmpDir: string;
+  /** Body files; what an nginx internal location aliases for X-Accel-Redirect. */
+  readonly dataDir: string;
 
   readonly root: string;
+  private orphans: Promise<number> = Promise.resolve(0);
+  /** Serialises publishing per key in this process, so a replacement knows the body it replaced. */
+  private readonly publishing = new Map<string, Promise<unknown>>();
   constructor(root: string) {
     this.root = root;
     this.tmpDir = join(root, '.tmp');
+    this.dataDir = join(root, '.data');
   }
 
   /** Creates the directories and removes temporary files left by dead writers (crash, kill -9). */
   async init(): Promise<{ removed: number }> {
     await mkdir(this.tmpDir, { recursive: true });
-    return { removed: await sweepTemp(this.tmpDir, STALE_MS) };
+    await mkdir(this.dataDir, { recursive: true });
+    const removed = await sweepTemp(this.tmpDir, STALE_MS);
+    // In the background: it reads every record, and nothing waits for it.
+    this.orphans = this.sweepOrphans().catch(() => 0);
+    return { removed };
+  }
+
+  /**
+   * Removes body files no record names (a crash between a put's two renames, or two concurrent
+   * replacements of one key) once they are older than an hour. Reads every record: run it rarely.
+   */
+  async sweepOrphans(now = Date.now()): Promise<number> {
+    const live = new Set<string>();
+    for await (const f of this.records(this.root, '')) if (f.kind === 'record') live.add(f.body);
+    let removed = 0;
+    for (const shard of await readdir(this.dataDir).catch(() => [])) {
+      for (const id of await readdir(join(this.dataDir, shard)).catch(() => [])) {
+        if (live.has(id)) continue;
+        const path = join(this.dataDir, shard, id);
+        const st = await stat(path).catch(() => null);
+        if (!st || now - st.mtimeMs < ORPHAN_MS) continue;
+        await unlink(path).catch(() => {});
+        removed++;
+      }
+    }
+    return removed;
   }
 
   private path(key: string): string {
     if (!BLOB_KEY.test(key)) throw new BlobKeyError(key);
     return join(this.root, ...key.split('/'));
+  }
+
+  /** The body file of a record, relative to dataDir ("ab/abcd..."). */
+  static bodyFile(id: string): string {
+    return `${id.slice(0, 2)}/${id}`;
+  }
+
+  private bodyPath(id: string): string {
+    return join(this.dataDir, id.slice(0, 2), id);
   }
 
   async put(
@@ -72,7 +153,11 @@ export class FsBlobStore implements BlobStore {
   ): Promise<BlobInfo> {
     const final = this.path(key);
     checkMeta(meta);
-    const tmp = join(this.tmpDir, `${process.pid}-${randomUUID()}`);
+    const id = randomBytes(16).toString('hex');
+    const tmp = join(this.tmpDir, `${process.pid}-${id}`);
+    const bodyPath = this.bodyPath(id);
+    let placed = false;
+    let published = false;
     const fh = await open(tmp, 'wx', 0o644);
     let closed = false;
     try {
@@ -90,45 +175,121 @@ export class FsBlobStore implements BlobStore {
       const extra = opts.finalize ? await opts.finalize() : {};
       opts.signal?.throwIfAborted();
       checkMeta(extra);
-      const trailer: Trailer = { meta: { ...meta, ...extra }, mtime: new Date().toISOString() };
-      await fh.write(trailerBytes(MAGIC, trailer));
+      const rec: Record2 = {
+        v: 2,
+        body: id,
+        size,
+        mtime: new Date().toISOString(),
+        meta: { ...meta, ...extra },
+      };
+      const json = Buffer.from(JSON.stringify(rec));
+      if (json.length > MAX_RECORD) throw new Error('blob metadata too large');
       await fh.sync();
       await fh.close();
       closed = true;
+      // The body first (nobody names it yet), durable before any record points at it.
+      await mkdir(dirname(bodyPath), { recursive: true });
+      await rename(tmp, bodyPath);
+      placed = true;
+      await fsyncDir(dirname(bodyPath));
+      const recTmp = join(this.tmpDir, `${process.pid}-${id}.rec`);
+      await writeDurable(recTmp, json);
       await mkdir(dirname(final), { recursive: true });
-      if (opts.ifAbsent) {
-        // link(2) fails with EEXIST when the name exists: an atomic create-only publish.
-        try {
-          await link(tmp, final);
-        } catch (err) {
-          if (isErr(err, 'EEXIST')) throw new BlobExistsError(key);
-          throw err;
-        }
-        await unlink(tmp);
-      } else {
-        await rename(tmp, final);
+      let previous: string | null = null;
+      try {
+        await this.serial(final, async () => {
+          if (opts.ifAbsent) {
+            // link(2) fails with EEXIST when the name exists: an atomic create-only publish.
+            try {
+              await link(recTmp, final);
+            } catch (err) {
+              if (isErr(err, 'EEXIST')) throw new BlobExistsError(key);
+              throw err;
+            }
+          } else {
+            // Another process replacing the same key at the same time can still leave an orphan body
+            // behind (sweepOrphans); never a record without its body.
+            previous = await this.bodyOf(final);
+            await rename(recTmp, final);
+          }
+          published = true;
+        });
+      } finally {
+        await unlink(recTmp).catch(() => {});
       }
       await fsyncDir(dirname(final));
-      return { key, size, meta: trailer.meta, lastModified: new Date(trailer.mtime) };
+      // The replaced version's body: readers holding it open keep reading it, new ones see ours.
+      if (previous && previous !== id) await unlink(this.bodyPath(previous)).catch(() => {});
+      return {
+        key,
+        size,
+        meta: rec.meta,
+        lastModified: new Date(rec.mtime),
+        bodyFile: FsBlobStore.bodyFile(id),
+      };
     } finally {
       if (!closed) await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
+      if (placed && !published) await unlink(bodyPath).catch(() => {});
     }
   }
 
-  private async readInfo(key: string, fh: FileHandle): Promise<BlobInfo> {
-    const found = await readTrailer(fh, MAGIC);
-    if (!found) throw new Error(`corrupt blob ${key}`);
-    const t = found.value as Trailer;
-    return { key, size: found.bodySize, meta: t.meta, lastModified: new Date(t.mtime) };
+  private async serial<T>(path: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.publishing.get(path) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.catch(() => {});
+    this.publishing.set(path, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.publishing.get(path) === tail) this.publishing.delete(path);
+    }
   }
 
-  private async openBlob(key: string): Promise<FileHandle | null> {
+  /** The body id of the record under `path`, if it is a current-format record. */
+  private async bodyOf(path: string): Promise<string | null> {
+    const f = await this.find(path, 'head').catch(() => null);
+    return f?.kind === 'record' ? f.body : null;
+  }
+
+  /**
+   * Reads what `path` holds. For a legacy blob the handle stays open when `want` is 'get' (the
+   * caller streams from it), else it is closed.
+   */
+  private async find(path: string, want: 'get' | 'head', key = ''): Promise<Found | null> {
+    let fh: FileHandle;
     try {
-      return await open(this.path(key), 'r');
+      fh = await open(path, 'r');
     } catch (err) {
-      if (isErr(err, 'ENOENT') || isErr(err, 'ENOTDIR') || isErr(err, 'EISDIR')) return null;
+      if (isAnyErr(err, 'ENOENT', 'ENOTDIR', 'EISDIR')) return null;
       throw err;
+    }
+    let keep = false;
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return null;
+      const legacy = await readTrailer(fh, LEGACY_MAGIC);
+      if (legacy) {
+        const t = legacy.value as { meta: Record<string, string>; mtime: string };
+        const info = { key, size: legacy.bodySize, meta: t.meta, lastModified: new Date(t.mtime) };
+        keep = want === 'get';
+        return { kind: 'legacy', info, fh };
+      }
+      if (st.size > MAX_RECORD) throw new Error(`corrupt blob ${key}`);
+      const buf = Buffer.alloc(st.size);
+      await fh.read(buf, 0, st.size, 0);
+      const r = JSON.parse(buf.toString('utf8')) as Partial<Record2>;
+      if (r.v !== 2 || !BODY_ID.test(r.body ?? '') || typeof r.size !== 'number' || !r.meta || !r.mtime)
+        throw new Error(`corrupt blob ${key}`);
+      const info: BlobInfo = {
+        key,
+        size: r.size,
+        meta: r.meta,
+        lastModified: new Date(r.mtime),
+        bodyFile: FsBlobStore.bodyFile(r.body as string),
+      };
+      return { kind: 'record', info, body: r.body as string };
+    } finally {
+      if (!keep) await fh.close();
     }
   }
 
@@ -136,66 +297,87 @@ export class FsBlobStore implements BlobStore {
     key: string,
     range?: { start: number; end: number },
   ): Promise<{ info: BlobInfo; body: Readable } | null> {
-    const fh = await this.openBlob(key);
-    if (!fh) return null;
-    try {
-      const info = await this.readInfo(key, fh);
+    const path = this.path(key);
+    // A replacement between reading the record and opening its body removes that body: read again.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const found = await this.find(path, 'get', key);
+      if (!found) return null;
+      let fh: FileHandle;
+      if (found.kind === 'legacy') fh = found.fh;
+      else {
+        try {
+          fh = await open(this.bodyPath(found.body), 'r');
+        } catch (err) {
+          if (isErr(err, 'ENOENT')) continue;
+          throw err;
+        }
+      }
+      const { info } = found;
       const start = range?.start ?? 0;
       const end = Math.min(range?.end ?? info.size - 1, info.size - 1);
-      // The open handle keeps reading the version it opened even if a replace renames over it.
+      // The open handle keeps reading the version it opened even if a replace removes it.
       if (end < start) {
         await fh.close();
         return { info, body: Readable.from([]) };
       }
-      const body = fh.createReadStream({ start, end, highWaterMark: 512 * 1024 });
-      return { info, body };
-    } catch (err) {
-      await fh.close();
-      throw err;
+      return { info, body: fh.createReadStream({ start, end, highWaterMark: 512 * 1024 }) };
     }
+    throw new Error(`blob ${key} names a body that does not exist`);
   }
 
   async head(key: string): Promise<BlobInfo | null> {
-    const fh = await this.openBlob(key);
-    if (!fh) return null;
-    try {
-      return await this.readInfo(key, fh);
-    } finally {
-      await fh.close();
-    }
+    const found = await this.find(this.path(key), 'head', key);
+    return found?.info ?? null;
   }
 
   async delete(key: string): Promise<boolean> {
+    const path = this.path(key);
+    // Take the record out of its name first (atomically, whatever version is current), then
+    // remove the body it names: no reader finds a record whose body is gone for good.
+    const trash = join(this.tmpDir, `${process.pid}-${randomBytes(16).toString('hex')}.del`);
     try {
-      await unlink(this.path(key));
-      return true;
+      // Only a file: a key that names a directory of other keys (a namespace) is not a blob.
+      if (!(await stat(path)).isFile()) return false;
+      await rename(path, trash);
     } catch (err) {
-      if (isErr(err, 'ENOENT') || isErr(err, 'ENOTDIR')) return false;
+      if (isAnyErr(err, 'ENOENT', 'ENOTDIR')) return false;
       throw err;
     }
+    try {
+      const body = await this.bodyOf(trash);
+      if (body) await unlink(this.bodyPath(body)).catch(() => {});
+    } finally {
+      await unlink(trash).catch(() => {});
+    }
+    return true;
   }
 
   async ping(): Promise<void> {
     await access(this.tmpDir, constants.W_OK);
   }
 
-  async *list(prefix: string): AsyncIterable<BlobEntry> {
-    const walk = async function* (dir: string, rel: string): AsyncGenerator<BlobEntry> {
-      const names = await readdir(dir, { withFileTypes: true }).catch(() => []);
-      for (const d of names) {
-        if (d.name.startsWith('.')) continue;
-        const key = rel ? `${rel}/${d.name}` : d.name;
-        if (d.isDirectory()) {
-          if (prefix.startsWith(`${key}/`) || key.startsWith(prefix) || `${key}/`.startsWith(prefix))
-            yield* walk(join(dir, d.name), key);
-        } else if (d.isFile() && key.startsWith(prefix)) {
-          const st = await stat(join(dir, d.name)).catch(() => null);
-          if (st) yield { key, size: st.size, lastModified: st.mtime };
-        }
+  /** Every published record under `dir` (hidden names skipped: .tmp, .data), with its key. */
+  private async *records(dir: string, rel: string, prefix = ''): AsyncGenerator<Found> {
+    const names = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const d of names) {
+      if (d.name.startsWith('.')) continue;
+      const key = rel ? `${rel}/${d.name}` : d.name;
+      if (d.isDirectory()) {
+        if (prefix.startsWith(`${key}/`) || key.startsWith(prefix) || `${key}/`.startsWith(prefix))
+          yield* this.records(join(dir, d.name), key, prefix);
+      } else if (d.isFile() && key.startsWith(prefix)) {
+        const f = await this.find(join(dir, d.name), 'head', key).catch(() => null);
+        if (f) yield f;
       }
-    };
-    yield* walk(this.root, '');
+    }
   }
 
-  async close(): Promise<void> {}
+  async *list(prefix: string): AsyncIterable<BlobEntry> {
+    for await (const f of this.records(this.root, '', prefix))
+      yield { key: f.info.key, size: f.info.size, lastModified: f.info.lastModified };
+  }
+
+  async close(): Promise<void> {
+    await this.orphans;
+  }
 }

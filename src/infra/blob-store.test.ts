@@ -1,10 +1,10 @@
 // The blob store contract, run against both backends: local disk and S3 (a local s3rver).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { text } from 'node:stream/consumers';
+import { buffer, text } from 'node:stream/consumers';
 import { after, before, describe, it } from 'node:test';
 import { startS3 } from '../../test/fixtures/files/s3.ts';
 import { killMidWrite } from '../../test/helpers/kill-writer.ts';
@@ -185,5 +185,118 @@ describe('fs blob store start-up', () => {
     assert.equal(removed, 1);
     assert.deepEqual(readdirSync(tmp), []);
     assert.equal(await restarted.head('files/victim'), null);
+  });
+});
+
+describe('fs blob store layout', () => {
+  const fresh = async () => {
+    const store = new FsBlobStore(join(tempDir(), 'blobs'));
+    await store.init();
+    return store;
+  };
+  const bodies = (store: FsBlobStore) =>
+    readdirSync(store.dataDir).flatMap((s) => readdirSync(join(store.dataDir, s)).map((n) => `${s}/${n}`));
+
+  it('keeps each body alone in its own file, which a front proxy can send as is', async () => {
+    const store = await fresh();
+    const bytes = Buffer.from('exactly these bytes, nothing after them');
+    const info = await store.put('files/a', Readable.from([bytes]), { filename: 'a.txt' });
+    assert.ok(info.bodyFile);
+    assert.deepEqual(readFileSync(join(store.dataDir, info.bodyFile)), bytes);
+    assert.equal((await store.head('files/a'))?.bodyFile, info.bodyFile);
+    assert.deepEqual(bodies(store), [info.bodyFile]);
+  });
+
+  it('removes the replaced body on replace and the body on delete, leaving no orphan', async () => {
+    const store = await fresh();
+    const first = await store.put('files/r', Readable.from([Buffer.from('one')]), {});
+    const second = await store.put('files/r', Readable.from([Buffer.from('two')]), {});
+    assert.notEqual(first.bodyFile, second.bodyFile);
+    assert.deepEqual(bodies(store), [second.bodyFile]);
+    await assert.rejects(store.put('files/r', Readable.from([Buffer.from('x')]), {}, { ifAbsent: true }));
+    assert.deepEqual(bodies(store), [second.bodyFile], 'a refused create-only put leaves no body');
+    const many = await Promise.all(
+      [...'abcdefgh'].map((v) => store.put('files/r', Readable.from([Buffer.from(v)]), { v })),
+    );
+    const current = await store.head('files/r');
+    assert.ok(many.some((m) => m.bodyFile === current?.bodyFile));
+    assert.deepEqual(bodies(store), [current?.bodyFile], 'concurrent replacements leave one body');
+    assert.equal(await store.delete('files/r'), true);
+    assert.deepEqual(bodies(store), []);
+    assert.deepEqual(readdirSync(store.tmpDir), []);
+  });
+
+  it('reads, lists, replaces and deletes blobs written in the earlier one-file format', async () => {
+    const store = await fresh();
+    const body = Buffer.from('legacy bytes');
+    const json = Buffer.from(
+      JSON.stringify({ meta: { filename: 'old.txt' }, mtime: '2025-01-02T03:04:05.000Z' }),
+    );
+    const tail = Buffer.alloc(8);
+    tail.writeUInt32BE(json.length, 0);
+    Buffer.from('DUB1').copy(tail, 4);
+    await mkdir(join(store.root, 'files'), { recursive: true });
+    writeFileSync(join(store.root, 'files', 'old'), Buffer.concat([body, json, tail]));
+    const head = await store.head('files/old');
+    assert.equal(head?.size, body.length);
+    assert.equal(head?.meta['filename'], 'old.txt');
+    assert.equal(head?.bodyFile, undefined, 'no separate body file to offload');
+    assert.equal(await text((await store.get('files/old'))!.body), 'legacy bytes');
+    assert.equal(await text((await store.get('files/old', { start: 7, end: 11 }))!.body), 'bytes');
+    const listed: { key: string; size: number }[] = [];
+    for await (const e of store.list('files/')) listed.push({ key: e.key, size: e.size });
+    assert.deepEqual(listed, [{ key: 'files/old', size: body.length }]);
+    await store.put('files/old', Readable.from([Buffer.from('new')]), {});
+    assert.equal(await text((await store.get('files/old'))!.body), 'new');
+    assert.equal(await store.delete('files/old'), true);
+    assert.equal(await store.head('files/old'), null);
+    assert.deepEqual(bodies(store), []);
+  });
+
+  it('a reader racing replacements always gets one whole version', async () => {
+    const store = await fresh();
+    const size = (i: number) => 20_000 + i * 997;
+    await store.put('files/k', Readable.from([Buffer.alloc(size(0), 0)]), { i: '0' });
+    let writing = true;
+    const writes = (async () => {
+      for (let i = 1; i <= 15; i++)
+        await store.put('files/k', Readable.from([Buffer.alloc(size(i), i)]), { i: String(i) });
+      writing = false;
+    })();
+    const versions = new Set<number>();
+    const reader = async () => {
+      while (writing) {
+        const got = await store.get('files/k');
+        assert.ok(got, 'a read during replacement found nothing');
+        const buf = await buffer(got.body);
+        const v = Number(got.info.meta['i']);
+        versions.add(v);
+        assert.equal(buf.length, size(v));
+        assert.ok(
+          buf.every((b) => b === v),
+          `mixed bytes in version ${v}`,
+        );
+      }
+    };
+    await Promise.all([writes, reader(), reader(), reader()]);
+    assert.ok(versions.size > 3, `the readers saw ${versions.size} versions`);
+    assert.equal(bodies(store).length, 1);
+  });
+
+  it('sweeps bodies no record names once they are an hour old, and keeps the rest', async () => {
+    const store = await fresh();
+    const kept = await store.put('files/kept', Readable.from([Buffer.from('ok')]), {});
+    mkdirSync(join(store.dataDir, 'ab'), { recursive: true });
+    const orphan = join(store.dataDir, 'ab', `ab${'0'.repeat(30)}`);
+    const young = join(store.dataDir, 'ab', `ab${'1'.repeat(30)}`);
+    writeFileSync(orphan, 'left by a crash between the two renames');
+    writeFileSync(young, 'a put about to publish its record');
+    const old = (Date.now() - 2 * 3600 * 1000) / 1000;
+    utimesSync(orphan, old, old);
+    utimesSync(join(store.dataDir, kept.bodyFile!), old, old);
+    assert.equal(await store.sweepOrphans(), 1);
+    assert.equal(existsSync(orphan), false);
+    assert.equal(existsSync(young), true);
+    assert.equal(await text((await store.get('files/kept'))!.body), 'ok');
   });
 });

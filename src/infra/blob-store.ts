@@ -12,6 +12,11 @@ export interface BlobInfo {
   size: number;
   meta: Record<string, string>;
   lastModified: Date;
+  /**
+   * fs only: the immutable body file, relative to the store's body directory (<root>/.data), for
+   * a front proxy to send itself (X-Accel-Redirect). Absent for blobs of earlier versions.
+   */
+  bodyFile?: string;
 }
 
 export interface PutOptions {
