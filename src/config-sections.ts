@@ -148,4 +148,13 @@ export const storageSection = {
     formerly: 'files.s3TimeoutMs',
     doc: 'S3 socket inactivity timeout; a down or hung store answers 503 after about twice this',
   }),
+  s3PresignedDownloads: bool(false, {
+    doc: 'answer file downloads with a 302 to a short-lived presigned S3 URL (same name, type, Range) when the client can take the stored bytes; the client must reach the S3 endpoint',
+  }),
+  s3PresignExpirySec: duration(300, {
+    unit: 's',
+    min: 1,
+    max: 7 * 24 * 3600,
+    doc: 'lifetime of a presigned download URL (S3 checks it when the download starts, so long downloads are not cut)',
+  }),
 } satisfies Section;

@@ -15,6 +15,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   BLOB_KEY,
   type BlobEntry,
@@ -23,6 +24,7 @@ import {
   type BlobStore,
   BlobUnavailableError,
   checkMeta,
+  type PresignOptions,
   type PutOptions,
 } from './blob-store.ts';
 
@@ -284,6 +286,23 @@ export class S3BlobStore implements BlobStore {
       }
       token = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /**
+   * A GET URL signed for `expiresSec` (query-string SigV4, only the host header signed: the
+   * holder may add Range). The response-* overrides are signed too, so they cannot be altered.
+   */
+  async presign(key: string, o: PresignOptions): Promise<string> {
+    this.check(key);
+    const cmd = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ...(o.contentType ? { ResponseContentType: o.contentType } : {}),
+      ...(o.contentDisposition ? { ResponseContentDisposition: o.contentDisposition } : {}),
+      ...(o.contentEncoding ? { ResponseContentEncoding: o.contentEncoding } : {}),
+      ...(o.cacheControl ? { ResponseCacheControl: o.cacheControl } : {}),
+    });
+    return getSignedUrl(this.client, cmd, { expiresIn: o.expiresSec });
   }
 
   async close(): Promise<void> {

@@ -80,6 +80,17 @@ export interface BlobStore {
   list(prefix: string): AsyncIterable<BlobEntry>;
   /** Releases connections and timers. */
   close(): Promise<void>;
+  /** s3 only: a short-lived URL that lets its holder GET the blob directly (a secret: never log it). */
+  presign?(key: string, o: PresignOptions): Promise<string>;
+}
+
+/** What a presigned download answers with: S3 overrides its stored headers with these. */
+export interface PresignOptions {
+  expiresSec: number;
+  contentType?: string;
+  contentDisposition?: string;
+  contentEncoding?: string;
+  cacheControl?: string;
 }
 
 /** Meta keys travel as S3 user metadata, which lowercases names: keep them to `[a-z0-9-]`. */

@@ -31,6 +31,10 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         })
       : null;
   const store: FileStore = new FileStore(ctx.blobs, cfg, log, quota);
+  if (cfg.accelRedirect && ctx.blobs.kind !== 'fs')
+    log.warn('files.accelRedirect only applies to the fs storage backend; downloads are served as usual');
+  if (ctx.config.storage.s3PresignedDownloads && ctx.blobs.kind !== 's3')
+    log.warn('storage.s3PresignedDownloads only applies to the s3 backend; downloads are served as usual');
   // Read at scrape time: with Redis these are the figures of every instance together.
   const quotaGauge = (name: string, help: string, pick: (u: { used: number; reserved: number }) => number) =>
     new Gauge({

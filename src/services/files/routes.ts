@@ -6,6 +6,7 @@ import { docOnly } from '../../infra/openapi.ts';
 import { accepts } from './codec.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
+import { asciiDisposition, type OffloadConfig, offloadOf } from './offload.ts';
 import type { FileStore, StoredFile } from './store.ts';
 
 /** Multipart framing around the file part: boundaries, part headers, a few small fields. */
@@ -199,6 +200,11 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
     },
   );
 
+  const offload: OffloadConfig = {
+    accelPrefix: ctx.blobs.kind === 'fs' ? cfg.accelRedirect : '',
+    presign: ctx.blobs.kind === 's3' && ctx.config.storage.s3PresignedDownloads,
+  };
+
   const download = async (req: KeyReq, reply: FastifyReply) => {
     const key = keyOf(req);
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -217,6 +223,28 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       if (notModified(headers, [etagOf(file, false), etagOf(file, true)], file.lastModified))
         return reply.code(304).send();
       reply.type(file.mimetype);
+      const off = offloadOf(file, req, offload);
+      if (off?.kind === 'accel') {
+        // nginx sends the body file (Range included); the headers are ours (README: nginx offload).
+        if (off.encoded) reply.header('content-encoding', file.encoding);
+        reply.removeHeader('accept-ranges'); // nginx adds its own
+        return reply.header('x-accel-redirect', off.location).send();
+      }
+      if (off?.kind === 'presign') {
+        const url = await files.presign(file, {
+          expiresSec: ctx.config.storage.s3PresignExpirySec,
+          contentType: file.mimetype,
+          contentDisposition: asciiDisposition(file.filename),
+          cacheControl: 'no-cache',
+          ...(off.encoded ? { contentEncoding: file.encoding } : {}),
+        });
+        if (url) {
+          for (const h of ['etag', 'last-modified', 'accept-ranges', 'content-disposition', 'content-type'])
+            reply.removeHeader(h);
+          // The URL is a short-lived secret: no cache may keep this answer.
+          return reply.code(302).header('cache-control', 'no-store').header('location', url).send();
+        }
+      }
       const range = rangeStillValid(headers['if-range'], etag, file.lastModified)
         ? parseRange(headers['range'], file.size)
         : ({ kind: 'none' } as const);

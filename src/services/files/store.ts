@@ -4,7 +4,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { pipeline, type Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
-import { BlobExistsError, type BlobInfo, type BlobStore } from '../../infra/blob-store.ts';
+import {
+  BlobExistsError,
+  type BlobInfo,
+  type BlobStore,
+  type PresignOptions,
+} from '../../infra/blob-store.ts';
 import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/quota.ts';
 import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
 import { ratio } from './names.ts';
@@ -41,6 +46,8 @@ export interface StoredFile {
   encoding: Encoding;
   sha256: string;
   lastModified: Date;
+  /** fs: the stored bytes' own file under <blobs>/.data (X-Accel-Redirect); absent otherwise. */
+  bodyFile?: string;
 }
 
 export interface UploadInput {
@@ -82,6 +89,7 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
     encoding: enc === 'br' || enc === 'gzip' ? enc : 'identity',
     sha256: m['sha256'] ?? '',
     lastModified: info.lastModified,
+    ...(info.bodyFile ? { bodyFile: info.bodyFile } : {}),
   };
 }
 
@@ -152,6 +160,11 @@ export class FileStore {
     }
     const decoded = pipeline(got.body, decoder(file.encoding), () => {});
     return o.range ? pipeline(decoded, slice(o.range.start, o.range.end), () => {}) : decoded;
+  }
+
+  /** A presigned URL for the stored bytes (S3 with presign support), or null. */
+  async presign(file: StoredFile, o: PresignOptions): Promise<string | null> {
+    return this.blobs.presign ? this.blobs.presign(NS + file.key, o) : null;
   }
 
   async upload(inp: UploadInput): Promise<{ info: FileInfo; ownerToken?: string }> {
