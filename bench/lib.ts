@@ -1,10 +1,10 @@
 // Benchmark harness: start devutil (a real child process) and an anchor side by side on loopback,
 // drive both with the same wrk load, print each figure and the ratio. Not run in CI.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/ports.ts';
+import { startNginx as startNginxProcess } from '../test/helpers/nginx.ts';
 import { startDevutilProcess } from '../test/helpers/process.ts';
 
 export interface WrkResult {
@@ -13,16 +13,33 @@ export interface WrkResult {
   p99ms: number;
   bytesPerSec: number;
   requests: number;
+  /** Non-2xx/3xx answers plus socket errors: a run with any is not a valid figure. */
   errors: number;
+  non2xx: number;
+  socketErrors: number;
+  durationSec: number;
+  /** wrk's own CPU use in cores, and its thread count: a saturated load generator caps both sides. */
+  wrkCores: number;
+  threads: number;
+  /** CPU use of each watched process tree during the run (WrkOptions.watch). */
+  cpu: Record<string, CpuUse>;
 }
 
 export interface WrkOptions {
   connections?: number;
   durationSec?: number;
+  /** Default: one per core (at most one per connection), so wrk is not the bottleneck. */
   threads?: number;
   /** Path of a wrk Lua script (e.g. for POST bodies). */
   script?: string;
   headers?: Record<string, string>;
+  /** Process trees to measure during the run, by name (e.g. { devutil: pid }). */
+  watch?: Record<string, number>;
+  /**
+   * The server closes every connection after its answer (PicoWeb): wrk counts each close as a
+   * read error, so read errors are not failures there (non-2xx, connect errors and timeouts are).
+   */
+  serverCloses?: boolean;
 }
 
 export function requireCommand(cmd: string, pkg = cmd): void {
@@ -40,22 +57,29 @@ function toBytes(v: string, unit: string): number {
   return Number(v) * (m[unit] ?? 1);
 }
 
-/** Runs wrk with --latency and parses its summary. */
+/** wrk's default thread count here: one per core, never more than the connections. */
+export function wrkThreads(connections: number): number {
+  return Math.max(1, Math.min(availableParallelism(), connections));
+}
+
+/** Runs wrk with --latency and parses its summary; measures wrk's and the watched trees' CPU. */
 export function wrk(url: string, o: WrkOptions = {}): WrkResult {
   requireCommand('wrk');
-  const args = [
-    '-t',
-    String(o.threads ?? 1),
-    '-c',
-    String(o.connections ?? 32),
-    '-d',
-    `${o.durationSec ?? 10}s`,
-    '--latency',
-  ];
+  const connections = o.connections ?? 32;
+  const threads = o.threads ?? wrkThreads(connections);
+  const durationSec = o.durationSec ?? 10;
+  const args = ['-t', String(threads), '-c', String(connections), '-d', `${durationSec}s`, '--latency'];
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.script) args.push('-s', o.script);
   args.push(url);
+  const before = Object.entries(o.watch ?? {}).map(([name, pid]) => [name, cpuSnapshot(pid)] as const);
+  const kids0 = childrenCpuSeconds();
+  const t0 = performance.now();
   const out = execFileSync('wrk', args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  const wall = (performance.now() - t0) / 1000;
+  const wrkCores = (childrenCpuSeconds() - kids0) / wall;
+  const cpu: Record<string, CpuUse> = {};
+  for (const [name, snap] of before) cpu[name] = cpuUse(snap, cpuSnapshot(snap.pid), wall);
   const lat = (p: string) => {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out);
     return m ? toMs(m[1]!, m[2]!) : NaN;
@@ -63,17 +87,137 @@ export function wrk(url: string, o: WrkOptions = {}): WrkResult {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
   const tr = /Transfer\/sec:\s+([\d.]+)(B|KB|MB|GB)/.exec(out);
   const reqs = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-  const errs = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const errors = Number(errs?.[1] ?? 0) + (sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+  const [connect, read, write, timeout] = (sock?.slice(1) ?? []).map(Number);
+  const socketErrors = (connect ?? 0) + (o.serverCloses ? 0 : (read ?? 0)) + (write ?? 0) + (timeout ?? 0);
   return {
     rps,
     p50ms: lat('50'),
     p99ms: lat('99'),
     bytesPerSec: tr ? toBytes(tr[1]!, tr[2]!) : NaN,
     requests: reqs,
-    errors,
+    errors: non2xx + socketErrors,
+    non2xx,
+    socketErrors,
+    durationSec,
+    wrkCores,
+    threads,
+    cpu,
   };
+}
+
+/** Why a set of runs is not a valid measurement (errors, non-2xx, nothing done), or undefined. */
+export function invalid(runs: Record<string, WrkResult | WrkResult[] | undefined>): string | undefined {
+  const why: string[] = [];
+  for (const [name, v] of Object.entries(runs)) {
+    const rs = v === undefined ? [] : Array.isArray(v) ? v : [v];
+    const sum = (f: (r: WrkResult) => number) => rs.reduce((n, r) => n + f(r), 0);
+    if (sum((r) => r.non2xx)) why.push(`${name} ${sum((r) => r.non2xx)} non-2xx`);
+    if (sum((r) => r.socketErrors)) why.push(`${name} ${sum((r) => r.socketErrors)} socket errors`);
+    if (rs.some((r) => !(r.requests > 0))) why.push(`${name} no requests`);
+  }
+  return why.length ? why.join(', ') : undefined;
+}
+
+// ---- CPU accounting (Linux /proc) ----
+
+export interface CpuSnapshot {
+  pid: number;
+  /** CPU seconds per thread id, over the process and its descendants. */
+  threads: Map<number, number>;
+}
+
+export interface CpuUse {
+  /** CPU seconds per wall second over the tree (2.0 = two cores busy). */
+  cores: number;
+  /** The busiest single thread's share of one core: near 1.0, an event loop is saturated. */
+  busiest: number;
+}
+
+function statCpu(path: string): number {
+  const f = readFileSync(path, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function descendants(pid: number): number[] {
+  let kids: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      kids.push(
+        ...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number),
+      );
+  } catch {
+    kids = [];
+  }
+  return [pid, ...kids.flatMap(descendants)];
+}
+
+export function cpuSnapshot(pid: number): CpuSnapshot {
+  const threads = new Map<number, number>();
+  for (const p of descendants(pid)) {
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`))
+        threads.set(Number(tid), statCpu(`/proc/${p}/task/${tid}/stat`));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return { pid, threads };
+}
+
+export function cpuUse(a: CpuSnapshot, b: CpuSnapshot, wallSec: number): CpuUse {
+  let total = 0;
+  let busiest = 0;
+  for (const [tid, t] of b.threads) {
+    const d = t - (a.threads.get(tid) ?? 0);
+    total += d;
+    busiest = Math.max(busiest, d);
+  }
+  return { cores: total / wallSec, busiest: busiest / wallSec };
+}
+
+/** CPU seconds of a process tree (nginx: master and workers). */
+export function treeCpuSeconds(pid: number): number {
+  let n = 0;
+  for (const t of cpuSnapshot(pid).threads.values()) n += t;
+  return n;
+}
+
+/** CPU seconds of this process's waited-for children (wrk, curl) so far. */
+function childrenCpuSeconds(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+const SATURATED = 0.85;
+
+/**
+ * One line saying which side ran out of CPU in a devutil-vs-anchor pair of runs (both watched as
+ * { devutil, anchor }): a server is saturated when its busiest thread used >= 85% of a core (an
+ * event loop, an nginx worker) or the machine's cores were all busy; otherwise the figure is not a
+ * server ceiling (the load generator, the upstream or the machine's other jobs limited it).
+ */
+export function saturation(d: WrkResult, n: WrkResult, anchorName: string): string {
+  const cores = availableParallelism();
+  const side = (name: string, r: WrkResult, key: string) => {
+    const u = r.cpu[key];
+    if (!u) return `${name} n/a`;
+    const sat = u.busiest >= SATURATED ? 'SATURATED' : 'not saturated';
+    return `${name} ${u.cores.toFixed(2)} cores, busiest thread ${(u.busiest * 100).toFixed(0)}% (${sat}); wrk ${r.wrkCores.toFixed(2)} cores / ${r.threads} threads`;
+  };
+  const sat = (r: WrkResult, k: string) => (r.cpu[k]?.busiest ?? 0) >= SATURATED;
+  const verdict =
+    sat(d, 'devutil') && sat(n, 'anchor')
+      ? 'both servers CPU-bound: the ratio compares their ceilings'
+      : sat(n, 'anchor')
+        ? `${anchorName} CPU-bound, devutil not: devutil was held back elsewhere (wrk, upstream, the machine)`
+        : sat(d, 'devutil')
+          ? `devutil CPU-bound, ${anchorName} not: the anchor ran below its ceiling, so the ratio overstates devutil`
+          : `neither server CPU-bound on ${cores} cores: the load generator or the machine limited both`;
+  return `saturation: ${side('devutil', d, 'devutil')} | ${side(anchorName, n, 'anchor')}\n  -> ${verdict}`;
 }
 
 export interface Proc {
@@ -96,20 +240,6 @@ async function waitHttp(url: string, ms = 30_000): Promise<void> {
     if (Date.now() > until) throw new Error(`${url} did not come up in ${ms}ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-function stopper(proc: ChildProcess, cleanup?: () => void): () => Promise<void> {
-  return () =>
-    new Promise((resolve) => {
-      const done = () => {
-        cleanup?.();
-        resolve();
-      };
-      if (proc.exitCode !== null || proc.signalCode !== null) return done();
-      proc.once('exit', done);
-      proc.kill('SIGTERM');
-      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-    });
 }
 
 /**
@@ -135,43 +265,20 @@ export async function startDevutil(env: Record<string, string> = {}, readyPath =
 }
 
 /**
- * Starts nginx (single worker, access log off) with `serverBody` inside `server { listen PORT; ... }`.
- * `http` adds directives at http{} level (upstreams, caches).
+ * Starts nginx (single worker, access log off, sendfile on) with `serverBody` inside
+ * `server { listen PORT; ... }` (test/helpers/nginx.ts). `http` adds directives at http{} level.
  */
 export async function startNginx(serverBody: string, http = '', readyPath = '/'): Promise<Proc> {
   requireCommand('nginx', 'nginx-light');
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'devutil-nginx-'));
-  const conf = `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  default_type application/octet-stream;
-  sendfile on; tcp_nopush on; keepalive_requests 100000;
-  ${http}
-  server {
-    listen 127.0.0.1:${port};
-    ${serverBody}
+  const n = await startNginxProcess(serverBody, http, { readyPath });
+  // An anchor that answers 403 (workers without read access) or 404 would be measured as "fast".
+  const r = await fetch(n.url + readyPath);
+  await r.arrayBuffer();
+  if (r.status !== 200) {
+    await n.close();
+    throw new Error(`nginx anchor answers ${readyPath} with ${r.status}, not 200: ${n.errors().slice(-500)}`);
   }
-}
-`;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const proc = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttp(url + readyPath);
-  return {
-    url,
-    port,
-    pid: proc.pid ?? 0,
-    close: stopper(proc, () => rmSync(dir, { recursive: true, force: true })),
-  };
+  return { url: n.url, port: n.port, pid: n.pid, close: n.close };
 }
 
 /** Resident set size of a process in bytes (Linux /proc). */
@@ -197,6 +304,8 @@ export interface Row {
   higherIsBetter: boolean;
   /** Target ratio devutil/anchor, when the issue names one. */
   target?: number;
+  /** Set (to the reason) when the runs behind this row had errors: no verdict is printed. */
+  invalid?: string | undefined;
 }
 
 const fmt = (n: number) => (Number.isFinite(n) ? (Math.abs(n) >= 100 ? n.toFixed(0) : n.toFixed(2)) : 'n/a');
@@ -222,7 +331,9 @@ export function report(title: string, anchorName: string, rows: Row[]): void {
   for (const r of rows) {
     const ratio = r.devutil / r.anchor;
     let verdict = '';
-    if (r.target !== undefined) {
+    if (r.invalid) verdict = `NOT VALID (${r.invalid})`;
+    else if (r.target !== undefined && !Number.isFinite(ratio)) verdict = 'NOT VALID (no figure)';
+    else if (r.target !== undefined) {
       const met = r.higherIsBetter ? ratio >= r.target : ratio <= r.target;
       verdict = `${r.higherIsBetter ? '>=' : '<='}${r.target} ${met ? 'MET' : 'NOT MET'}`;
     }

@@ -1,18 +1,42 @@
-// Reverse proxy: devutil vs nginx proxy_pass to the same local HTTPS upstream (nginx serving files
-// with a test-CA certificate for the real host names). 1 KiB req/s and p99 (target >= 0.5x),
-// one 1 GiB stream (target >= 0.9x throughput, flat RSS), and cache hits vs nginx serving the
-// file statically.
-import { execFileSync } from 'node:child_process';
+// Reverse proxy: devutil vs nginx proxy_pass and vs a bare node:http + undici proxy, all to the
+// same local HTTPS upstream (nginx serving files with a test-CA certificate for the real host
+// names). Issue 15 targets: 1 KiB req/s >= 0.9x bare node (nginx ratio printed too); one 1 GiB
+// stream >= 0.8x nginx; a 64 KiB cache hit >= 0.6x nginx serving the same bytes statically.
+//
+// The 1 GiB stream is measured from a warm page cache, alternating the proxies, median of rounds.
+// Earlier versions warmed only the first 256 MiB of the (sparse) 1 GiB file and always ran devutil
+// first: its run paid for the kernel filling 768 MiB of page cache in the upstream (about 2 s of
+// system CPU per GiB on this 2-core machine, competing with devutil for the cores, and a slower
+// upstream that also doubled devutil's own CPU per byte through smaller reads), while nginx then
+// read a warm cache. That is why this bench printed 0.44-0.50x where a standalone run said
+// 0.79-0.93x; the upstream's own speed (direct, no proxy) is printed for the same reason.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TS_EXEC_ARGV } from '../scripts/ts-loader.js';
 import { makePki } from '../test/fixtures/proxy/tls.ts';
 import { freePort } from '../test/helpers/ports.ts';
-import { type Proc, report, rssOf, startDevutil, startNginx, wrk } from './lib.ts';
+import {
+  cpuSnapshot,
+  cpuUse,
+  invalid,
+  type Proc,
+  report,
+  rssOf,
+  saturation,
+  startDevutil,
+  startNginx,
+  wrk,
+} from './lib.ts';
 
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
+const ROUNDS = Number(process.env['BENCH_PROXY_STREAM_ROUNDS'] ?? 3);
+const STREAM = process.env['BENCH_PROXY_STREAM_SIZE'] ?? '1G';
+const warmSec = Number(process.env['BENCH_WARM_SECONDS'] ?? 10);
 const connections = 64;
 const HOSTS = ['raw.githubusercontent.com', 'files.pythonhosted.org'];
+const MiB = 1024 * 1024;
 
 const dir = mkdtempSync(join(tmpdir(), 'devutil-bench-proxy-'));
 makePki(dir, HOSTS);
@@ -21,7 +45,8 @@ const www = join(dir, 'www');
 execFileSync('mkdir', ['-p', join(www, 'packages')]);
 writeFileSync(join(www, '1k'), Buffer.alloc(1024, 97));
 writeFileSync(join(www, 'packages', '64k.bin'), Buffer.alloc(64 * 1024, 98));
-execFileSync('truncate', ['-s', '1G', join(www, '1g')]);
+execFileSync('truncate', ['-s', STREAM, join(www, '1g')]);
+const streamBytes = Number(execFileSync('stat', ['-c', '%s', join(www, '1g')], { encoding: 'utf8' }));
 
 const tlsPort = await freePort();
 const upstream = await startNginx(
@@ -52,89 +77,228 @@ const ngx = await startNginx(
   `upstream up { server 127.0.0.1:${tlsPort}; keepalive 64; }`,
   '/static/64k.bin',
 );
+const barePort = await freePort();
+const bareProc: ChildProcess = spawn(
+  process.execPath,
+  [
+    ...TS_EXEC_ARGV,
+    new URL('./anchors/bare-proxy.ts', import.meta.url).pathname,
+    String(barePort),
+    String(tlsPort),
+    'raw.githubusercontent.com',
+    `${dir}/ca.pem`,
+    '/raw.githubusercontent.com',
+  ],
+  { stdio: ['ignore', 'ignore', 'inherit'] },
+);
+const bare = { url: `http://127.0.0.1:${barePort}`, pid: bareProc.pid ?? 0 };
+for (let i = 0; i < 100; i++) {
+  const ok = await fetch(`${bare.url}/raw.githubusercontent.com/1k`).then(
+    (r) => r.arrayBuffer().then(() => r.ok),
+    () => false,
+  );
+  if (ok) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
 
-/** Downloads `url` with curl to /dev/null, sampling the RSS of `pid`; returns bytes/s and RSS figures. */
-async function stream(url: string, pid: number): Promise<{ bps: number; rssStart: number; rssPeak: number }> {
+interface StreamRun {
+  bps: number;
+  /** CPU seconds per GiB: the proxy's tree, the upstream's. */
+  proxyCpu: number;
+  upstreamCpu: number;
+  /** The busiest thread's share of a core during the run: the proxy's, the upstream's. */
+  proxyBusiest: number;
+  upstreamBusiest: number;
+  rssGrowth: number;
+}
+
+/** One whole download with curl to /dev/null, CPU of the proxy and the upstream, RSS peak. */
+async function stream(url: string, pid: number, curlArgs: string[] = []): Promise<StreamRun> {
   const rssStart = rssOf(pid);
   let rssPeak = rssStart;
   const t = setInterval(() => {
     rssPeak = Math.max(rssPeak, rssOf(pid));
   }, 100);
-  const { spawn } = await import('node:child_process');
+  const cpu0 = cpuSnapshot(pid);
+  const up0 = cpuSnapshot(upstream.pid);
+  const t0 = performance.now();
   const out = await new Promise<string>((resolve, reject) => {
-    const c = spawn('curl', ['-sS', '-o', '/dev/null', '-w', '%{speed_download} %{size_download}', url]);
+    const c = spawn('curl', [
+      '-sS',
+      '-f',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{speed_download} %{size_download}',
+      ...curlArgs,
+      url,
+    ]);
     let s = '';
     c.stdout.on('data', (d: Buffer) => {
       s += d.toString();
     });
     c.on('error', reject);
-    c.on('close', () => resolve(s));
+    c.on('close', (code) => (code === 0 ? resolve(s) : reject(new Error(`curl ${url} exited ${code}`))));
   });
   clearInterval(t);
+  const wall = (performance.now() - t0) / 1000;
   const [speed, size] = out.split(' ').map(Number);
-  if (size !== 1024 ** 3) throw new Error(`short download from ${url}: ${out}`);
-  return { bps: speed ?? Number.NaN, rssStart, rssPeak };
+  if (size !== streamBytes) throw new Error(`short download from ${url}: ${out}`);
+  const gib = streamBytes / 1024 ** 3;
+  const proxy = cpuUse(cpu0, cpuSnapshot(pid), wall);
+  const up = cpuUse(up0, cpuSnapshot(upstream.pid), wall);
+  return {
+    bps: speed ?? Number.NaN,
+    proxyCpu: (proxy.cores * wall) / gib,
+    upstreamCpu: (up.cores * wall) / gib,
+    proxyBusiest: proxy.busiest,
+    upstreamBusiest: up.busiest,
+    rssGrowth: rssPeak - rssStart,
+  };
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const procs: Proc[] = [dev, ngx, upstream];
 try {
+  // ---- 1 KiB: devutil vs bare node:http + undici (target) and vs nginx proxy_pass (printed) ----
   const d1k = `${dev.url}/proxy/raw.githubusercontent.com/1k`;
   const n1k = `${ngx.url}/raw.githubusercontent.com/1k`;
-  // Warm-up: JIT, upstream TLS pools and session caches on both sides. Node needed ~8 s of load
+  const b1k = `${bare.url}/raw.githubusercontent.com/1k`;
+  // Warm-up: JIT, upstream TLS pools and session caches on all sides. Node needed ~8 s of load
   // here before its figures settled (measured on a shared 2-core machine).
-  wrk(d1k, { durationSec: 10, connections });
-  wrk(n1k, { durationSec: 3, connections });
-  const d = wrk(d1k, { durationSec, connections });
-  const n = wrk(n1k, { durationSec, connections });
+  wrk(d1k, { durationSec: warmSec, connections });
+  wrk(b1k, { durationSec: Math.ceil(warmSec / 2), connections });
+  wrk(n1k, { durationSec: Math.ceil(warmSec / 3), connections });
+  const d = wrk(d1k, { durationSec, connections, watch: { devutil: dev.pid } });
+  const b = wrk(b1k, { durationSec, connections, watch: { anchor: bare.pid } });
+  const n = wrk(n1k, { durationSec, connections, watch: { anchor: ngx.pid } });
+  report('1 KiB through the proxy', 'bare node', [
+    {
+      metric: 'throughput',
+      unit: 'req/s',
+      devutil: d.rps,
+      anchor: b.rps,
+      higherIsBetter: true,
+      target: 0.9,
+      invalid: invalid({ devutil: d, bare: b }),
+    },
+    { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: b.p99ms, higherIsBetter: false },
+  ]);
+  console.log(saturation(d, b, 'bare node'));
   report('1 KiB through the proxy', 'nginx proxy_pass', [
-    { metric: 'throughput', unit: 'req/s', devutil: d.rps, anchor: n.rps, higherIsBetter: true, target: 0.5 },
+    {
+      metric: 'throughput',
+      unit: 'req/s',
+      devutil: d.rps,
+      anchor: n.rps,
+      higherIsBetter: true,
+      invalid: invalid({ devutil: d, nginx: n }),
+    },
     { metric: 'p99 latency', unit: 'ms', devutil: d.p99ms, anchor: n.p99ms, higherIsBetter: false },
   ]);
-  if (d.errors || n.errors) console.log(`errors: devutil ${d.errors}, nginx ${n.errors}`);
+  console.log(saturation(d, n, 'nginx'));
 
-  for (const u of [
-    `${dev.url}/proxy/raw.githubusercontent.com/1g`,
-    `${ngx.url}/raw.githubusercontent.com/1g`,
-  ])
-    execFileSync('curl', ['-sS', '-o', '/dev/null', '-r', '0-268435455', u]);
-  const ds = await stream(`${dev.url}/proxy/raw.githubusercontent.com/1g`, dev.pid);
-  const ns = await stream(`${ngx.url}/raw.githubusercontent.com/1g`, ngx.pid);
-  const mib = (b: number) => b / 1024 / 1024;
-  report('one 1 GiB stream', 'nginx proxy_pass', [
+  // ---- one big stream: warm page cache, alternating, median of ROUNDS ----
+  const direct = () =>
+    stream(`https://raw.githubusercontent.com:${tlsPort}/1g`, upstream.pid, [
+      '--cacert',
+      `${dir}/ca.pem`,
+      '--resolve',
+      `raw.githubusercontent.com:${tlsPort}:127.0.0.1`,
+    ]);
+  await direct(); // the whole file into the page cache, and the upstream's TLS warm
+  const runs = { devutil: [] as StreamRun[], nginx: [] as StreamRun[], upstream: [] as StreamRun[] };
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = i % 2 ? (['nginx', 'devutil'] as const) : (['devutil', 'nginx'] as const);
+    for (const k of order)
+      runs[k].push(
+        k === 'devutil'
+          ? await stream(`${dev.url}/proxy/raw.githubusercontent.com/1g`, dev.pid)
+          : await stream(`${ngx.url}/raw.githubusercontent.com/1g`, ngx.pid),
+      );
+    runs.upstream.push(await direct());
+  }
+  const med = (k: keyof typeof runs, f: keyof StreamRun) => median(runs[k].map((r) => r[f]));
+  const label = `one ${(streamBytes / 1024 ** 3).toFixed(streamBytes % 1024 ** 3 ? 2 : 0)} GiB stream`;
+  console.log(
+    `${label}, MiB/s per round: devutil ${runs.devutil.map((r) => (r.bps / MiB).toFixed(0)).join(' ')}; nginx ${runs.nginx.map((r) => (r.bps / MiB).toFixed(0)).join(' ')}; upstream direct ${runs.upstream.map((r) => (r.bps / MiB).toFixed(0)).join(' ')}`,
+  );
+  report(`${label} (median of ${ROUNDS}, warm page cache)`, 'nginx proxy_pass', [
     {
       metric: 'throughput',
       unit: 'MiB/s',
-      devutil: mib(ds.bps),
-      anchor: mib(ns.bps),
+      devutil: med('devutil', 'bps') / MiB,
+      anchor: med('nginx', 'bps') / MiB,
       higherIsBetter: true,
-      target: 0.9,
+      target: 0.8,
+    },
+    {
+      metric: 'proxy CPU per GiB',
+      unit: 's',
+      devutil: med('devutil', 'proxyCpu'),
+      anchor: med('nginx', 'proxyCpu'),
+      higherIsBetter: false,
+    },
+    {
+      metric: 'upstream CPU per GiB',
+      unit: 's',
+      devutil: med('devutil', 'upstreamCpu'),
+      anchor: med('nginx', 'upstreamCpu'),
+      higherIsBetter: false,
     },
     {
       metric: 'RSS growth',
       unit: 'MiB',
-      devutil: mib(ds.rssPeak - ds.rssStart),
-      anchor: mib(ns.rssPeak - ns.rssStart),
+      devutil: med('devutil', 'rssGrowth') / MiB,
+      anchor: med('nginx', 'rssGrowth') / MiB,
       higherIsBetter: false,
     },
   ]);
+  const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+  const sat = (k: 'devutil' | 'nginx') => {
+    const p = med(k, 'proxyBusiest');
+    const u = med(k, 'upstreamBusiest');
+    const who = p >= 0.85 ? `${k} SATURATED` : u >= 0.85 ? 'the upstream SATURATED' : 'neither saturated';
+    return `${k} run: ${k}'s busiest thread ${pct(p)}, upstream's ${pct(u)} (${who})`;
+  };
+  console.log(`stream saturation: ${sat('devutil')} | ${sat('nginx')}`);
   console.log(
-    `devutil RSS: ${mib(ds.rssStart).toFixed(0)} MiB before, ${mib(ds.rssPeak).toFixed(0)} MiB peak`,
+    `context: the upstream alone (curl direct, decrypting TLS itself) ${(med('upstream', 'bps') / MiB).toFixed(0)} MiB/s`,
   );
 
+  // ---- 64 KiB cache hit vs nginx serving the same bytes ----
   const hit = `${dev.url}/proxy/files.pythonhosted.org/packages/64k.bin`;
   await fetch(hit).then((r) => r.arrayBuffer());
   const check = await fetch(hit);
   await check.arrayBuffer();
   if (check.headers.get('x-cache') !== 'HIT') throw new Error('the cache did not serve the primed object');
-  wrk(hit, { durationSec: 6, connections });
-  wrk(`${ngx.url}/static/64k.bin`, { durationSec: 2, connections });
-  const dc = wrk(hit, { durationSec, connections });
-  const nc = wrk(`${ngx.url}/static/64k.bin`, { durationSec, connections });
+  wrk(hit, { durationSec: Math.ceil(warmSec / 2), connections });
+  wrk(`${ngx.url}/static/64k.bin`, { durationSec: Math.ceil(warmSec / 5), connections });
+  const dc = wrk(hit, { durationSec, connections, watch: { devutil: dev.pid } });
+  const nc = wrk(`${ngx.url}/static/64k.bin`, { durationSec, connections, watch: { anchor: ngx.pid } });
+  const bad = invalid({ devutil: dc, nginx: nc });
   report('64 KiB cache hit vs nginx static file', 'nginx static', [
-    { metric: 'throughput', unit: 'req/s', devutil: dc.rps, anchor: nc.rps, higherIsBetter: true },
-    { metric: 'p99 latency', unit: 'ms', devutil: dc.p99ms, anchor: nc.p99ms, higherIsBetter: false },
+    {
+      metric: 'throughput',
+      unit: 'req/s',
+      devutil: dc.rps,
+      anchor: nc.rps,
+      higherIsBetter: true,
+      target: 0.6,
+      invalid: bad,
+    },
+    {
+      metric: 'p99 latency',
+      unit: 'ms',
+      devutil: dc.p99ms,
+      anchor: nc.p99ms,
+      higherIsBetter: false,
+      invalid: bad,
+    },
   ]);
+  console.log(saturation(dc, nc, 'nginx'));
 } finally {
   for (const p of procs) await p.close();
+  bareProc.kill();
   rmSync(dir, { recursive: true, force: true });
 }
