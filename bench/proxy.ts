@@ -6,9 +6,8 @@
 // The 1 GiB stream is measured from a warm page cache, alternating the proxies, median of rounds.
 // Earlier versions warmed only the first 256 MiB of the (sparse) 1 GiB file and always ran devutil
 // first: its run paid for the kernel filling 768 MiB of page cache in the upstream (about 2 s of
-// system CPU per GiB on this 2-core machine, competing with devutil for the cores, and a slower
-// upstream that also doubled devutil's own CPU per byte through smaller reads), while nginx then
-// read a warm cache. That is why this bench printed 0.44-0.50x where a standalone run said
+// system CPU per GiB on this 2-core machine, competing with devutil for the cores; devutil's own
+// CPU per byte also about doubled in such runs), while nginx then read a warm cache. That is why this bench printed 0.44-0.50x where a standalone run said
 // 0.79-0.93x; the upstream's own speed (direct, no proxy) is printed for the same reason.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
