@@ -8,14 +8,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { brotliDecompressSync } from 'node:zlib';
-import { curl } from '../helpers/curl.ts';
+import { curl as curlArgs } from '../fixtures/proxy/curl.ts';
 import { type Nginx, offloadLocations, startNginx } from '../helpers/nginx.ts';
 import { type Running, startTestServer, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const run = promisify(execFile);
+const curl = (url: string, args: string[] = []) => curlArgs([...args, url]);
 
-const h = (g: { header(n: string): string | undefined }, name: string) => g.header(name);
+const h = (g: { headers: Record<string, string> }, name: string) => g.headers[name];
 
 function textCorpus(lines = 3000): Buffer {
   const out: string[] = [];
@@ -91,7 +92,7 @@ describe('file downloads offloaded to nginx (X-Accel-Redirect)', { skip: toolSki
       assert.deepEqual(got.headers[name], direct.headers[name], name);
     assert.match(h(got, 'etag') ?? '', /^"[0-9a-f]{32}"$/, 'the ETag is devutil`s, not the file`s');
     assert.equal(h(got, 'content-disposition'), 'attachment; filename="random data.bin"');
-    assert.equal(got.headers['accept-ranges']?.length, 1);
+    assert.equal(h(got, 'accept-ranges'), 'bytes');
     assert.ok(h(got, 'x-request-id'));
   });
 

@@ -9,12 +9,13 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { brotliDecompressSync } from 'node:zlib';
 import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { curl } from '../helpers/curl.ts';
+import { curl as curlArgs } from '../fixtures/proxy/curl.ts';
 import { registerSecret } from '../helpers/secrets.ts';
 import { LogCapture, type Running, startTestServer, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const run = promisify(execFile);
+const curl = (url: string, args: string[] = []) => curlArgs([...args, url]);
 
 async function upload(base: string, key: string, body: Buffer, name: string, type?: string) {
   const form = new FormData();
@@ -71,8 +72,8 @@ describe('S3 presigned downloads', { skip: toolSkip('curl') }, () => {
     const got = await curl(`${srv.url}/api/file/blob.bin`, ['-L']);
     assert.equal(got.status, 200);
     assert.ok(got.body.equals(binary));
-    assert.equal(got.header('content-type'), 'application/x-demo');
-    assert.equal(got.header('content-disposition'), 'attachment; filename="random data.bin"');
+    assert.equal(got.headers['content-type'], 'application/x-demo');
+    assert.equal(got.headers['content-disposition'], 'attachment; filename="random data.bin"');
     const dir = tempDir();
     await run('curl', ['-sS', '-L', '-OJ', `${srv.url}/api/file/blob.bin`], { cwd: dir });
     assert.deepEqual(readdirSync(dir), ['random data.bin']);
@@ -82,7 +83,7 @@ describe('S3 presigned downloads', { skip: toolSkip('curl') }, () => {
   it('answers a Range through the redirect with exactly those bytes', async () => {
     const got = await curl(`${srv.url}/api/file/blob.bin`, ['-L', '-r', '1000-70999']);
     assert.equal(got.status, 206);
-    assert.equal(got.header('content-range'), `bytes 1000-70999/${binary.length}`);
+    assert.equal(got.headers['content-range'], `bytes 1000-70999/${binary.length}`);
     assert.ok(got.body.equals(binary.subarray(1000, 71000)));
   });
 
@@ -90,9 +91,9 @@ describe('S3 presigned downloads', { skip: toolSkip('curl') }, () => {
     await location(srv.url, 'log.txt', { 'accept-encoding': 'br' });
     const br = await curl(`${srv.url}/api/file/log.txt`, ['-L', '-H', 'Accept-Encoding: br']);
     assert.equal(br.status, 200);
-    assert.equal(br.header('content-encoding'), 'br');
+    assert.equal(br.headers['content-encoding'], 'br');
     assert.ok(brotliDecompressSync(br.body).equals(text));
-    assert.match(br.header('content-disposition') ?? '', /filename\*=UTF-8''build%20log%20%E2%9C%93\.txt/);
+    assert.match(br.headers['content-disposition'] ?? '', /filename\*=UTF-8''build%20log%20%E2%9C%93\.txt/);
 
     const plain = await fetch(`${srv.url}/api/file/log.txt`, { redirect: 'manual' });
     assert.equal(plain.status, 200, 'served by devutil, not redirected');

@@ -1,8 +1,6 @@
 // File storage section: limits, compression and retention (the blob backend is the storage section).
-import { bool, bytes, duration, int, oneOf, rate, str } from '../../infra/schema.ts';
-
-/** An nginx location prefix: absolute, ending in "/", URL-safe characters only. */
-export const ACCEL_PREFIX = /^\/(?:[A-Za-z0-9._~-]+\/)+$/;
+import { accelPrefix } from '../../infra/accel.ts';
+import { bool, bytes, duration, int, oneOf, rate } from '../../infra/schema.ts';
 
 export const filesSection = {
   enabled: bool(true, { doc: 'serve the file storage API under /api/file' }),
@@ -31,9 +29,7 @@ export const filesSection = {
     doc: 'if set (below max_age_sec), 0x0.st rule: small files live max_age_sec, the largest min_age_sec',
   }),
   sweepIntervalSec: duration(3600, { unit: 's', min: 1, doc: 'how often the retention sweeper runs' }),
-  accelRedirect: str('', {
-    pattern: ACCEL_PREFIX,
-    hint: 'an nginx internal location prefix such as /_devutil_files/ (starts and ends with /)',
-    doc: 'behind nginx, with the fs backend: answer downloads with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing <data_dir>/blobs/.data/; README Deployment); empty = off',
-  }),
+  accelRedirect: accelPrefix(
+    'behind nginx, with the fs backend: answer downloads with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing <data_dir>/blobs/.data/; README Deployment)',
+  ),
 };
