@@ -1,6 +1,7 @@
 // The on-disk shape of cache entries (and of blobs written before the blob store kept bodies in
-// files of their own): body bytes, a JSON trailer, its u32 length and a 4-byte magic. The body starts at offset 0 (ranges are plain file offsets) and the
-// trailer is written last, so a file cut short anywhere fails the magic and length checks.
+// files of their own): body bytes, a JSON trailer, its u32 length and a 4-byte magic. The body
+// starts at offset 0 (ranges are plain file offsets) and the trailer is written last, so a file
+// cut short anywhere fails the magic and length checks.
 import type { FileHandle } from 'node:fs/promises';
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
