@@ -1,6 +1,6 @@
 // Every outbound client goes through the egress client's address guard: the image upstream, the
-// avatar mirror, PlantUML's /proxy?src= fetch, the Telegram Bot API client and the reverse proxy
-// each refuse a loopback or private target that is not in the host overrides, while the same
+// avatar mirror, PlantUML's /proxy?src= fetch and URL includes, the Telegram Bot API client and
+// the reverse proxy each refuse a loopback or private target that is not in the host overrides, while the same
 // fixture server is reached through an override (so the refusal is the guard, not a dead port).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -105,6 +105,28 @@ describe('the address guard covers every outbound client', () => {
       where: () => new URL(inc.url).host,
       // proxyHosts must be dotted host names: `localhost` cannot be configured.
       forms: ['literal'],
+    },
+    {
+      // The engine asks the server for URL includes, so an allow-listed prefix pointing inward is
+      // still refused (with the engine's own "cannot open URL" error image).
+      name: 'PlantUML !include',
+      config: (target, resolve) => ({
+        ...ALL_OFF,
+        egress: { resolve },
+        plantuml: { enabled: true, workers: 1, urlAllowlist: [`${target}/`] },
+      }),
+      probe: async (app, target) => {
+        const r = await app.inject({
+          method: 'POST',
+          url: '/plantuml/txt',
+          payload: `@startuml\n!include ${target}/remote.puml\n@enduml`,
+          headers: { 'content-type': 'text/plain' },
+        });
+        return { ok: r.statusCode === 200 && /Carol/.test(r.body), body: r.body };
+      },
+      hits: () => [...inc.hits.values()].reduce((a, b) => a + b, 0),
+      where: () => new URL(inc.url).host,
+      forms: ['literal', 'localhost'],
     },
     {
       name: 'Telegram Bot API',

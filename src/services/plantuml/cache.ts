@@ -4,12 +4,14 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { Cache, type CacheHit } from '../../infra/cache.ts';
-import type { DiagramError } from './protocol.ts';
+import type { DiagramError, IncludeRecord } from './protocol.ts';
 
 export interface Rendered {
   status: 'ok' | 'error';
   description: string;
   errors: DiagramError[];
+  /** URLs the engine read for this result and what they held (includes.ts); absent when none. */
+  includes?: IncludeRecord[];
   body: Buffer;
 }
 
@@ -32,4 +34,9 @@ export function renderCache(
 export const fromHit = (hit: CacheHit<RenderedMeta>): Rendered => ({ ...hit.entry.meta, body: hit.body });
 
 export const store = (cache: Cache<RenderedMeta>, key: string, r: Rendered): Promise<boolean> =>
-  cache.put(key, r.body, { status: r.status, description: r.description, errors: r.errors });
+  cache.put(key, r.body, {
+    status: r.status,
+    description: r.description,
+    errors: r.errors,
+    ...(r.includes ? { includes: r.includes } : {}),
+  });

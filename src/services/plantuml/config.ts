@@ -48,6 +48,21 @@ export const plantumlSection = {
     item: urlPrefix,
     doc: 'URL prefixes that !include / !includeurl may fetch (stdlib needs none)',
   }),
+  includeTtlSec: duration(60, {
+    unit: 's',
+    min: 0,
+    doc: 'how long a fetched URL include is used as is; then a conditional GET asks whether it changed',
+  }),
+  includeTimeoutMs: duration(5000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'give up on one URL include after this long',
+  }),
+  includeMaxBytes: bytes(1024 ** 2, { min: 1024, doc: 'largest URL include (or image) a diagram may read' }),
+  includeCacheBytes: bytes(16 * 1024 ** 2, {
+    min: 0,
+    doc: 'memory for fetched URL includes and their validators (ETag, Last-Modified)',
+  }),
   limitSize: int(4096, { min: 256, max: 65_536, doc: 'largest PNG width/height (PLANTUML_LIMIT_SIZE)' }),
   maxSourceBytes: bytes(256 * 1024, { min: 1024, doc: 'largest diagram source after decoding' }),
   cacheMemory: bytes(64 * 1024 ** 2, { min: 0, doc: 'in-memory cache of rendered diagrams (0 = off)' }),

@@ -87,8 +87,16 @@ export async function sendDiagram(
   o: ReplyOptions,
 ): Promise<FastifyReply> {
   reply.header('access-control-allow-origin', '*');
-  const etag = engine.etag(source);
-  if (req.method === 'GET' || req.method === 'HEAD') {
+  const job = {
+    op: fmt.op === 'map' ? 'map' : 'render',
+    format: fmt.engine,
+    index,
+    dark: fmt.dark,
+    source,
+  } as const;
+  if ((req.method === 'GET' || req.method === 'HEAD') && req.headers['if-none-match']) {
+    // A diagram that read URLs matches only while they are unchanged (a conditional GET at most).
+    const etag = await engine.currentEtag(job).catch(() => null);
     if (notModified(req, engine, etag)) {
       cacheHeaders(reply, engine, etag, true, o);
       return reply.code(304).send();
@@ -96,15 +104,12 @@ export async function sendDiagram(
   }
   let r: Awaited<ReturnType<PlantumlEngine['render']>>;
   try {
-    r = await engine.render(
-      { op: fmt.op === 'map' ? 'map' : 'render', format: fmt.engine, index, dark: fmt.dark, source },
-      addressGroup(req.clientIp),
-    );
+    r = await engine.render(job, addressGroup(req.clientIp));
   } catch (err) {
     throw httpError(err);
   }
   const ok = r.status === 'ok';
-  const tag = engine.etag(source);
+  const tag = engine.etag(source, r.includes);
   cacheHeaders(reply, engine, tag, ok, o);
   reply.header('x-plantuml-diagram-description', headerText(r.description));
   if (!ok && !o.kroki) {

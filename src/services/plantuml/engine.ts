@@ -1,6 +1,6 @@
 // The render service without HTTP: Java detection and the worker build (once), fair admission to
-// the pool, the two-level cache, request coalescing and the mapping of engine outcomes to typed
-// failures.
+// the pool, the two-level cache (an entry that read URLs is used only while they are unchanged,
+// includes.ts), request coalescing and the mapping of engine outcomes to typed failures.
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -9,9 +9,10 @@ import { FairQueue } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
 import { encode64 } from './encoding.ts';
+import type { IncludeFetcher } from './includes.ts';
 import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
 import { WorkerPool } from './pool.ts';
-import type { WorkerReply, WorkerRequest } from './protocol.ts';
+import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
 import { engineProfile, JavaWorker } from './worker.ts';
 
 export interface EngineConfig {
@@ -27,6 +28,8 @@ export interface EngineConfig {
   securityProfile: string;
   urlAllowlist: readonly string[];
   limitSize: number;
+  /** The include fetch deadline (includes.ts); the JVM waits a little longer for the answer. */
+  includeTimeoutMs?: number;
   cacheMemory: number;
   cacheDisk: number;
 }
@@ -83,8 +86,16 @@ export class PlantumlEngine {
   private readonly dataDir: string;
   private readonly log: Logger;
   private readonly onPoolEvent?: (event: string) => void;
-  constructor(cfg: EngineConfig, dataDir: string, log: Logger, onPoolEvent?: (event: string) => void) {
+  private readonly includes: IncludeFetcher | null;
+  constructor(
+    cfg: EngineConfig,
+    dataDir: string,
+    log: Logger,
+    onPoolEvent?: (event: string) => void,
+    includes: IncludeFetcher | null = null,
+  ) {
     this.cfg = cfg;
+    this.includes = includes;
     this.dataDir = dataDir;
     this.log = log;
     this.onPoolEvent = onPoolEvent;
@@ -145,6 +156,8 @@ export class PlantumlEngine {
             urlAllowlist: this.cfg.urlAllowlist,
             limitSize: this.cfg.limitSize,
             threads: this.cfg.workerThreads,
+            fetchTimeoutMs: (this.cfg.includeTimeoutMs ?? 10_000) + 2000,
+            ...(this.includes ? { fetch: (url: string) => this.includes!.fetch(url) } : {}),
             onStderr: (line) => this.log.debug({ line }, 'plantuml worker stderr'),
           }),
         onHello: (h) => {
@@ -194,18 +207,40 @@ export class PlantumlEngine {
       .digest('hex');
   }
 
-  /** `"<md5hex(engine version)><PlantUML-base64 md5(source)>"`, like the server's (digest section 5). */
-  etag(source: string): string | null {
+  /**
+   * `"<md5hex(engine version)><PlantUML-base64 md5(source)>"`, like the server's (digest section 5).
+   * A diagram that read URLs hashes what they held along with the source, so its ETag changes
+   * with them.
+   */
+  etag(source: string, includes?: readonly IncludeRecord[]): string | null {
     if (!this.facts) return null;
     const v = createHash('md5').update(this.facts.version).digest('hex');
-    return `"${v}${encode64(createHash('md5').update(source).digest())}"`;
+    const h = createHash('md5').update(source);
+    for (const i of includes ?? []) h.update(`\n${i.url}\n${i.hash}`);
+    return `"${v}${encode64(h.digest())}"`;
+  }
+
+  /**
+   * The ETag the answer for `r` would carry, decided without rendering: from the cached entry when
+   * one exists (null if its includes changed: it must be rendered again), else from the source.
+   */
+  async currentEtag(r: RenderRequest): Promise<string | null> {
+    const hit = (await this.cache.peek(this.key(r)))?.meta;
+    if (!hit?.includes?.length) return this.etag(r.source);
+    return (await this.fresh(hit)) ? this.etag(r.source, hit.includes) : null;
+  }
+
+  /** True unless the entry read URLs whose content has changed since (revalidates stale ones). */
+  private async fresh(hit: RenderedMeta): Promise<boolean> {
+    if (!hit.includes?.length) return true;
+    return this.includes ? this.includes.current(hit.includes) : false;
   }
 
   /** Renders for `client` (its addressGroup); a render already running for the same key is shared. */
   async render(r: RenderRequest, client: string): Promise<RenderResult> {
     const key = this.key(r);
     const hit = await this.cache.get(key);
-    if (hit) {
+    if (hit && (await this.fresh(hit.entry.meta))) {
       if (!this.facts) this.warm(); // the ETag needs the engine version
       return { ...fromHit(hit), cached: true };
     }
@@ -229,6 +264,7 @@ export class PlantumlEngine {
       source: r.source,
     });
     const result = this.outcome(reply);
+    if (reply.includes?.length) result.includes = reply.includes;
     void store(this.cache, key, result);
     return { ...result, cached: false };
   }

@@ -1,11 +1,14 @@
 // Diagram rendering utility: a plantuml-server-compatible API on a warm pool of PlantUML JVMs.
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../infra/context.ts';
+import { createEgress } from '../../infra/egress.ts';
 import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
 import { PlantumlEngine } from './engine.ts';
+import { IncludeFetcher } from './includes.ts';
 import { proxyRoute } from './proxy.ts';
 import { plantumlRoutes } from './routes.ts';
+import { engineProfile } from './worker.ts';
 
 const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cfg = ctx.config.plantuml;
@@ -15,9 +18,24 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'worker spawns, exits, timeouts and crashes',
     ['event'],
   );
-  const engine = new PlantumlEngine(cfg, ctx.dataDir, ctx.logger.child({ svc: 'plantuml' }), (e) =>
-    events.inc({ event: e }),
-  );
+  const log = ctx.logger.child({ svc: 'plantuml' });
+  // URL includes are fetched here, not by the JVM: through the address guard, with validators.
+  const http = createEgress({
+    resolve: ctx.config.egress.resolve,
+    timeoutMs: cfg.includeTimeoutMs,
+    connections: 8,
+  });
+  const includes = new IncludeFetcher({
+    http,
+    profile: engineProfile(cfg.securityProfile),
+    allowlist: cfg.urlAllowlist,
+    freshMs: cfg.includeTtlSec * 1000,
+    timeoutMs: cfg.includeTimeoutMs,
+    maxBytes: cfg.includeMaxBytes,
+    memoryBytes: cfg.includeCacheBytes,
+    log,
+  });
+  const engine = new PlantumlEngine(cfg, ctx.dataDir, log, (e) => events.inc({ event: e }), includes);
   ctx.metrics.caches.push(engine.cache);
   const workers = ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state']);
   const refresh = () => {
@@ -72,7 +90,10 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     },
     { critical: false },
   );
-  app.addHook('onClose', async () => engine.close());
+  app.addHook('onClose', async () => {
+    await engine.close();
+    await http.close();
+  });
   // A listening server checks Java at once (cheap) so the first diagram does not wait for it;
   // inject()-only test servers never pay for it.
   app.addHook('onListen', async () => {

@@ -22,6 +22,7 @@ const corpus = readdirSync(CORPUS)
 const hex = (s: string) => `~h${Buffer.from(s, 'utf8').toString('hex')}`;
 const HELLO = 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000'; // Bob -> Alice : hello
 const BROKEN = '@startuml\nBob -> Alice : hello\nthis is not plantuml (\n@enduml';
+const INC = 'http://include.test';
 
 describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => {
   let app: FastifyInstance;
@@ -29,7 +30,16 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
   before(async () => {
     inc = await startIncludeServer();
     app = await buildTestServer({
-      overrides: { plantuml: { workers: 2, urlAllowlist: [`${inc.url}/allowed/`] } },
+      overrides: {
+        // The server fetches URL includes through its address guard: the fixture is reached by an
+        // override; inside.test is allow-listed but points at a private address.
+        egress: { resolve: [`include.test=${new URL(inc.url).host}`, 'inside.test=10.0.0.1:80'] },
+        plantuml: {
+          workers: 2,
+          urlAllowlist: [`${INC}/allowed/`, 'http://inside.test/'],
+          includeTtlSec: 0,
+        },
+      },
     });
   });
   after(async () => {
@@ -217,15 +227,73 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
     assert.equal(inc.hits.get('/denied/x.puml'), undefined);
     assert.equal(inc.hits.get('/denied/y.puml'), undefined);
 
-    const ok = await post(
-      '/plantuml/txt',
-      `@startuml\n!include ${inc.url}/allowed/frag.puml\nA -> B\n@enduml`,
-    );
+    const ok = await post('/plantuml/txt', `@startuml\n!include ${INC}/allowed/frag.puml\nA -> B\n@enduml`);
     assert.equal(ok.statusCode, 200, ok.body.slice(0, 300));
     assert.match(ok.body, /Carol/);
     assert.ok((inc.hits.get('/allowed/frag.puml') ?? 0) >= 1);
     assert.ok(FRAGMENT.includes('Carol'));
   });
+
+  it('re-renders a diagram whose include changed, and revalidates an unchanged one with a conditional GET', async () => {
+    const path = '/allowed/changing.puml';
+    inc.files.set(path, 'Bob -> Carol : first version\n');
+    const url = `/plantuml/txt/${plantumlEncoder.encode(`@startuml\n!include ${INC}${path}\nA -> B\n@enduml`)}`;
+    const first = await app.inject({ url });
+    assert.equal(first.statusCode, 200, first.body.slice(0, 300));
+    assert.match(first.body, /first version/);
+    const etag = first.headers.etag as string;
+    assert.ok(etag);
+
+    // Unchanged upstream: served from the cache after a conditional GET answered 304.
+    const downloads = (inc.hits.get(path) ?? 0) - (inc.notModified.get(path) ?? 0);
+    const asked = inc.conditional.get(path) ?? 0;
+    const again = await app.inject({ url });
+    assert.equal(again.headers['x-plantuml-cache'], 'hit');
+    assert.equal(again.headers.etag, etag);
+    assert.ok((inc.conditional.get(path) ?? 0) > asked, 'the include was revalidated');
+    assert.equal(
+      (inc.hits.get(path) ?? 0) - (inc.notModified.get(path) ?? 0),
+      downloads,
+      'not downloaded again',
+    );
+    const revalidated = await app.inject({ url, headers: { 'if-none-match': etag } });
+    assert.equal(revalidated.statusCode, 304);
+
+    // Changed upstream: the same URL renders the new content under a new ETag.
+    inc.files.set(path, 'Bob -> Carol : second version\n');
+    const changed = await app.inject({ url, headers: { 'if-none-match': etag } });
+    assert.equal(changed.statusCode, 200);
+    assert.equal(changed.headers['x-plantuml-cache'], 'miss');
+    assert.match(changed.body, /second version/);
+    assert.doesNotMatch(changed.body, /first version/);
+    assert.notEqual(changed.headers.etag, etag);
+  });
+
+  it('refuses an allow-listed include whose host has a private address with the engine error', async () => {
+    const r = await post('/plantuml/txt', '@startuml\n!include http://inside.test/x.puml\nA -> B\n@enduml');
+    assert.equal(r.statusCode, 400);
+    assert.match(r.headers['x-plantuml-diagram-error'] as string, /cannot open url/i);
+  });
+
+  // Every directive that reads a URL goes through the server (and so through its guard and cache).
+  const urlReads: [string, string, string, RegExp][] = [
+    ['!includeurl', '/allowed/legacy.puml', 'Bob -> Carol : legacy\n', /legacy/],
+    ['!include_many', '/allowed/many.puml', 'Bob -> Carol : many\n', /many/],
+    ['%load_json', '/allowed/data.json', '{"who": "json-carol"}', /json-carol/],
+  ];
+  for (const [directive, path, content, shows] of urlReads) {
+    it(`reads ${directive} through the server`, async () => {
+      inc.files.set(path, content);
+      const line =
+        directive === '%load_json'
+          ? `!$j = %load_json("${INC}${path}")\nBob -> Carol : $j.who`
+          : `${directive} ${INC}${path}`;
+      const r = await post('/plantuml/txt', `@startuml\n${line}\nA -> B\n@enduml`);
+      assert.equal(r.statusCode, 200, `${r.headers['x-plantuml-diagram-error']}`);
+      assert.match(r.body, shows);
+      assert.ok((inc.hits.get(path) ?? 0) >= 1);
+    });
+  }
 
   it('serves the standard library (<C4/...>) under the default profile', async () => {
     const r = await post('/plantuml/svg', readFileSync(new URL('c4-stdlib.puml', CORPUS), 'utf8'));

@@ -1,5 +1,6 @@
 // The worker's length-prefixed protocol (java/DevutilPlantumlWorker.java): request frames out,
-// reply frames in, parsed incrementally from the child's stdout.
+// reply frames in, parsed incrementally from the child's stdout. The worker also sends "fetch"
+// frames (a URL the engine wants to read), answered with "fetched" frames.
 
 export type Op = 'render' | 'map' | 'check' | 'language' | 'info';
 
@@ -18,10 +19,20 @@ export interface DiagramError {
   message: string;
 }
 
+/** A URL the engine read during a render, and a hash of what it got (includes.ts). */
+export interface IncludeRecord {
+  url: string;
+  hash: string;
+}
+
 export interface WorkerReply {
-  /** The request this answers; 0 for the hello. */
+  /** The request this answers; 0 for the hello; the fetch id for a fetch frame. */
   id: number;
-  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception';
+  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception' | 'fetch';
+  /** The URL a fetch frame asks for. */
+  url?: string;
+  /** URLs fetched while this request was in flight (set by worker.ts, not by the JVM). */
+  includes?: IncludeRecord[];
   description?: string;
   errors: DiagramError[];
   width?: number;
@@ -44,7 +55,16 @@ export function encodeRequest(r: WorkerRequest, id: number): Buffer {
   return Buffer.concat([pre, payload]);
 }
 
-const STATUSES = new Set(['ok', 'error', 'nodiagram', 'badindex', 'exception']);
+/** The answer to a fetch frame: the status the engine sees, the content type and the body. */
+export function encodeFetched(id: number, status: number, type: string, body: Buffer): Buffer {
+  const head = Buffer.from(`fetched\t${status}\t${type.replace(/[\t\n\r]/g, ' ')}\t0\n`, 'utf8');
+  const pre = Buffer.alloc(8);
+  pre.writeUInt32BE(head.length + body.length + 4, 0);
+  pre.writeUInt32BE(id, 4);
+  return Buffer.concat([pre, head, body]);
+}
+
+const STATUSES = new Set(['ok', 'error', 'nodiagram', 'badindex', 'exception', 'fetch']);
 
 /** A reply frame: u32 request id (0 = hello), u32 meta length, meta lines, body. */
 export function parseReply(frame: Buffer): WorkerReply {
@@ -73,6 +93,7 @@ export function parseReply(frame: Buffer): WorkerReply {
         reply[key] = Number(value);
         break;
       case 'description':
+      case 'url':
       case 'exception':
       case 'version':
       case 'java':

@@ -3,7 +3,23 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { delimiter } from 'node:path';
 import { minimalEnv, WORKER_CLASS } from './java.ts';
-import { encodeRequest, FrameReader, parseReply, type WorkerReply, type WorkerRequest } from './protocol.ts';
+import {
+  encodeFetched,
+  encodeRequest,
+  FrameReader,
+  parseReply,
+  type WorkerReply,
+  type WorkerRequest,
+} from './protocol.ts';
+
+/** What the engine gets for a URL it reads (includes.ts). */
+export interface FetchAnswer {
+  status: number;
+  type: string;
+  body: Buffer;
+  /** Identifies this answer's content, recorded with every render that may have used it. */
+  hash: string;
+}
 
 export interface WorkerOptions {
   java: string;
@@ -16,7 +32,18 @@ export interface WorkerOptions {
   limitSize: number;
   /** Render threads inside the JVM (requests it runs at once). */
   threads: number;
+  /** Answers the engine's URL reads; absent: every URL is refused. */
+  fetch?: (url: string) => Promise<FetchAnswer>;
+  /** How long the JVM waits for one fetch answer. */
+  fetchTimeoutMs?: number;
   onStderr?: (line: string) => void;
+}
+
+interface Pending {
+  resolve: (r: WorkerReply) => void;
+  reject: (e: Error) => void;
+  /** URL -> hash of what the engine got while this request was in flight. */
+  includes: Map<string, string> | null;
 }
 
 export class WorkerExited extends Error {
@@ -51,6 +78,7 @@ export function javaArgs(o: WorkerOptions): string[] {
     `-DPLANTUML_LIMIT_SIZE=${o.limitSize}`,
     `-Dplantuml.allowlist.url=${o.urlAllowlist.join(';')}`,
     `-Ddevutil.threads=${o.threads}`,
+    `-Ddevutil.fetchTimeoutMs=${o.fetchTimeoutMs ?? 10_000}`,
     '-cp',
     `${o.jar}${delimiter}${o.classDir}`,
     WORKER_CLASS,
@@ -61,12 +89,15 @@ export class JavaWorker {
   readonly proc: ChildProcessWithoutNullStreams;
   /** Resolves with the hello frame (engine version, build time) once the JVM is warm enough to take work. */
   readonly ready: Promise<WorkerReply>;
-  private pending = new Map<number, { resolve: (r: WorkerReply) => void; reject: (e: Error) => void }>();
+  private pending = new Map<number, Pending>();
   private nextId = 1;
   private exited: WorkerExited | null = null;
   private exitListeners: ((e: WorkerExited) => void)[] = [];
 
+  private readonly fetch: WorkerOptions['fetch'];
+
   constructor(o: WorkerOptions) {
+    this.fetch = o.fetch;
     // cwd is the worker's own directory, not the server's: nothing for a relative include to find.
     this.proc = spawn(o.java, javaArgs(o), {
       detached: true,
@@ -98,8 +129,13 @@ export class JavaWorker {
           helloResolve(reply);
           continue;
         }
+        if (reply.status === 'fetch') {
+          this.answerFetch(reply.id, reply.url ?? '');
+          continue;
+        }
         const p = this.pending.get(reply.id);
         this.pending.delete(reply.id);
+        if (p?.includes) reply.includes = [...p.includes].map(([url, hash]) => ({ url, hash }));
         p?.resolve(reply);
       }
     });
@@ -152,8 +188,35 @@ export class JavaWorker {
     const id = this.nextId++;
     if (this.nextId > 0x7fffffff) this.nextId = 1;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, includes: null });
       this.proc.stdin.write(encodeRequest(req, id));
+    });
+  }
+
+  /**
+   * Answers a URL read of the engine. The JVM does not say which render asked (its URL code runs
+   * on a shared thread pool), so the answer is recorded with every request in flight when it was
+   * asked and still waiting when it came: a superset, never missing the one that used it.
+   */
+  private answerFetch(fetchId: number, url: string): void {
+    const waiting = [...this.pending.values()];
+    const answer = this.fetch
+      ? this.fetch(url).catch(
+          (): FetchAnswer => ({ status: 502, type: 'text/plain', body: Buffer.alloc(0), hash: 'error' }),
+        )
+      : Promise.resolve<FetchAnswer>({
+          status: 403,
+          type: 'text/plain',
+          body: Buffer.alloc(0),
+          hash: 'refused',
+        });
+    void answer.then((a) => {
+      for (const p of waiting) {
+        if (![...this.pending.values()].includes(p)) continue;
+        p.includes ??= new Map();
+        p.includes.set(url, a.hash);
+      }
+      if (!this.exited) this.proc.stdin.write(encodeFetched(fetchId, a.status, a.type, a.body));
     });
   }
 

@@ -4,20 +4,41 @@
 // Request frame:  u32 length, u32 id, then "op\tformat\tindex\tdark\n" and the UTF-8 source.
 // Response frame: u32 length, u32 id, u32 meta length, meta lines "key\tvalue" (UTF-8), the body.
 // Requests run on -Ddevutil.threads render threads; replies come back in completion order.
+//
+// URLs the engine reads (!include of a URL, !includesub, !theme ... from, %load_json, <img:...>)
+// never leave this JVM: http(s) connections are answered by the server, which applies the
+// allow-list and its address guard, revalidates with ETags and records which URLs a diagram used.
+// Fetch frame (out): id = fetch id, meta "status\tfetch" and "url\t<url>".
+// Fetched frame (in): id = fetch id, "fetched\t<status>\t<content type>\t0\n" and the body bytes.
 
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.FileDescriptor;
+import java.io.FileNotFoundException;
 import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.net.HttpURLConnection;
+import java.net.Proxy;
+import java.net.SocketTimeoutException;
+import java.net.URL;
+import java.net.URLConnection;
+import java.net.URLStreamHandler;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import net.sourceforge.plantuml.BlockUml;
@@ -49,10 +70,14 @@ public final class DevutilPlantumlWorker {
         return s.replace('\t', ' ').replace('\r', ' ').replace('\n', ' ');
     }
 
+    /** The protocol's stdout, shared by replies and fetch requests (writes lock on it). */
+    private static DataOutputStream out;
+
     public static void main(String[] args) throws Exception {
         // The engine may print to System.out; the protocol owns the real stdout.
         final OutputStream raw = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
-        final DataOutputStream out = new DataOutputStream(raw);
+        out = new DataOutputStream(raw);
+        URL.setURLStreamHandlerFactory(DevutilPlantumlWorker::handlerFor);
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
         final DataInputStream in = new DataInputStream(System.in);
 
@@ -93,6 +118,11 @@ public final class DevutilPlantumlWorker {
             final int id = in.readInt();
             final byte[] frame = new byte[len - 4];
             in.readFully(frame);
+            // Answers to fetches complete here, not on the render threads those fetches block.
+            if (startsWith(frame, FETCHED)) {
+                fetched(id, frame);
+                continue;
+            }
             active.incrementAndGet();
             pool.execute(() -> {
                 final Reply reply = new Reply();
@@ -133,6 +163,153 @@ public final class DevutilPlantumlWorker {
         }, "devutil-parent-watch");
         t.setDaemon(true);
         t.start();
+    }
+
+    private static final byte[] FETCHED = "fetched\t".getBytes(StandardCharsets.US_ASCII);
+    private static final long FETCH_TIMEOUT_MS = Long.getLong("devutil.fetchTimeoutMs", 10_000L);
+    private static final AtomicInteger FETCH_IDS = new AtomicInteger();
+    private static final ConcurrentHashMap<Integer, CompletableFuture<Fetched>> FETCHES = new ConcurrentHashMap<>();
+
+    private static boolean startsWith(byte[] frame, byte[] prefix) {
+        if (frame.length < prefix.length) return false;
+        for (int i = 0; i < prefix.length; i++) if (frame[i] != prefix[i]) return false;
+        return true;
+    }
+
+    private static final class Fetched {
+        final int status;
+        final String type;
+        final byte[] body;
+
+        Fetched(int status, String type, byte[] body) {
+            this.status = status;
+            this.type = type;
+            this.body = body;
+        }
+    }
+
+    private static void fetched(int id, byte[] frame) {
+        int nl = 0;
+        while (nl < frame.length && frame[nl] != '\n') nl++;
+        final String[] head = new String(frame, 0, nl, StandardCharsets.UTF_8).split("\t", -1);
+        final byte[] body = nl < frame.length ? java.util.Arrays.copyOfRange(frame, nl + 1, frame.length) : new byte[0];
+        final CompletableFuture<Fetched> f = FETCHES.remove(id);
+        if (f == null) return; // timed out meanwhile
+        int status = 502;
+        try {
+            status = Integer.parseInt(head.length > 1 ? head[1] : "502");
+        } catch (NumberFormatException e) {
+            // keep 502
+        }
+        f.complete(new Fetched(status, head.length > 2 ? head[2] : "", body));
+    }
+
+    /** Asks the server for `url` and waits for its answer (the engine's own timeout also applies). */
+    private static Fetched fetch(String url) throws IOException {
+        int id;
+        do id = FETCH_IDS.incrementAndGet() & 0x7fffffff; while (id == 0);
+        final CompletableFuture<Fetched> f = new CompletableFuture<>();
+        FETCHES.put(id, f);
+        try {
+            final Reply r = new Reply();
+            r.put("status", "fetch");
+            r.put("url", url);
+            write(out, id, r);
+            return f.get(FETCH_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new SocketTimeoutException("no answer for " + url);
+        } catch (InterruptedException | ExecutionException e) {
+            throw new IOException("fetch of " + url + " failed", e);
+        } finally {
+            FETCHES.remove(id);
+        }
+    }
+
+    /** http and https go to the server; every other scheme (jar:, file:) keeps the JDK's handler. */
+    private static URLStreamHandler handlerFor(String protocol) {
+        if (!"http".equals(protocol) && !"https".equals(protocol)) return null;
+        final int port = "https".equals(protocol) ? 443 : 80;
+        return new URLStreamHandler() {
+            @Override
+            protected URLConnection openConnection(URL u) {
+                return new ServerConnection(u);
+            }
+
+            @Override
+            protected URLConnection openConnection(URL u, Proxy p) {
+                return new ServerConnection(u);
+            }
+
+            @Override
+            protected int getDefaultPort() {
+                return port;
+            }
+
+            // The JDK compares and hashes URLs by resolved address: no DNS from this JVM, ever.
+            @Override
+            protected boolean hostsEqual(URL a, URL b) {
+                return a.getHost() != null && a.getHost().equalsIgnoreCase(b.getHost());
+            }
+
+            @Override
+            protected int hashCode(URL u) {
+                return u.toExternalForm().hashCode();
+            }
+        };
+    }
+
+    /** A GET answered by the server; what the engine's URL code needs of HttpURLConnection. */
+    private static final class ServerConnection extends HttpURLConnection {
+        private Fetched got;
+
+        ServerConnection(URL u) {
+            super(u);
+        }
+
+        @Override
+        public void connect() throws IOException {
+            if (got != null) return;
+            if (!"GET".equals(method)) throw new IOException("only GET is supported for " + url);
+            got = fetch(url.toExternalForm());
+            responseCode = got.status;
+            connected = true;
+        }
+
+        @Override
+        public int getResponseCode() throws IOException {
+            connect();
+            return got.status;
+        }
+
+        @Override
+        public InputStream getInputStream() throws IOException {
+            connect();
+            if (got.status >= 400) throw new FileNotFoundException(url.toExternalForm());
+            return new ByteArrayInputStream(got.body);
+        }
+
+        @Override
+        public InputStream getErrorStream() {
+            return got != null && got.status >= 400 ? new ByteArrayInputStream(got.body) : null;
+        }
+
+        @Override
+        public String getHeaderField(String name) {
+            return got != null && "content-type".equalsIgnoreCase(name) && !got.type.isEmpty() ? got.type : null;
+        }
+
+        @Override
+        public OutputStream getOutputStream() throws IOException {
+            throw new IOException("only GET is supported for " + url);
+        }
+
+        @Override
+        public void disconnect() {}
+
+        @Override
+        public boolean usingProxy() {
+            return false;
+        }
     }
 
     private static final String[] WARM_UP = {
