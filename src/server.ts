@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
 import { createBlobStore } from './infra/blob-store.ts';
+import { createBroadcast } from './infra/broadcast.ts';
 import { clientIp, trustList } from './infra/client-ip.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
 import { Readiness, type ServiceContext } from './infra/context.ts';
@@ -71,6 +72,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     logger,
     onStoreError: () => limiterErrors.inc({ mode: config.redis.failMode }),
   });
+  const broadcast = createBroadcast(redis, config.redis.keyPrefix, logger);
   const readiness = new Readiness();
   if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
   const blobs = await createBlobStore({ ...config.storage, dataDir });
@@ -130,6 +132,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     connections,
     readiness,
     redis,
+    broadcast,
     dataDir,
     blobs,
     logger,
@@ -168,6 +171,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     await usage?.close();
     await limiter.close();
     await blobs.close();
+    await broadcast.close();
     if (ownRedis && redis) redis.disconnect();
   });
 
@@ -190,6 +194,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     });
   }
   for (const plugin of opts.plugins ?? []) await app.register(plugin, ctx);
+  // Listening before the invalidation subscriptions are active would miss the first changes.
+  if (!(await broadcast.ready(3000))) logger.warn('redis pub/sub not subscribed yet; continuing');
   await app.ready();
   return app;
 }

@@ -1,12 +1,14 @@
 // What every service plugin receives: config, public URLs, shared limiter, metrics, readiness
-// checks, the optional Redis connection, the absolute data directory, the service definitions and
-// the handles of the listeners that run beside the HTTP server and the usage recorder.
+// checks, the optional Redis connection and the broadcast bus on it, the absolute data directory,
+// the service definitions, the handles of the listeners that run beside the HTTP server and the
+// usage recorder.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { RelayHandle } from '../relay/index.ts';
 import type { ServiceDef } from '../services/define.ts';
 import type { BlobStore } from './blob-store.ts';
+import type { Broadcast } from './broadcast.ts';
 import type { ConnectionBudget } from './conn-budget.ts';
 import type { PublicUrls } from './hosts.ts';
 import type { Metrics } from './metrics.ts';
@@ -77,6 +79,8 @@ export interface ServiceContext {
   connections: ConnectionBudget;
   readiness: Readiness;
   redis: Redis | null;
+  /** Messages to every instance (Redis pub/sub; this process alone without Redis). */
+  broadcast: Broadcast;
   /** Absolute path of the data directory (created at start-up). */
   dataDir: string;
   /** The shared blob store (fs or S3, config.storage.backend); namespace keys: "files/..", "avatars/..". */

@@ -62,7 +62,7 @@ describe('avatar service', () => {
     assert.equal(r.statusCode, 200);
     assert.equal(r.headers['content-type'], 'image/png');
     assert.deepEqual(await dims(r.rawPayload), [96, 96, 'png']);
-    assert.equal(r.headers['cache-control'], 'max-age=300');
+    assert.equal(r.headers['cache-control'], 'public, max-age=60, must-revalidate');
     assert.match(r.headers.etag as string, /^"[A-Za-z0-9_-]{27}"$/);
     assert.equal(r.headers['access-control-allow-origin'], '*');
   });
@@ -80,7 +80,7 @@ describe('avatar service', () => {
   it('answers d=404 for an unknown hash with 404 and a short cache time', async () => {
     const r = await app.inject({ url: `/avatar/${OTHER}?d=404` });
     assert.equal(r.statusCode, 404);
-    assert.equal(r.headers['cache-control'], 'max-age=300');
+    assert.equal(r.headers['cache-control'], 'public, max-age=60, must-revalidate');
     assert.ok(r.rawPayload.length < 100);
     const bad = await app.inject({ url: '/avatar/not-a-hash?d=404' });
     assert.equal(bad.statusCode, 404);
@@ -303,6 +303,66 @@ describe('avatar service', () => {
       assert.equal(gone.statusCode, 404);
       const again = await app.inject({ method: 'DELETE', url: `/avatar/${OTHER}`, headers: auth });
       assert.equal(again.statusCode, 404);
+    });
+
+    it('shows a replaced or deleted upload at once: new ETag, 304 only while unchanged', async () => {
+      const hash = 'c'.repeat(32);
+      const url = `/avatar/${hash}?d=404&s=40`;
+      const put = (colour: { r: number; g: number; b: number }) =>
+        photo(64, 64, colour).then((payload) =>
+          app.inject({
+            method: 'PUT',
+            url: `/avatar/${hash}`,
+            payload,
+            headers: { 'content-type': 'image/jpeg', ...auth },
+          }),
+        );
+      const red = { r: 250, g: 10, b: 10 };
+      assert.equal((await put(red)).statusCode, 201);
+      const first = await app.inject({ url });
+      const etag = first.headers.etag as string;
+      assert.equal(first.statusCode, 200);
+      assert.equal((await app.inject({ url, headers: { 'if-none-match': etag } })).statusCode, 304);
+
+      // Replaced within the same second by an image of the same size: still a new version.
+      assert.equal((await put({ r: 10, g: 10, b: 250 })).statusCode, 201);
+      const replaced = await app.inject({ url, headers: { 'if-none-match': etag } });
+      assert.equal(replaced.statusCode, 200);
+      assert.notEqual(replaced.headers.etag, etag);
+      const { data } = await sharp(replaced.rawPayload).raw().toBuffer({ resolveWithObject: true });
+      assert.ok(data[2]! > 200 && data[0]! < 60, 'the new blue image is served');
+      const again = await app.inject({ url, headers: { 'if-none-match': replaced.headers.etag as string } });
+      assert.equal(again.statusCode, 304);
+
+      const del = await app.inject({ method: 'DELETE', url: `/avatar/${hash}`, headers: auth });
+      assert.equal(del.statusCode, 204);
+      assert.equal((await app.inject({ url })).statusCode, 404);
+    });
+
+    it('evicts the renderings of a changed upload from memory and disk', async () => {
+      const hash = 'd'.repeat(32);
+      const img = await photo(32, 32, { r: 20, g: 200, b: 20 });
+      const upload = () =>
+        app.inject({
+          method: 'PUT',
+          url: `/avatar/${hash}`,
+          payload: img,
+          headers: { 'content-type': 'image/jpeg', ...auth },
+        });
+      const renders = async () => {
+        const m = (await app.inject({ url: '/metrics' })).body;
+        return Number(/devutil_avatar_cache_total\{layer="render"\} (\d+)/.exec(m)?.[1] ?? 0);
+      };
+      const url = `/avatar/${hash}?d=404&s=30`;
+      assert.equal((await upload()).statusCode, 201);
+      const start = await renders();
+      await app.inject({ url });
+      await app.inject({ url });
+      assert.equal(await renders(), start + 1, 'rendered once, then cached');
+      // The same image again is the same version (same cache key): only eviction makes it render.
+      assert.equal((await upload()).statusCode, 201);
+      await app.inject({ url });
+      assert.equal(await renders(), start + 2);
     });
 
     it('stores an MD5-only upload (no address) and finds it by that MD5', async () => {

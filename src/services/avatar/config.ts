@@ -43,10 +43,15 @@ export const avatarSection = {
     doc: 'how long an upstream "no such avatar" is remembered',
   }),
   errorTtlSec: duration(30, { unit: 's', min: 0, doc: 'how long an upstream failure stops further tries' }),
-  maxAgeSec: duration(300, {
+  maxAgeSec: duration(60, {
     unit: 's',
     min: 0,
-    doc: 'Cache-Control max-age of avatar responses (Gravatar: 300)',
+    doc: 'Cache-Control max-age of avatar responses, then browsers revalidate (304) (Gravatar: 300)',
+  }),
+  lookupTtlSec: duration(10, {
+    unit: 's',
+    min: 0,
+    doc: 'how long an instance remembers whether a hash has an upload; with Redis every change reaches all instances at once and this only bounds a lost message',
   }),
   default: oneOf('mp', DEFAULTS, { doc: 'image served when no d= is given or d= is not usable' }),
   redirectAllow: list([], {

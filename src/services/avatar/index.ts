@@ -9,7 +9,21 @@ import { Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';
 import { AvatarService } from './service.ts';
-import { Uploads } from './uploads.ts';
+import { type Changed, Uploads } from './uploads.ts';
+
+const CHANGED = 'avatar:changed';
+
+/** A change message from the bus (another instance, or anyone with access to Redis): checked. */
+function parseChanged(text: string): Changed | null {
+  try {
+    const { sha256, md5 } = JSON.parse(text) as Record<string, unknown>;
+    if (typeof sha256 !== 'string' || !/^([0-9a-f]{64})?$/.test(sha256)) return null;
+    if (md5 !== null && (typeof md5 !== 'string' || !/^[0-9a-f]{32}$/.test(md5))) return null;
+    return { sha256, md5 };
+  } catch {
+    return null;
+  }
+}
 
 const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cfg = ctx.config.avatar;
@@ -69,7 +83,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           onResult: (result) => upstream.inc({ result }),
         });
   // Looked up even with uploads switched off, so avatars stored earlier keep being served.
-  const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels);
+  const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels, cfg.lookupTtlSec * 1000);
   const rendered = new Cache<null>({
     name: 'avatar',
     dir: join(root, 'rendered'),
@@ -100,6 +114,19 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       this.set(svc.queued);
     },
   });
+
+  // An upload or delete on any instance is announced to all (Redis pub/sub): each forgets its
+  // lookup of those hashes and evicts the renderings at once (unavatar#292, weblate#1192).
+  ctx.broadcast.subscribe(CHANGED, {
+    message: (text) => {
+      const c = parseChanged(text);
+      if (!c) return;
+      uploads.forget(c.sha256, c.md5);
+      if (c.sha256) svc.evict(c.sha256);
+    },
+    resync: () => uploads.forgetAll(),
+  });
+  uploads.onChange = (c) => ctx.broadcast.publish(CHANGED, JSON.stringify(c));
 
   app.addHook('onClose', async () => {
     await Promise.all([rendered.idle(), mirror?.close()]);

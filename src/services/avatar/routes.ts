@@ -41,7 +41,8 @@ export function avatarRoutes(
   served: (source: string) => void,
 ): void {
   const cfg = ctx.config.avatar;
-  const cacheControl = `max-age=${cfg.maxAgeSec}`;
+  // Short and revalidated: a changed avatar shows within max-age, an unchanged one costs a 304.
+  const cacheControl = `public, max-age=${cfg.maxAgeSec}, must-revalidate`;
   const limit = ctx.limiter.hook('avatar', cfg.rateLimit);
   const adminLimit = ctx.limiter.hook('avatar-admin', cfg.adminRateLimit);
 

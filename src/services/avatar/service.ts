@@ -1,7 +1,8 @@
 // The lookup order of issue 8 / spec §7, framework-free: forced default -> uploaded here (if the
 // rating allows) -> mirrored upstream -> the default (404, an allow-listed 302, or a generator).
 // Rendered bytes are cached by (source version, size, format); the ETag is derived from that key,
-// so a conditional request is answered without rendering anything.
+// so a conditional request is answered without rendering anything. The renderings of an uploaded
+// image are tracked by its hash, so a change or delete evicts them (evict(), from index.ts).
 import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache.ts';
 import { FairQueue } from '../../infra/fair-queue.ts';
@@ -18,6 +19,8 @@ import type { Uploads } from './uploads.ts';
 export const RENDER_REV = 2;
 
 const ETAG_MEMO = 20_000;
+/** Uploaded images whose renderings are tracked for eviction (the oldest are forgotten past it). */
+const TRACKED_UPLOADS = 20_000;
 
 export type Source = 'upload' | 'mirror' | 'generated';
 
@@ -53,6 +56,8 @@ export class AvatarService {
   private renders: FairQueue;
   private readonly flights = new SingleFlight<Buffer>();
   private etags = new Map<string, string>();
+  /** Upload SHA-256 -> the cache keys rendered from it on this instance since it started. */
+  private renderedFrom = new Map<string, Set<string>>();
 
   private readonly d: ServiceDeps;
   constructor(d: ServiceDeps) {
@@ -75,8 +80,14 @@ export class AvatarService {
       const up = this.d.uploads ? await this.d.uploads.find(q.hash.hex, q.hash.kind) : null;
       if (up && ratingAllows(q.rating, up.rating)) {
         const uploads = this.d.uploads!;
-        return this.image(q, client, 'upload', `up:${up.sha256}:${up.version}`, up.lastModified, () =>
-          uploads.load(up),
+        return this.image(
+          q,
+          client,
+          'upload',
+          `up:${up.sha256}:${up.version}`,
+          up.lastModified,
+          () => uploads.load(up),
+          up.sha256,
         );
       }
       // A rated-out upload means "show the default", not "ask the upstream instead".
@@ -118,10 +129,39 @@ export class AvatarService {
     versionKey: string,
     lastModified: Date,
     original: () => Promise<Buffer>,
+    upload: string | null = null,
   ): Outcome {
-    return this.cached(q, client, source, versionKey, lastModified, async () =>
-      resizeImage(await original(), q.size, q.format, this.d.maxPixels),
+    return this.cached(
+      q,
+      client,
+      source,
+      versionKey,
+      lastModified,
+      async () => resizeImage(await original(), q.size, q.format, this.d.maxPixels),
+      upload,
     );
+  }
+
+  /** Drops every rendering of the uploaded image `sha256` from memory and disk (writes under way too). */
+  evict(sha256: string): void {
+    const keys = this.renderedFrom.get(sha256);
+    if (!keys) return;
+    this.renderedFrom.delete(sha256);
+    for (const key of keys) {
+      this.etags.delete(key);
+      this.d.cache.delete(key);
+    }
+  }
+
+  private track(upload: string, key: string): void {
+    let keys = this.renderedFrom.get(upload);
+    if (!keys) {
+      if (this.renderedFrom.size >= TRACKED_UPLOADS)
+        this.renderedFrom.delete(this.renderedFrom.keys().next().value as string);
+      keys = new Set();
+      this.renderedFrom.set(upload, keys);
+    }
+    keys.add(key);
   }
 
   private cached(
@@ -131,6 +171,7 @@ export class AvatarService {
     versionKey: string,
     lastModified: Date | null,
     render: () => Promise<Buffer>,
+    upload: string | null = null,
   ): Outcome {
     const key = `${RENDER_REV}|${versionKey}|${q.size}|${q.format}`;
     let etag = this.etags.get(key);
@@ -146,7 +187,10 @@ export class AvatarService {
       etag,
       contentType: MIME[q.format],
       lastModified: lastModified && !Number.isNaN(lastModified.getTime()) ? lastModified : null,
-      body: () => this.bytes(key, client, render),
+      body: () => {
+        if (upload) this.track(upload, key);
+        return this.bytes(key, client, render);
+      },
     };
   }
 

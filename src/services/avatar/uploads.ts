@@ -2,6 +2,8 @@
 // at avatars/<sha256> (normalised: square crop, at most 2048 px, EXIF stripped, re-encoded) and an
 // MD5 lookup goes through a tiny alias blob at avatars/<md5> naming that SHA-256. An upload by MD5
 // alone (no address given) gets the stand-in key sha256("md5:" + md5), so the layout stays one.
+// Lookups are remembered briefly per instance; a change is announced (index.ts: Redis pub/sub) so
+// every instance forgets its lookup at once, and the remembering only bounds a lost announcement.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import sharp, { type Metadata, type OutputInfo } from 'sharp';
@@ -10,9 +12,13 @@ import type { Rating } from './request.ts';
 import { emailHashes, type HashKind } from './seed.ts';
 
 export const MAX_SIDE = 2048;
-/** Lookups are remembered this long: it bounds how stale another instance's view can be. */
-const LOOKUP_TTL_MS = 10_000;
 const LOOKUP_MAX = 20_000;
+
+/** The hashes an upload or delete changed: what every instance must forget. */
+export interface Changed {
+  sha256: string;
+  md5: string | null;
+}
 
 export interface UploadRef {
   sha256: string;
@@ -40,18 +46,26 @@ export class UploadError extends Error {
 
 export class Uploads {
   private memo = new Map<string, { ref: UploadRef | null; until: number }>();
+  /** Bumped by every forget: a lookup that started before one must not be remembered after it. */
+  private epoch = 0;
+  /** Told after every upload and delete (awaited before the caller hears it is done). */
+  onChange: ((c: Changed) => Promise<void>) | null = null;
 
   private readonly blobs: BlobStore;
   private readonly maxPixels: number;
-  constructor(blobs: BlobStore, maxPixels: number) {
+  private readonly lookupTtlMs: number;
+  /** `lookupTtlMs`: how long a lookup is remembered (bounds staleness if an announcement is lost). */
+  constructor(blobs: BlobStore, maxPixels: number, lookupTtlMs = 10_000) {
     this.blobs = blobs;
     this.maxPixels = maxPixels;
+    this.lookupTtlMs = lookupTtlMs;
   }
 
   async find(hex: string, kind: HashKind): Promise<UploadRef | null> {
     const now = Date.now();
     const m = this.memo.get(hex);
     if (m && m.until > now) return m.ref;
+    const epoch = this.epoch;
     let sha = hex;
     if (kind === 'md5') {
       const alias = await this.blobs.head(`avatars/${hex}`);
@@ -62,12 +76,13 @@ export class Uploads {
       ? {
           sha256: sha,
           rating: (info.meta['rating'] as Rating | undefined) ?? 'g',
-          version: `${info.lastModified.getTime()}-${info.size}`,
+          version: versionOf(info),
           lastModified: info.lastModified,
         }
       : null;
     this.memo.delete(hex);
-    this.memo.set(hex, { ref, until: now + LOOKUP_TTL_MS });
+    if (this.lookupTtlMs > 0 && epoch === this.epoch)
+      this.memo.set(hex, { ref, until: now + this.lookupTtlMs });
     if (this.memo.size > LOOKUP_MAX) this.memo.delete(this.memo.keys().next().value as string);
     return ref;
   }
@@ -98,17 +113,20 @@ export class Uploads {
     }
     sha ??= createHash('sha256').update(`md5:${md5}`).digest('hex');
     const { data, info } = await normalise(input, this.maxPixels);
-    const meta: Record<string, string> = { rating, width: String(info.width), type: 'image/webp' };
+    // The content digest is the version (ETags, cache keys): S3 times have whole seconds, and
+    // two uploads within one second must still differ.
+    const digest = createHash('sha256').update(data).update(rating).digest('hex').slice(0, 32);
+    const meta: Record<string, string> = { rating, width: String(info.width), type: 'image/webp', digest };
     if (md5) meta['md5'] = md5;
     const stored = await this.blobs.put(`avatars/${sha}`, Readable.from([data]), meta);
     if (md5) await this.blobs.put(`avatars/${md5}`, Readable.from([Buffer.alloc(0)]), { sha256: sha });
-    this.forget(sha, md5);
+    await this.changed(sha, md5);
     return {
       sha256: sha,
       md5,
       rating,
       width: info.width,
-      version: `${stored.lastModified.getTime()}-${stored.size}`,
+      version: digest,
       lastModified: stored.lastModified,
     };
   }
@@ -125,14 +143,33 @@ export class Uploads {
     md5 ??= info?.meta['md5'] ?? null;
     const removed = sha ? await this.blobs.delete(`avatars/${sha}`) : false;
     const aliasRemoved = md5 ? await this.blobs.delete(`avatars/${md5}`) : false;
-    this.forget(sha, md5);
+    if (sha || md5) await this.changed(sha, md5);
     return removed || aliasRemoved;
   }
 
-  private forget(sha: string, md5: string | null): void {
+  /** Drops remembered lookups of these hashes (a change here or on another instance). */
+  forget(sha: string, md5: string | null): void {
+    this.epoch++;
     this.memo.delete(sha);
     if (md5) this.memo.delete(md5);
   }
+
+  /** Drops every remembered lookup (announcements may have been missed). */
+  forgetAll(): void {
+    this.epoch++;
+    this.memo.clear();
+  }
+
+  private async changed(sha: string, md5: string | null): Promise<void> {
+    this.forget(sha, md5);
+    await this.onChange?.({ sha256: sha, md5 });
+  }
+}
+
+/** The stored content's digest; older uploads (without one) fall back to time and size. */
+function versionOf(info: { meta: Record<string, string>; lastModified: Date; size: number }): string {
+  const d = info.meta['digest'];
+  return d && /^[0-9a-f]{32}$/.test(d) ? d : `${info.lastModified.getTime()}-${info.size}`;
 }
 
 /** Square centre crop (attention-weighted), at most MAX_SIDE, orientation applied, metadata gone. */
