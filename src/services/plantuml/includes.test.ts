@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import type { Dispatcher } from 'undici';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
+import { freePort } from '../../../test/helpers/ports.ts';
 import { createEgress } from '../../infra/egress.ts';
 import { IncludeFetcher, type IncludeOptions } from './includes.ts';
 
@@ -84,6 +85,19 @@ describe('URL includes fetched by the server', () => {
     assert.equal(gone.status, 404);
     inc.files.set('/ok/absent.txt', 'A -> B\n');
     assert.equal(await f.current([{ url: `${INC}/ok/absent.txt`, hash: gone.hash }]), false);
+  });
+
+  it('keeps a diagram rendered from an include while the include server is unreachable', async () => {
+    // A free port: nothing listens there.
+    const down = createEgress({ resolve: [`down.test=127.0.0.1:${await freePort()}`], timeoutMs: 500 });
+    try {
+      const g = fetcher({ http: down, allowlist: ['http://down.test/'], timeoutMs: 500 });
+      const a = await g.fetch('http://down.test/x.puml');
+      assert.equal(a.status, 502);
+      assert.equal(await g.current([{ url: 'http://down.test/x.puml', hash: 'sha256:earlier' }]), true);
+    } finally {
+      await down.close();
+    }
   });
 
   const refusals: [string, string, Partial<IncludeOptions>][] = [

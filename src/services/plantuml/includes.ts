@@ -34,6 +34,8 @@ interface Stored extends FetchAnswer {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** The hash of an answer for a server that could not be reached (not a refusal, not a status). */
+const UNREACHABLE = 'error';
 const refused: FetchAnswer = { status: 403, type: 'text/plain', body: EMPTY, hash: 'refused' };
 
 /** `http://Host:80/a` and `http://host/a` are the same prefix; null if not an http(s) URL. */
@@ -67,10 +69,14 @@ export class IncludeFetcher {
     return this.flights.run(href, () => this.load(href, stored));
   }
 
-  /** True when every recorded include still has the content it had (revalidating stale ones). */
+  /**
+   * True when every recorded include still has the content it had (revalidating stale ones). An
+   * include whose server cannot be reached counts as unchanged: a diagram rendered from it before
+   * stays better than an error image.
+   */
   async current(records: readonly IncludeRecord[]): Promise<boolean> {
     const now = await Promise.all(records.map((r) => this.fetch(r.url)));
-    return now.every((a, i) => a.hash === records[i]!.hash);
+    return now.every((a, i) => a.hash === records[i]!.hash || a.hash === UNREACHABLE);
   }
 
   /** The URL to fetch, or null when the profile or the allow-list does not let it through. */
@@ -131,7 +137,7 @@ export class IncludeFetcher {
         return stored;
       }
       this.o.log.warn({ host, reason }, 'plantuml include fetch failed');
-      return { status: 502, type: 'text/plain', body: EMPTY, hash: 'error' };
+      return { status: 502, type: 'text/plain', body: EMPTY, hash: UNREACHABLE };
     }
   }
 
