@@ -44,6 +44,8 @@ export interface BuildOptions {
   plugins?: FastifyPluginAsync<ServiceContext>[];
   /** The utility definitions (default: services/index.ts); their sections must be in `config`. */
   services?: readonly ServiceDef[];
+  /** The clock behind day-long rules (ctx.now); default Date.now. */
+  now?: () => number;
 }
 
 type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
@@ -136,6 +138,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     dataDir,
     blobs,
     logger,
+    now: opts.now ?? Date.now,
     version: VERSION,
     services,
     relay: { running: null, failure: null },

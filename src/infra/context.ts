@@ -86,6 +86,8 @@ export interface ServiceContext {
   /** The shared blob store (fs or S3, config.storage.backend); namespace keys: "files/..", "avatars/..". */
   blobs: BlobStore;
   logger: Logger;
+  /** Wall-clock time in epoch ms for rules that span days (file lifetimes); tests pass their own. */
+  now: () => number;
   /** The package version, e.g. 0.1.0. */
   version: string;
   /** Every utility definition this server was built with, enabled or not (services/index.ts). */

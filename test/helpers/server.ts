@@ -70,6 +70,8 @@ export interface BuildTestOptions {
   redis?: Redis | null;
   /** Utility definitions other than services/index.ts (a toy utility). */
   services?: readonly ServiceDef[];
+  /** A clock the test moves (ctx.now): days pass without waiting. */
+  now?: () => number;
 }
 
 export async function buildTestServer(opts: BuildTestOptions = {}): Promise<FastifyInstance> {
@@ -80,6 +82,7 @@ export async function buildTestServer(opts: BuildTestOptions = {}): Promise<Fast
     logger,
     ...(opts.redis !== undefined ? { redis: opts.redis } : {}),
     ...(opts.services ? { services: opts.services } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
   return app;
 }

@@ -32,4 +32,36 @@ export const filesSection = {
   accelRedirect: accelPrefix(
     'behind nginx, with the fs backend: answer downloads with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing <data_dir>/blobs/.data/; README Deployment)',
   ),
+  maxDownloadsLimit: int(10_000, {
+    min: 1,
+    doc: 'largest Max-Downloads an upload may ask for (larger is 400)',
+  }),
+  maxDaysLimit: int(365, {
+    min: 1,
+    max: 36_500,
+    doc: 'largest Max-Days an upload may ask for (larger is 400)',
+  }),
+  resumeGraceSec: duration(3600, {
+    unit: 's',
+    min: 0,
+    doc: 'after the last allowed download started, Range continuations are served this long, then the file is deleted',
+  }),
+  uploadExpirySec: duration(86_400, {
+    unit: 's',
+    min: 1,
+    doc: 'an unfinished resumable (tus) upload is removed this long after its last write (Upload-Expires)',
+  }),
+  uploadRateLimit: rate('600/min', {
+    doc: 'resumable upload requests (HEAD, PATCH, DELETE) per client IP; creation counts as an upload (rate_limit)',
+  }),
+  uploadLockWaitMs: duration(2000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'how long a PATCH or HEAD waits for another request on the same upload before 423 Locked',
+  }),
+  uploadLockTtlMs: duration(30_000, {
+    unit: 'ms',
+    min: 1000,
+    doc: 'the lock of a request on an upload lapses this long after its holder stopped renewing it (crash)',
+  }),
 };

@@ -5,6 +5,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../infra/context.ts';
 import { quotaStore, SpaceQuota } from '../../infra/quota.ts';
+import { DownloadLimits } from './downloads.ts';
+import { RedisDownloadCounter } from './lifetime.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
 
@@ -56,7 +58,12 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'bytes reserved against the files quota by uploads in progress',
     (u) => u.reserved,
   );
-  await fileRoutes(app, ctx, store);
+  store.now = ctx.now;
+  // Download counts live in Redis when configured, so Max-Downloads holds across instances.
+  if (ctx.redis)
+    store.downloads = new RedisDownloadCounter(ctx.redis, `${ctx.config.redis.keyPrefix}files:dl:`);
+  const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
+  await fileRoutes(app, ctx, store, limits);
 
   let timer: NodeJS.Timeout | undefined;
   let sweeping = false;
@@ -64,7 +71,7 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     if (sweeping) return;
     sweeping = true;
     try {
-      const n = await store.sweep();
+      const n = (await store.sweep()) + (await limits.sweep());
       if (n) log.info({ removed: n }, 'expired files removed');
     } catch (err) {
       log.warn({ err }, 'file sweep failed');
@@ -75,10 +82,9 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.addHook('onReady', async () => {
     // Counting what is stored can take a while on a big bucket: before the first upload, not during it.
     await quota?.usage().catch((err: unknown) => log.warn({ err }, 'files quota not counted yet'));
-    if (cfg.maxAgeSec > 0) {
-      timer = setInterval(sweep, cfg.sweepIntervalSec * 1000);
-      timer.unref();
-    }
+    // Always: files with Max-Days or Max-Downloads may exist whatever the retention.
+    timer = setInterval(sweep, cfg.sweepIntervalSec * 1000);
+    timer.unref();
   });
   app.addHook('onClose', async () => {
     clearInterval(timer);

@@ -4,7 +4,9 @@ import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { docOnly } from '../../infra/openapi.ts';
 import { accepts } from './codec.ts';
+import type { DownloadKind, DownloadLimits } from './downloads.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
+import { DAY_MS, readLimits } from './lifetime.ts';
 import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
 import { asciiDisposition, type OffloadConfig, offloadOf } from './offload.ts';
 import type { FileStore, StoredFile } from './store.ts';
@@ -49,7 +51,22 @@ const uploadSchema = {
       properties: {
         success: { type: 'boolean' },
         message: { type: 'string' },
-        data: { type: 'object', properties: { key: { type: 'string' }, file_info: fileInfo } },
+        data: {
+          type: 'object',
+          properties: {
+            key: { type: 'string' },
+            file_info: fileInfo,
+            lifetime: {
+              type: 'object',
+              description: 'only when Max-Downloads or Max-Days was given',
+              properties: {
+                max_downloads: { type: ['integer', 'null'] },
+                max_days: { type: ['number', 'null'] },
+                expires_at: { type: ['string', 'null'], description: 'ISO 8601' },
+              },
+            },
+          },
+        },
       },
     },
   },
@@ -113,7 +130,12 @@ function tokenOf(req: FastifyRequest): string | undefined {
 const etagOf = (f: StoredFile, encoded: boolean) =>
   `"${f.sha256.slice(0, 32)}${encoded ? `-${f.encoding}` : ''}"`;
 
-export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, files: FileStore): Promise<void> {
+export async function fileRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  files: FileStore,
+  limits: DownloadLimits,
+): Promise<void> {
   const cfg = ctx.config.files;
   const limit = ctx.limiter.hook('files', cfg.rateLimit);
   const uploads = ctx.metrics.counter('devutil_files_uploads_total', 'file uploads by outcome', ['result']);
@@ -126,6 +148,8 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
     { onRequest: limit, schema: uploadSchema, config: { largeBody: true, ...docOnly(uploadDoc) } },
     async (req: KeyReq, reply) => {
       const key = keyOf(req);
+      // Header limits are checked before the body is read; form fields join them at the end.
+      readLimits(req.headers, new Map(), cfg);
       if (!req.isMultipart())
         throw badRequest('expected multipart/form-data with one file part named "file"');
       const declared = Number(req.headers['content-length']);
@@ -141,6 +165,12 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       const it = {
         next: () => iter.next().catch((err: unknown) => Promise.reject(malformed(err))),
       };
+      // Field names are Map keys, never object properties ("__proto__" is just an unknown field).
+      const fields = new Map<string, string[]>();
+      const addField = (p: { fieldname: string; value: unknown }) => {
+        const name = p.fieldname.toLowerCase();
+        fields.set(name, [...(fields.get(name) ?? []), String(p.value)]);
+      };
       let first: Awaited<ReturnType<typeof it.next>>['value'];
       for (;;) {
         const r = await it.next();
@@ -149,6 +179,7 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
           first = r.value;
           break;
         }
+        addField(r.value);
       }
       if (first?.type !== 'file') throw badRequest('missing the file part named "file"', 'NO_FILE');
       if (first.fieldname !== 'file') {
@@ -164,6 +195,7 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
             r.value.file.resume();
             throw badRequest('send exactly one file part', 'TWO_FILES');
           }
+          addField(r.value);
         }
       })();
       rest.catch(() => {});
@@ -185,12 +217,14 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
           ...(Number.isFinite(declared) ? { declaredBytes: declared } : {}),
           signal: aborted.signal,
           afterBody: () => rest,
+          limits: () => readLimits(req.headers, fields, cfg),
         });
         uploads.inc({ result: 'stored' });
         bytesIn.inc({}, out.info.size);
         if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
         reply.header('cache-control', 'no-store');
-        return { success: true, message: 'file uploaded', data: { key, file_info: out.info } };
+        const data = { key, file_info: out.info, ...(out.lifetime ? { lifetime: out.lifetime } : {}) };
+        return { success: true, message: 'file uploaded', data };
       } catch (e) {
         first.file.resume();
         const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;
@@ -212,6 +246,22 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       if (!file) throw notFound('no file with this key');
       const encoded = file.encoding !== 'identity' && accepts(req.headers['accept-encoding'], file.encoding);
       const etag = etagOf(file, encoded);
+      const headers = req.headers as Record<string, string | undefined>;
+      const fresh = notModified(headers, [etagOf(file, false), etagOf(file, true)], file.lastModified);
+      const range = rangeStillValid(headers['if-range'], etag, file.lastModified)
+        ? parseRange(headers['range'], file.size)
+        : ({ kind: 'none' } as const);
+      // Max-Downloads: only a GET that sends the body counts (downloads.ts has the whole rule).
+      const kind: DownloadKind =
+        req.method === 'HEAD' || fresh || range.kind === 'unsatisfiable'
+          ? 'peek'
+          : range.kind === 'range' && range.start > 0
+            ? 'continue'
+            : 'new';
+      const admitted = await limits.admit(file, kind);
+      if (admitted.remaining !== null) reply.header('x-remaining-downloads', admitted.remaining);
+      const end = file.lifetime?.expiresAt;
+      if (end) reply.header('x-remaining-days', Math.max(0, (end - files.now()) / DAY_MS).toFixed(3));
       reply.header('etag', etag);
       reply.header('last-modified', file.lastModified.toUTCString());
       reply.header('cache-control', 'no-cache');
@@ -219,11 +269,11 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
       reply.header('content-disposition', contentDisposition(file.filename));
       reply.header('content-security-policy', CSP);
       if (file.encoding !== 'identity') reply.header('vary', 'accept-encoding');
-      const headers = req.headers as Record<string, string | undefined>;
-      if (notModified(headers, [etagOf(file, false), etagOf(file, true)], file.lastModified))
-        return reply.code(304).send();
+      if (fresh) return reply.code(304).send();
       reply.type(file.mimetype);
-      const off = offloadOf(file, req, offload);
+      // A file with Max-Downloads is always sent from here: a presigned URL could be fetched again
+      // and again, and its final byte is what deletes the last allowed download.
+      const off = file.lifetime?.maxDownloads == null ? offloadOf(file, req, offload) : null;
       if (off?.kind === 'accel') {
         // nginx sends the body file (Range included); the headers are ours (README: nginx offload).
         if (off.encoded) reply.header('content-encoding', file.encoding);
@@ -245,9 +295,6 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
           return reply.code(302).header('cache-control', 'no-store').header('location', url).send();
         }
       }
-      const range = rangeStillValid(headers['if-range'], etag, file.lastModified)
-        ? parseRange(headers['range'], file.size)
-        : ({ kind: 'none' } as const);
       if (range.kind === 'unsatisfiable') {
         reply.header('content-range', `bytes */${file.size}`);
         reply.removeHeader('content-type');
@@ -262,7 +309,13 @@ export async function fileRoutes(app: FastifyInstance, ctx: ServiceContext, file
         reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${file.size}`);
       }
       reply.header('content-length', length);
-      if (req.method === 'HEAD' || length === 0) return reply.send();
+      if (req.method === 'HEAD') return reply.send();
+      // The last allowed download deletes the file once its final byte is out (a cut one can resume).
+      if (admitted.last && (range.kind === 'none' || range.end === file.size - 1))
+        reply.raw.once('finish', () => {
+          limits.expire(file).catch((err: unknown) => req.log.warn({ err }, 'used-up file not deleted'));
+        });
+      if (length === 0) return reply.send();
       const body = await files.open(file, { raw, ...(range.kind === 'range' ? { range } : {}) });
       if (body) return reply.send(body);
     }

@@ -1,7 +1,7 @@
 // The file store behind /api/file: streams an upload through hashing, limits and (when it pays)
 // compression into the blob store, owns owner tokens, quota accounting and retention.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { pipeline, type Readable, Transform } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
 import {
@@ -12,6 +12,16 @@ import {
 } from '../../infra/blob-store.ts';
 import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/quota.ts';
 import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
+import {
+  type DownloadCounter,
+  type Lifetime,
+  type LifetimeResult,
+  type Limits,
+  lifetimeMeta,
+  lifetimeOf,
+  lifetimeResult,
+  MemoryDownloadCounter,
+} from './lifetime.ts';
 import { ratio } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
 
@@ -48,6 +58,8 @@ export interface StoredFile {
   lastModified: Date;
   /** fs: the stored bytes' own file under <blobs>/.data (X-Accel-Redirect); absent otherwise. */
   bodyFile?: string;
+  /** Max-Downloads / Max-Days, when the upload set them. */
+  lifetime: Lifetime | null;
 }
 
 export interface UploadInput {
@@ -62,10 +74,21 @@ export interface UploadInput {
   signal?: AbortSignal;
   /** Resolves when the rest of the request is read and valid; rejecting aborts the upload. */
   afterBody?: () => Promise<void>;
+  /** Max-Downloads / Max-Days; read after afterBody (form fields may follow the file part). */
+  limits?: () => Limits;
+}
+
+export interface UploadResult {
+  info: FileInfo;
+  ownerToken?: string;
+  /** Only when the upload set limits (data.lifetime). */
+  lifetime?: LifetimeResult;
 }
 
 const SAMPLE = 64 * 1024;
 const NS = 'files/';
+/** One empty marker per file with limits: the sweeper reads these instead of every file's metadata. */
+const LIMITED = 'file-limits/';
 export const insufficientStorage = () => new AppError('STORAGE_FULL', 507, 'storage quota is full');
 
 const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
@@ -90,6 +113,7 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
     sha256: m['sha256'] ?? '',
     lastModified: info.lastModified,
     ...(info.bodyFile ? { bodyFile: info.bodyFile } : {}),
+    lifetime: lifetimeOf(m),
   };
 }
 
@@ -99,6 +123,10 @@ export class FileStore {
   private readonly log: Logger;
   /** Stored bytes against quotaBytes (null = no quota), shared by every instance on one Redis. */
   readonly quota: SpaceQuota | null;
+  /** The clock of lifetimes (Max-Days, resume grace); tests move it instead of waiting. */
+  now: () => number = Date.now;
+  /** Download counts of files with Max-Downloads (index.ts sets the Redis one when configured). */
+  downloads: DownloadCounter = new MemoryDownloadCounter();
   constructor(blobs: BlobStore, o: FilesOptions, log: Logger, quota: SpaceQuota | null = null) {
     this.blobs = blobs;
     this.o = o;
@@ -132,12 +160,44 @@ export class FileStore {
     await this.quota?.adjust(delta);
   }
 
-  /** The live file under `key`, or null (absent or past its retention). */
+  /** Epoch ms at which `f` falls to the retention rule, or null when it is kept. */
+  retentionEnd(f: StoredFile): number | null {
+    const r = this.retentionSec(f.stored);
+    return r > 0 ? f.lastModified.getTime() + r * 1000 : null;
+  }
+
+  /** The live file under `key`, or null (absent, past its retention or its Max-Days: then deleted). */
   async find(key: string): Promise<StoredFile | null> {
     const info = await this.blobs.head(NS + key);
     if (!info) return null;
     if (this.expired(info.size, info.lastModified)) return null;
-    return toStored(key, info);
+    const f = toStored(key, info);
+    const end = f.lifetime?.expiresAt ?? null;
+    if (end !== null && this.now() >= end) {
+      await this.removeVersion(f);
+      return null;
+    }
+    return f;
+  }
+
+  /** Deletes `f` (and its download count) unless the key holds another version by now. */
+  async removeVersion(f: StoredFile): Promise<void> {
+    const cur = await this.blobs.head(NS + f.key);
+    if (cur && cur.meta['sha256'] === f.sha256 && cur.meta['life-id'] === f.lifetime?.id) {
+      if (await this.blobs.delete(NS + f.key)) await this.account(-cur.size);
+      await this.blobs.delete(LIMITED + f.key);
+    }
+    if (f.lifetime) await this.downloads.forget(`${f.key}:${f.lifetime.id}`);
+  }
+
+  /** Every stored file with limits (through the markers; markers of files gone are dropped). */
+  async *limited(): AsyncGenerator<StoredFile> {
+    for await (const e of this.blobs.list(LIMITED)) {
+      const key = e.key.slice(LIMITED.length);
+      const info = await this.blobs.head(NS + key);
+      if (info?.meta['life-id']) yield toStored(key, info);
+      else await this.blobs.delete(e.key);
+    }
   }
 
   /** Stored bytes (for a client that accepts the stored encoding) or decoded bytes, optionally a range of them. */
@@ -167,7 +227,7 @@ export class FileStore {
     return this.blobs.presign ? this.blobs.presign(NS + file.key, o) : null;
   }
 
-  async upload(inp: UploadInput): Promise<{ info: FileInfo; ownerToken?: string }> {
+  async upload(inp: UploadInput): Promise<UploadResult> {
     const key = NS + inp.key;
     const existing = await this.blobs.head(key);
     let ownerHash: string;
@@ -191,12 +251,17 @@ export class FileStore {
     } catch (err) {
       throw this.mapError(err);
     }
+    let out: UploadResult;
     try {
-      return await this.store(inp, key, ownerHash, ownerToken, live ? (existing?.size ?? 0) : null, res);
+      out = await this.store(inp, key, ownerHash, ownerToken, live ? (existing?.size ?? 0) : null, res);
     } catch (err) {
       await res?.release();
       throw err;
     }
+    // The version it replaced takes its download count along; a new version counts from zero.
+    const old = existing ? lifetimeOf(existing.meta) : null;
+    if (old) await this.downloads.forget(`${inp.key}:${old.id}`);
+    return out;
   }
 
   private async store(
@@ -207,7 +272,7 @@ export class FileStore {
     /** Size of the live file being replaced, or null for a new key. */
     replaces: number | null,
     res: Reservation | null,
-  ): Promise<{ info: FileInfo; ownerToken?: string }> {
+  ): Promise<UploadResult> {
     const { maxBytes } = this.o;
     const it = inp.file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const head: Buffer[] = [];
@@ -271,7 +336,12 @@ export class FileStore {
         ...(inp.signal ? { signal: inp.signal } : {}),
         finalize: async () => {
           await inp.afterBody?.();
-          return { size: String(original), sha256: hash.digest('hex'), created: new Date().toISOString() };
+          return {
+            size: String(original),
+            sha256: hash.digest('hex'),
+            created: new Date().toISOString(),
+            ...lifetimeMeta(inp.limits?.() ?? {}, this.now()),
+          };
         },
       });
     } catch (err) {
@@ -286,6 +356,7 @@ export class FileStore {
       // The reservation is held until the final size is known (the plain copy may be larger).
       await res?.commit(file.stored - (replaces ?? 0));
     }
+    if (file.lifetime) await this.blobs.put(LIMITED + inp.key, Readable.from([]), {});
     this.log.debug(
       { key: inp.key, size: original, stored: file.stored, encoding: file.encoding },
       'file stored',
@@ -301,6 +372,7 @@ export class FileStore {
         compression_ratio: file.encoding === 'identity' ? '0.00%' : ratio(file.size, file.stored),
       },
       ...(ownerToken ? { ownerToken } : {}),
+      ...(file.lifetime ? { lifetime: lifetimeResult(file.lifetime) } : {}),
     };
   }
 
@@ -338,6 +410,11 @@ export class FileStore {
     if (!tokenMatches(token, info.meta['owner']))
       throw forbidden('deleting needs the owner token', 'BAD_TOKEN');
     if (await this.blobs.delete(NS + key)) await this.account(-info.size);
+    const life = lifetimeOf(info.meta);
+    if (life) {
+      await this.blobs.delete(LIMITED + key);
+      await this.downloads.forget(`${key}:${life.id}`);
+    }
   }
 
   /** Deletes every expired file; returns how many. */

@@ -1,0 +1,198 @@
+// File lifetimes (transfer.sh's Max-Downloads / Max-Days): the request values checked as hostile
+// input, the blob metadata that carries them (so every instance enforces them), the download
+// counter every instance shares (Redis when configured, else this process) and the rule that decides
+// whether a request may still have the file.
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { badRequest } from '../../errors.ts';
+
+export const DAY_MS = 86_400_000;
+
+export interface Limits {
+  maxDownloads?: number;
+  maxDays?: number;
+}
+
+/** The limits of a stored file, read back from its metadata. */
+export interface Lifetime {
+  /** Names this version's download counter: a replaced file starts counting afresh. */
+  id: string;
+  maxDownloads: number | null;
+  maxDays: number | null;
+  /** Epoch ms after which the file is gone (Max-Days), or null. */
+  expiresAt: number | null;
+}
+
+/** What the upload result reports (data.lifetime), only for an upload that set a limit. */
+export interface LifetimeResult {
+  max_downloads: number | null;
+  max_days: number | null;
+  expires_at: string | null;
+}
+
+const WHOLE = /^[0-9]{1,12}$/;
+// Days may be fractional (Max-Days: 0.5 is twelve hours); six decimals reach about a tenth of a second.
+const DAYS = /^[0-9]{1,6}(?:\.[0-9]{1,6})?$/;
+
+/** One limit from a header (string, or an array when repeated) or a form field; undefined when absent. */
+function parseOne(name: string, raw: unknown, max: number, fraction: boolean): number | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string') throw badRequest(`give ${name} once`, 'BAD_LIMIT');
+  const text = raw.trim();
+  const n = (fraction ? DAYS : WHOLE).test(text) ? Number(text) : Number.NaN;
+  const kind = fraction ? 'a number of days' : 'a whole number';
+  if (!Number.isFinite(n) || n <= 0 || n > max)
+    throw badRequest(`${name} must be ${kind} from ${fraction ? 'above 0' : '1'} to ${max}`, 'BAD_LIMIT');
+  return n;
+}
+
+export interface LimitCaps {
+  maxDownloadsLimit: number;
+  maxDaysLimit: number;
+}
+
+/** Form field names (compared lowercased) that mean the same as each header. */
+const FIELD_NAMES = {
+  'max-downloads': ['max-downloads', 'max_downloads'],
+  'max-days': ['max-days', 'max_days'],
+} as const;
+
+/**
+ * The limits asked for by request headers and/or form fields (or tus Upload-Metadata entries).
+ * `fields` maps lowercased names to every value given; a name given twice, or a header and a field
+ * that disagree, is 400.
+ */
+export function readLimits(
+  headers: Record<string, string | string[] | undefined>,
+  fields: ReadonlyMap<string, readonly string[]>,
+  caps: LimitCaps,
+): Limits {
+  const pick = (header: keyof typeof FIELD_NAMES): unknown => {
+    const given: unknown[] = [];
+    if (headers[header] !== undefined) given.push(headers[header]);
+    for (const f of FIELD_NAMES[header]) for (const v of fields.get(f) ?? []) given.push(v);
+    if (given.length > 1 && new Set(given.map((v) => String(v).trim())).size > 1)
+      throw badRequest(`${header} was given more than once with different values`, 'BAD_LIMIT');
+    return given[0];
+  };
+  const out: Limits = {};
+  const dl = parseOne('Max-Downloads', pick('max-downloads'), caps.maxDownloadsLimit, false);
+  const days = parseOne('Max-Days', pick('max-days'), caps.maxDaysLimit, true);
+  if (dl !== undefined) out.maxDownloads = dl;
+  if (days !== undefined) out.maxDays = days;
+  return out;
+}
+
+/** Blob metadata for the limits (empty when none): it travels with the object to every instance. */
+export function lifetimeMeta(l: Limits, now: number): Record<string, string> {
+  if (l.maxDownloads === undefined && l.maxDays === undefined) return {};
+  const m: Record<string, string> = { 'life-id': randomBytes(9).toString('base64url') };
+  if (l.maxDownloads !== undefined) m['max-downloads'] = String(l.maxDownloads);
+  if (l.maxDays !== undefined) {
+    m['max-days'] = String(l.maxDays);
+    m['expires'] = new Date(now + Math.round(l.maxDays * DAY_MS)).toISOString();
+  }
+  return m;
+}
+
+/** The limits in a blob's metadata, or null when it has none (or they do not parse). */
+export function lifetimeOf(meta: Readonly<Record<string, string>>): Lifetime | null {
+  const id = meta['life-id'];
+  if (!id) return null;
+  const num = (v: string | undefined) => (v !== undefined && Number.isFinite(Number(v)) ? Number(v) : null);
+  const expires = meta['expires'] !== undefined ? Date.parse(meta['expires']) : Number.NaN;
+  return {
+    id,
+    maxDownloads: num(meta['max-downloads']),
+    maxDays: num(meta['max-days']),
+    expiresAt: Number.isFinite(expires) ? expires : null,
+  };
+}
+
+export function lifetimeResult(l: Lifetime): LifetimeResult {
+  return {
+    max_downloads: l.maxDownloads,
+    max_days: l.maxDays,
+    expires_at: l.expiresAt === null ? null : new Date(l.expiresAt).toISOString(),
+  };
+}
+
+export interface DownloadState {
+  /** Downloads started so far. */
+  count: number;
+  /** Epoch ms of the last one started (0 = none). */
+  lastAt: number;
+}
+
+export interface DownloadCounter {
+  /** Counts one download of `id` at `now`; forgets the counter at `forgetAt` (epoch ms) if given. */
+  take(id: string, now: number, forgetAt: number | null): Promise<DownloadState>;
+  peek(id: string): Promise<DownloadState>;
+  forget(id: string): Promise<void>;
+}
+
+/** One process's counts (no Redis): lost on restart, not shared between instances. */
+export class MemoryDownloadCounter implements DownloadCounter {
+  private rows = new Map<string, DownloadState & { forgetAt: number | null }>();
+
+  async take(id: string, now: number, forgetAt: number | null): Promise<DownloadState> {
+    for (const [k, r] of this.rows) if (r.forgetAt !== null && r.forgetAt <= now) this.rows.delete(k);
+    const r = this.rows.get(id) ?? { count: 0, lastAt: 0, forgetAt };
+    r.count++;
+    r.lastAt = now;
+    this.rows.set(id, r);
+    return { count: r.count, lastAt: r.lastAt };
+  }
+
+  async peek(id: string): Promise<DownloadState> {
+    const r = this.rows.get(id);
+    return { count: r?.count ?? 0, lastAt: r?.lastAt ?? 0 };
+  }
+
+  async forget(id: string): Promise<void> {
+    this.rows.delete(id);
+  }
+}
+
+// HINCRBY is atomic, so two instances never hand out the same download; the time of the last one
+// rides along for the resume grace.
+const TAKE = `local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 't', ARGV[1])
+if tonumber(ARGV[2]) > 0 then redis.call('PEXPIREAT', KEYS[1], ARGV[2]) end
+return n`;
+
+export class RedisDownloadCounter implements DownloadCounter {
+  private readonly redis: Redis & { filesTakeDownload(k: string, now: number, at: number): Promise<number> };
+  private readonly prefix: string;
+  constructor(redis: Redis, prefix: string) {
+    redis.defineCommand('filesTakeDownload', { numberOfKeys: 1, lua: TAKE });
+    this.redis = redis as RedisDownloadCounter['redis'];
+    this.prefix = prefix;
+  }
+
+  async take(id: string, now: number, forgetAt: number | null): Promise<DownloadState> {
+    const n = await this.redis.filesTakeDownload(this.prefix + id, now, forgetAt ?? 0);
+    return { count: Number(n), lastAt: now };
+  }
+
+  async peek(id: string): Promise<DownloadState> {
+    const [n, t] = await this.redis.hmget(this.prefix + id, 'n', 't');
+    return { count: Number(n ?? 0), lastAt: Number(t ?? 0) };
+  }
+
+  async forget(id: string): Promise<void> {
+    await this.redis.del(this.prefix + id);
+  }
+}
+
+/**
+ * Whether a file is past its limits: its Max-Days passed, more downloads were started than allowed
+ * (a concurrent request lost the race), or the last allowed one started more than `graceMs` ago (Range
+ * continuations of it are served until then).
+ */
+export function pastLimits(l: Lifetime, s: DownloadState, now: number, graceMs: number): boolean {
+  if (l.expiresAt !== null && now >= l.expiresAt) return true;
+  if (l.maxDownloads === null) return false;
+  if (s.count > l.maxDownloads) return true;
+  return s.count >= l.maxDownloads && now - s.lastAt > graceMs;
+}
