@@ -4,16 +4,20 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../infra/context.ts';
+import { Locks, lockStore } from '../../infra/lock.ts';
 import { quotaStore, SpaceQuota } from '../../infra/quota.ts';
 import { DownloadLimits } from './downloads.ts';
 import { RedisDownloadCounter } from './lifetime.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
+import { tusRoutes } from './tus/routes.ts';
+import { UploadStore } from './tus/uploads.ts';
 
 const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cfg = ctx.config.files;
   const log = ctx.logger.child({ svc: 'files' });
   app.envelopes.mount('/api/file', 'file');
+  app.envelopes.mount('/api/upload', 'file');
   // Bodies here are multipart streams: no parser may buffer them. Anything that is not multipart is
   // left unread and refused by the route with 400.
   app.removeAllContentTypeParsers();
@@ -64,6 +68,10 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     store.downloads = new RedisDownloadCounter(ctx.redis, `${ctx.config.redis.keyPrefix}files:dl:`);
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
   await fileRoutes(app, ctx, store, limits);
+  // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lock.
+  const uploads = new UploadStore(ctx.blobs);
+  const locks = new Locks(lockStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:lock:`));
+  await tusRoutes(app, ctx, store, uploads, locks);
 
   let timer: NodeJS.Timeout | undefined;
   let sweeping = false;
@@ -73,6 +81,8 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     try {
       const n = (await store.sweep()) + (await limits.sweep());
       if (n) log.info({ removed: n }, 'expired files removed');
+      const u = await uploads.sweep(store.now(), cfg.uploadExpirySec * 1000);
+      if (u) log.info({ removed: u }, 'expired resumable uploads removed');
     } catch (err) {
       log.warn({ err }, 'file sweep failed');
     } finally {

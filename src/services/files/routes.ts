@@ -9,7 +9,7 @@ import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { DAY_MS, readLimits } from './lifetime.ts';
 import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
 import { asciiDisposition, type OffloadConfig, offloadOf } from './offload.ts';
-import type { FileStore, StoredFile } from './store.ts';
+import type { FileStore, StoredFile, UploadResult } from './store.ts';
 
 /** Multipart framing around the file part: boundaries, part headers, a few small fields. */
 const FRAMING_SLACK = 64 * 1024;
@@ -120,11 +120,17 @@ function malformed(err: unknown): unknown {
 }
 
 /** The owner token from X-Owner-Token or Authorization: Bearer. */
-function tokenOf(req: FastifyRequest): string | undefined {
+export function tokenOf(req: FastifyRequest): string | undefined {
   const h = req.headers['x-owner-token'];
   if (typeof h === 'string' && h.trim()) return h.trim();
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
   return m?.[1];
+}
+
+/** The 2.1 upload result (plus data.lifetime when limits were set): one shape for POST and tus. */
+export function uploadAnswer(key: string, out: UploadResult) {
+  const data = { key, file_info: out.info, ...(out.lifetime ? { lifetime: out.lifetime } : {}) };
+  return { success: true, message: 'file uploaded', data };
 }
 
 const etagOf = (f: StoredFile, encoded: boolean) =>
@@ -223,8 +229,7 @@ export async function fileRoutes(
         bytesIn.inc({}, out.info.size);
         if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
         reply.header('cache-control', 'no-store');
-        const data = { key, file_info: out.info, ...(out.lifetime ? { lifetime: out.lifetime } : {}) };
-        return { success: true, message: 'file uploaded', data };
+        return uploadAnswer(key, out);
       } catch (e) {
         first.file.resume();
         const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;

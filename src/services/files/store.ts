@@ -59,7 +59,7 @@ export interface StoredFile {
   /** fs: the stored bytes' own file under <blobs>/.data (X-Accel-Redirect); absent otherwise. */
   bodyFile?: string;
   /** Max-Downloads / Max-Days, when the upload set them. */
-  lifetime: Lifetime | null;
+  lifetime?: Lifetime | null;
 }
 
 export interface UploadInput {
@@ -225,6 +225,13 @@ export class FileStore {
   /** A presigned URL for the stored bytes (S3 with presign support), or null. */
   async presign(file: StoredFile, o: PresignOptions): Promise<string | null> {
     return this.blobs.presign ? this.blobs.presign(NS + file.key, o) : null;
+  }
+
+  /** 409 unless `key` is free or `token` is its owner's (a resumable upload checks this at creation). */
+  async assertWritable(key: string, token: string | undefined): Promise<void> {
+    const info = await this.blobs.head(NS + key);
+    if (info && !this.expired(info.size, info.lastModified) && !tokenMatches(token, info.meta['owner']))
+      throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
   }
 
   async upload(inp: UploadInput): Promise<UploadResult> {
