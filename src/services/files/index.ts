@@ -31,7 +31,8 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       ? new SpaceQuota({
           limit: cfg.quotaBytes,
           store: quotaStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:quota:`),
-          count: (): Promise<number> => store.countStored(),
+          // Parts of unfinished resumable uploads take space too: they count against the same quota.
+          count: async (): Promise<number> => (await store.countStored()) + (await uploads.countStored()),
           failMode: ctx.config.redis.failMode,
           logger: log,
         })
@@ -41,6 +42,7 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     log.warn('files.accelRedirect only applies to the fs storage backend; downloads are served as usual');
   if (ctx.config.storage.s3PresignedDownloads && ctx.blobs.kind !== 's3')
     log.warn('storage.s3PresignedDownloads only applies to the s3 backend; downloads are served as usual');
+  const uploads: UploadStore = new UploadStore(ctx.blobs, quota);
   // Read at scrape time: with Redis these are the figures of every instance together.
   const quotaGauge = (name: string, help: string, pick: (u: { used: number; reserved: number }) => number) =>
     new Gauge({
@@ -69,7 +71,6 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
   await fileRoutes(app, ctx, store, limits);
   // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lock.
-  const uploads = new UploadStore(ctx.blobs);
   const locks = new Locks(lockStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:lock:`));
   await tusRoutes(app, ctx, store, uploads, locks);
 

@@ -7,10 +7,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
 import type { ServiceContext } from '../../../infra/context.ts';
 import type { Locks } from '../../../infra/lock.ts';
+import { QuotaFullError, type Reservation } from '../../../infra/quota.ts';
 import { readLimits } from '../lifetime.ts';
 import { sanitizeFilename, validKey } from '../names.ts';
 import { tokenOf, uploadAnswer } from '../routes.ts';
-import type { FileStore } from '../store.ts';
+import { type FileStore, insufficientStorage } from '../store.ts';
 import {
   CORS_HEADERS,
   keyFromName,
@@ -40,8 +41,15 @@ function requireTus(req: FastifyRequest): void {
     });
 }
 
-/** The PATCH body as it arrives, at most `room` bytes; a client that goes away ends it (what came is kept). */
-async function* received(raw: IncomingMessage, room: number): AsyncGenerator<Buffer> {
+/**
+ * The PATCH body as it arrives, at most `room` bytes, reserved against the quota as it comes; a
+ * client that goes away ends it (what came is kept).
+ */
+async function* received(
+  raw: IncomingMessage,
+  room: number,
+  res: Reservation | null,
+): AsyncGenerator<Buffer> {
   const it = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let n = 0;
   for (;;) {
@@ -54,6 +62,7 @@ async function* received(raw: IncomingMessage, room: number): AsyncGenerator<Buf
     if (r.done) return;
     n += r.value.length;
     if (n > room) throw tooLarge('the body goes past Upload-Length', 'PAST_LENGTH');
+    await res?.ensure(n);
     yield r.value;
   }
 }
@@ -72,6 +81,19 @@ export async function tusRoutes(
   const createLimit = ctx.limiter.hook('files', cfg.rateLimit);
   const requestLimit = ctx.limiter.hook('files-upload', cfg.uploadRateLimit);
   const expires = (s: UploadState) => new Date(s.lastWrite + ttlMs).toUTCString();
+
+  async function reserve(bytes: number): Promise<Reservation | null> {
+    try {
+      return files.quota ? await files.quota.reserve(bytes) : null;
+    } catch (err) {
+      throw err instanceof QuotaFullError ? insufficientStorage() : err;
+    }
+  }
+
+  /** 507 at creation when the whole upload could not fit now (the parts reserve for real). */
+  async function quotaCheck(length: number): Promise<void> {
+    await (await reserve(length))?.release();
+  }
 
   async function load(id: string): Promise<UploadState> {
     const s = UPLOAD_ID.test(id) ? await uploads.state(id) : null;
@@ -137,6 +159,7 @@ export async function tusRoutes(
     const filetype = meta.get('filetype') ?? meta.get('type');
     // Refused now rather than after the last byte; checked again when the upload completes.
     await files.assertWritable(key, tokenOf(req));
+    await quotaCheck(length);
     const id = await uploads.create({
       length,
       key,
@@ -187,12 +210,21 @@ export async function tusRoutes(
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > room)
         throw tooLarge('the body goes past Upload-Length', 'PAST_LENGTH');
-      const part = await uploads.writePart(
-        s.id,
-        s.offset,
-        received(req.raw, room),
-        new AbortController().signal,
-      );
+      // The parts hold space like a stored file: reserved as they arrive (the declared length at once).
+      const res = await reserve(Number.isFinite(declared) ? declared : 0);
+      let part: Awaited<ReturnType<UploadStore['writePart']>>;
+      try {
+        part = await uploads.writePart(
+          s.id,
+          s.offset,
+          received(req.raw, room, res),
+          new AbortController().signal,
+        );
+      } catch (err) {
+        await res?.release();
+        throw err instanceof QuotaFullError ? insufficientStorage() : err;
+      }
+      await res?.commit(part?.size ?? 0);
       const offset = s.offset + (part?.size ?? 0);
       reply.header('upload-offset', offset);
       if (!part || offset < s.info.length) {
@@ -200,6 +232,8 @@ export async function tusRoutes(
         return reply.code(204).send();
       }
       const parts = [...s.parts, part];
+      // The file's own reservation (its length) takes over the space the parts held.
+      await files.quota?.adjust(-offset);
       let out: Awaited<ReturnType<FileStore['upload']>>;
       try {
         out = await files.upload({
@@ -208,12 +242,14 @@ export async function tusRoutes(
           filename: s.info.filename,
           declaredType: s.info.filetype,
           token: tokenOf(req),
+          declaredBytes: s.info.length,
           limits: () => s.info.limits,
         });
       } catch (err) {
         // Not stored (409, 507, storage down): the upload goes back to where this PATCH started, so a
         // client that asks for the offset never takes an unstored upload for a finished one.
         await uploads.dropPart(part);
+        await files.quota?.adjust(s.offset);
         reply.header('upload-offset', s.offset);
         throw err;
       }

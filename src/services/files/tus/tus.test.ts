@@ -384,3 +384,42 @@ describe('tus 1.0 at /api/upload/', () => {
     assert.deepEqual(Buffer.from(await file.arrayBuffer()), body);
   });
 });
+
+describe('tus uploads under the files quota', () => {
+  let srv: Running;
+  before(async () => {
+    srv = await startTestServer({ overrides: { files: { quotaBytes: 100_000, codec: 'none' } } });
+  });
+  after(() => srv.close());
+  const abs = (loc: string | null) => new URL(loc ?? '', `${srv.url}/api/upload/`).toString();
+
+  it('reserves the parts as they arrive, hands their space to the file, and frees it on delete', async () => {
+    const a = await create(srv.url, 80_000, { key: 'quota-a' });
+    const b = await create(srv.url, 80_000, { key: 'quota-b' });
+    assert.equal(a.status, 201);
+    assert.equal(b.status, 201);
+    const urlA = abs(a.headers.get('location'));
+    const urlB = abs(b.headers.get('location'));
+    const body = randomBytes(80_000);
+    assert.equal((await patch(urlA, 0, body.subarray(0, 50_000))).status, 204);
+    // 50 000 bytes of A's parts are stored: 60 000 more for B do not fit.
+    const full = await patch(urlB, 0, body.subarray(0, 60_000));
+    assert.equal(full.status, 507);
+    assert.deepEqual(await full.json(), { success: false, message: 'storage quota is full' });
+    assert.equal((await fetch(urlB, { method: 'HEAD', headers: T })).headers.get('upload-offset'), '0');
+    // A completes: the file's reservation takes over the space of its parts.
+    const done = await patch(urlA, 50_000, body.subarray(50_000));
+    assert.equal(done.status, 204, await done.text());
+    assert.equal((await create(srv.url, 30_000, { key: 'quota-c' })).status, 507);
+    const del = await fetch(`${srv.url}/api/file/quota-a`, {
+      method: 'DELETE',
+      headers: { 'x-owner-token': done.headers.get('x-owner-token') ?? '' },
+    });
+    assert.equal(del.status, 200);
+    assert.equal((await patch(urlB, 0, body.subarray(0, 60_000))).status, 204);
+    // Terminating B gives its parts' space back.
+    assert.equal((await create(srv.url, 90_000, { key: 'quota-d' })).status, 507);
+    assert.equal((await fetch(urlB, { method: 'DELETE', headers: T })).status, 204);
+    assert.equal((await create(srv.url, 90_000, { key: 'quota-d' })).status, 201);
+  });
+});

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { BlobStore } from '../../../infra/blob-store.ts';
+import type { SpaceQuota } from '../../../infra/quota.ts';
 import type { Limits } from '../lifetime.ts';
 
 const NS = 'uploads/';
@@ -61,8 +62,18 @@ const json = (v: unknown) => Readable.from([Buffer.from(JSON.stringify(v))]);
 
 export class UploadStore {
   private readonly blobs: BlobStore;
-  constructor(blobs: BlobStore) {
+  /** Parts count against the files quota from their PATCH until the upload completes or goes. */
+  readonly quota: SpaceQuota | null;
+  constructor(blobs: BlobStore, quota: SpaceQuota | null = null) {
     this.blobs = blobs;
+    this.quota = quota;
+  }
+
+  /** Bytes the parts of unfinished uploads take now (the quota's starting count). */
+  async countStored(): Promise<number> {
+    let n = 0;
+    for await (const e of this.blobs.list(NS)) if (e.key.includes(`/${PART}`)) n += e.size;
+    return n;
   }
 
   async create(info: UploadInfo): Promise<string> {
@@ -142,11 +153,16 @@ export class UploadStore {
     for (const p of s.parts) await this.blobs.delete(p.blob);
   }
 
-  /** Deletes every blob of upload `id`. */
+  /** Deletes every blob of upload `id` and gives its parts' space back to the quota. */
   async remove(id: string): Promise<void> {
     const keys = [];
     for await (const e of this.blobs.list(`${NS}${id}/`)) keys.push(e.key);
-    for (const k of keys) await this.blobs.delete(k);
+    let freed = 0;
+    for (const k of keys) {
+      const part = k.includes(`/${PART}`) ? await this.blobs.head(k) : null;
+      if ((await this.blobs.delete(k)) && part) freed += part.size;
+    }
+    if (freed) await this.quota?.adjust(-freed);
   }
 
   /** Removes every upload whose last write is older than `ttlMs`; returns how many. */
