@@ -9,64 +9,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as tus from 'tus-js-client';
 import { type Running, startTestServer, tempDir } from '../../../../test/helpers/server.ts';
+import { create, cutPatch, decodeResult, patch, sample } from '../../../../test/helpers/tus.ts';
 
 const T = { 'tus-resumable': '1.0.0' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const MAX = 4 * 1024 * 1024;
-
-/** Text that compresses, then random bytes: both paths of the store, and byte-exact checks. */
-export function sample(size: number): Buffer {
-  const text = Buffer.from('tus resumable upload line\n'.repeat(Math.ceil(size / 52)));
-  return Buffer.concat([text.subarray(0, size / 2), randomBytes(size - size / 2)]);
-}
-
-/** Sends `send` bytes of a PATCH that announces `total`, then cuts the connection. */
-export function cutPatch(url: string, offset: number, body: Buffer, send: number, total = body.length) {
-  return new Promise<void>((resolve) => {
-    const req = request(url, {
-      method: 'PATCH',
-      headers: {
-        ...T,
-        'upload-offset': String(offset),
-        'content-type': 'application/offset+octet-stream',
-        'content-length': String(total),
-      },
-    });
-    req.on('error', () => resolve());
-    req.write(body.subarray(0, send), () => {
-      // Give the server the bytes before the cut (a cut only loses what is still in flight).
-      setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 300);
-    });
-  });
-}
-
-export async function create(base: string, length: number, meta: Record<string, string>, headers = {}) {
-  const metadata = Object.entries(meta)
-    .map(([k, v]) => `${k} ${b64(v)}`)
-    .join(',');
-  return fetch(`${base}/api/upload/`, {
-    method: 'POST',
-    headers: { ...T, 'upload-length': String(length), 'upload-metadata': metadata, ...headers },
-  });
-}
-
-export const patch = (url: string, offset: number, body: Buffer, headers: Record<string, string> = {}) =>
-  fetch(url, {
-    method: 'PATCH',
-    headers: {
-      ...T,
-      'upload-offset': String(offset),
-      'content-type': 'application/offset+octet-stream',
-      ...headers,
-    },
-    body: new Uint8Array(body),
-  });
-
-export const decodeResult = (res: Response) =>
-  JSON.parse(Buffer.from(res.headers.get('x-upload-result') ?? '', 'base64').toString('utf8'));
 
 /** The result a plain multipart upload of the same bytes gives (the 2.1 reference), data.key aside. */
 async function reference(base: string, body: Buffer, name: string, type: string) {

@@ -1,0 +1,96 @@
+// Raw tus 1.0 requests for tests: creation, PATCH, a PATCH cut mid-body, and the X-Upload-Result header.
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { type AddressInfo, connect, createServer } from 'node:net';
+
+const T = { 'tus-resumable': '1.0.0' };
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** Text that compresses, then random bytes: both paths of the store, and byte-exact checks. */
+export function sample(size: number): Buffer {
+  const text = Buffer.from('tus resumable upload line\n'.repeat(Math.ceil(size / 52)));
+  return Buffer.concat([text.subarray(0, size / 2), randomBytes(size - size / 2)]);
+}
+
+/** Sends `send` bytes of a PATCH that announces `total`, then cuts the connection. */
+export function cutPatch(url: string, offset: number, body: Buffer, send: number, total = body.length) {
+  return new Promise<void>((resolve) => {
+    const req = request(url, {
+      method: 'PATCH',
+      headers: {
+        ...T,
+        'upload-offset': String(offset),
+        'content-type': 'application/offset+octet-stream',
+        'content-length': String(total),
+      },
+    });
+    req.on('error', () => resolve());
+    req.write(body.subarray(0, send), () => {
+      // Give the server the bytes before the cut (a cut only loses what is still in flight).
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 300);
+    });
+  });
+}
+
+export async function create(base: string, length: number, meta: Record<string, string>, headers = {}) {
+  const metadata = Object.entries(meta)
+    .map(([k, v]) => `${k} ${b64(v)}`)
+    .join(',');
+  return fetch(`${base}/api/upload/`, {
+    method: 'POST',
+    headers: { ...T, 'upload-length': String(length), 'upload-metadata': metadata, ...headers },
+  });
+}
+
+export const patch = (url: string, offset: number, body: Buffer, headers: Record<string, string> = {}) =>
+  fetch(url, {
+    method: 'PATCH',
+    headers: {
+      ...T,
+      'upload-offset': String(offset),
+      'content-type': 'application/offset+octet-stream',
+      ...headers,
+    },
+    body: new Uint8Array(body),
+  });
+
+export const decodeResult = (res: Response) =>
+  JSON.parse(Buffer.from(res.headers.get('x-upload-result') ?? '', 'base64').toString('utf8'));
+
+/**
+ * A TCP relay to `port` that cuts each connection once the client has sent `cutAfter` bytes on it:
+ * a real client (tus-js-client) loses its connection mid-body, as on a dropped network.
+ */
+export async function cuttingRelay(
+  port: number,
+  cutAfter: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    let sent = 0;
+    const cut = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk: Buffer) => {
+      const room = cutAfter - sent;
+      if (room <= 0) return;
+      sent += chunk.length;
+      if (chunk.length < room) upstream.write(chunk);
+      else upstream.write(chunk.subarray(0, room), () => setTimeout(cut, 100));
+    });
+    upstream.pipe(client);
+    client.on('error', cut);
+    upstream.on('error', cut);
+    client.on('close', () => upstream.end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port: own } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${own}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
