@@ -14,6 +14,7 @@ import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { freePort } from '../helpers/ports.ts';
 import { buildTestServer, type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+import { cuttingRelay, sample } from '../helpers/tus.ts';
 import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
@@ -73,6 +74,8 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     };
     // No outside internet in tests: the avatar service must not wait for the real Gravatar.
     overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
+    // Files over 4 MiB go through tus (the 3 MiB upload below stays a multipart POST).
+    overrides.files = { resumableOverBytes: 4 * 1024 * 1024 } as Overrides['files'];
     srv = await startTestServer({ overrides });
     relay = await relayBackground.start(srv.app.ctx);
     browser = await launch();
@@ -285,6 +288,50 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
     assert.deepEqual(errors, []);
     await page.close();
+  });
+
+  it('sends a large file with tus and resumes it after the connection drops mid-upload', async () => {
+    // The page is served through a relay that cuts the first connection carrying 2 MB of request.
+    const relay = await cuttingRelay(srv.port, 2_000_000, 1);
+    const page = await browser.context.newPage();
+    page.setDefaultTimeout(60_000);
+    const errors = collectErrors(page);
+    await page.goto(`${relay.url}/`, { waitUntil: 'domcontentloaded' });
+    await page.waitForLoadState('networkidle');
+    const content = sample(6 * 1024 * 1024);
+    await page.setInputFiles('#upload-file', {
+      name: 'big.bin',
+      mimeType: 'application/octet-stream',
+      buffer: content,
+    });
+    await page.fill('#upload-key', 'web-e2e-resumable.bin');
+    const patches: number[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'PATCH') patches.push(Number(r.headers()['upload-offset']));
+    });
+    await page.click('#upload-go');
+    await page.locator('#upload-result').waitFor({ state: 'visible' });
+    // The bytes that arrived before the cut were kept: the page went on from there, not from 0.
+    assert.equal(patches[0], 0);
+    assert.ok(
+      patches.some((o) => o > 0 && o < content.length),
+      `resumed mid-file: PATCH offsets ${patches.join(', ')}`,
+    );
+    const json = JSON.parse((await page.textContent('#upload-json')) ?? '{}');
+    assert.equal(json.data.key, 'web-e2e-resumable.bin');
+    assert.equal(json.data.file_info.size, content.length);
+    assert.ok((await page.inputValue('#upload-owner')).length >= 16, 'owner token shown');
+    const back = await fetch(`${srv.url}/api/file/web-e2e-resumable.bin`);
+    assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
+    // A finished upload leaves nothing to resume.
+    assert.equal(await page.evaluate(() => localStorage.length), 0);
+    // Chromium reports the cut request itself as a console error; nothing else may appear.
+    assert.deepEqual(
+      errors.filter((e) => !/ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|net::|Failed to load resource/.test(e)),
+      [],
+    );
+    await page.close();
+    await relay.close();
   });
 
   it('updates the diagram preview after typing, with an encoded URL that decodes to the text', async () => {

@@ -1,7 +1,7 @@
 // Raw tus 1.0 requests for tests: creation, PATCH, a PATCH cut mid-body, and the X-Upload-Result header.
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 
 const T = { 'tus-resumable': '1.0.0' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -61,16 +61,24 @@ export const decodeResult = (res: Response) =>
   JSON.parse(Buffer.from(res.headers.get('x-upload-result') ?? '', 'base64').toString('utf8'));
 
 /**
- * A TCP relay to `port` that cuts each connection once the client has sent `cutAfter` bytes on it:
+ * A TCP relay to `port` that cuts a connection once the client has sent `cutAfter` bytes on it (the
+ * first `times` such connections; later ones pass):
  * a real client (tus-js-client) loses its connection mid-body, as on a dropped network.
  */
 export async function cuttingRelay(
   port: number,
   cutAfter: number,
+  times = Number.POSITIVE_INFINITY,
 ): Promise<{ url: string; close(): Promise<void> }> {
+  let cuts = 0;
+  const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = connect(port, '127.0.0.1');
-    let sent = 0;
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    }
+    let sent = cuts < times ? 0 : Number.NEGATIVE_INFINITY;
     const cut = () => {
       client.destroy();
       upstream.destroy();
@@ -80,7 +88,10 @@ export async function cuttingRelay(
       if (room <= 0) return;
       sent += chunk.length;
       if (chunk.length < room) upstream.write(chunk);
-      else upstream.write(chunk.subarray(0, room), () => setTimeout(cut, 100));
+      else {
+        cuts++;
+        upstream.write(chunk.subarray(0, room), () => setTimeout(cut, 100));
+      }
     });
     upstream.pipe(client);
     client.on('error', cut);
@@ -91,6 +102,10 @@ export async function cuttingRelay(
   const { port: own } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${own}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }

@@ -1,8 +1,10 @@
 // File storage tool: pick or drop a file, choose a key, upload with XMLHttpRequest so the upload's
 // progress events can drive the progress bar (fetch has no upload progress). Owner tokens of this
 // page's uploads are remembered in memory only (never in storage), so a refused re-upload (409) can
-// offer to replace or delete the file without the token being lost from view.
+// offer to replace or delete the file without the token being lost from view. Files over the form's
+// data-resumable-over size go through tus (./tus.ts) and survive a dropped connection or a reload.
 import { byId, type PageConfig, pretty, setStatus } from './dom.ts';
+import { tusUpload } from './tus.ts';
 
 const KEY = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
@@ -31,6 +33,8 @@ export function initUpload(cfg: PageConfig): void {
   if (!form || !input || !keyInput || !drop || !bar || !pct || !cancel || !go || !del) return;
   del.addEventListener('click', () => void deleteFile(keyInput.value.trim(), del));
   let xhr: XMLHttpRequest | null = null;
+  const tus: { abort?: () => void } = {};
+  const resumableOver = Number(form.dataset['resumableOver'] ?? Number.POSITIVE_INFINITY);
 
   const picked = () => {
     const f = input.files?.[0];
@@ -55,7 +59,10 @@ export function initUpload(cfg: PageConfig): void {
       picked();
     }
   });
-  cancel.addEventListener('click', () => xhr?.abort());
+  cancel.addEventListener('click', () => {
+    xhr?.abort();
+    tus.abort?.();
+  });
 
   const setProgress = (p: number) => {
     bar.value = p;
@@ -73,14 +80,15 @@ export function initUpload(cfg: PageConfig): void {
         'The key must be 1–128 of A–Z a–z 0–9 . _ - and not start with a dot.',
         'error',
       );
+    // Only a token the user entered (or accepted prefilled): an upload never replaces by surprise.
+    const token = byId<HTMLInputElement>('upload-token')?.value.trim() || undefined;
+    if (file.size > resumableOver) return resumable(file, key, token);
     const body = new FormData();
     body.append('file', file, file.name);
     const req = new XMLHttpRequest();
     xhr = req;
     let events = 0;
     req.open('POST', `/api/file/${encodeURIComponent(key)}`);
-    // Only a token the user entered (or accepted prefilled): an upload never replaces by surprise.
-    const token = byId<HTMLInputElement>('upload-token')?.value.trim() || undefined;
     if (token) req.setRequestHeader('X-Owner-Token', token);
     req.upload.addEventListener('progress', (ev) => {
       events++;
@@ -97,7 +105,16 @@ export function initUpload(cfg: PageConfig): void {
     req.addEventListener('error', () =>
       setStatus('upload-status', 'The upload failed (network error).', 'error'),
     );
-    req.addEventListener('load', () => showResult(req, key, token, cfg));
+    req.addEventListener('load', () =>
+      showResult(
+        req.status,
+        parse(req.responseText),
+        req.getResponseHeader('X-Owner-Token'),
+        key,
+        token,
+        cfg,
+      ),
+    );
     setProgress(0);
     // The previous result (its owner token and link) stays until a new upload succeeds.
     setStatus('upload-status', `Uploading ${file.name}…`);
@@ -105,6 +122,55 @@ export function initUpload(cfg: PageConfig): void {
     cancel.hidden = false;
     req.send(body);
   });
+
+  const resumable = (file: File, key: string, token: string | undefined) => {
+    setProgress(0);
+    setStatus('upload-status', `Uploading ${file.name} (resumable)…`);
+    go.disabled = true;
+    cancel.hidden = false;
+    const done = () => {
+      go.disabled = false;
+      cancel.hidden = true;
+      tus.abort = undefined;
+    };
+    tusUpload({
+      endpoint: new URL('/api/upload/', location.href).toString(),
+      file,
+      metadata: { key, filename: file.name, filetype: file.type },
+      headers: token ? { 'X-Owner-Token': token } : {},
+      control: tus,
+      onProgress: (sent, total) => {
+        setProgress(total ? Math.floor((sent / total) * 100) : 100);
+        setStatus('upload-status', `Uploading ${file.name} (resumable)…`);
+      },
+      onRetry: (ms) =>
+        setStatus('upload-status', `Connection lost; resuming in ${Math.round(ms / 1000)} s…`, 'error'),
+    }).then(
+      (r) => {
+        done();
+        showResult(r.status, r.body, r.ownerToken, key, token, cfg);
+      },
+      (err: unknown) => {
+        done();
+        const aborted = (err as Error).name === 'AbortError';
+        setStatus(
+          'upload-status',
+          aborted
+            ? 'Upload paused: upload the same file again to resume.'
+            : 'The upload failed (network error).',
+          'error',
+        );
+      },
+    );
+  };
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // not JSON: show the text as is
+  }
 }
 
 /** DELETE with the typed or remembered owner token. */
@@ -137,17 +203,18 @@ async function deleteFile(key: string, button: HTMLButtonElement): Promise<void>
   }
 }
 
-function showResult(req: XMLHttpRequest, key: string, sent: string | undefined, cfg: PageConfig): void {
-  let body: unknown = req.responseText;
-  try {
-    body = JSON.parse(req.responseText);
-  } catch {
-    // not JSON: show the text as is
-  }
+function showResult(
+  status: number,
+  body: unknown,
+  given: string | null,
+  key: string,
+  sent: string | undefined,
+  cfg: PageConfig,
+): void {
   const msg = typeof body === 'object' && body && 'message' in body ? String(body.message) : '';
-  if (req.status !== 200) {
+  if (status !== 200) {
     let next = '';
-    if (req.status === 409) {
+    if (status === 409) {
       // The key is taken: ask for its token (prefilled when this page uploaded it) and offer delete.
       byId('upload-token-field')?.removeAttribute('hidden');
       const field = byId<HTMLInputElement>('upload-token');
@@ -158,7 +225,7 @@ function showResult(req: XMLHttpRequest, key: string, sent: string | undefined, 
         ? ' Your owner token for it is filled in: upload again to replace the file, or delete it.'
         : ' With its owner token you can replace it (upload again) or delete it.';
     }
-    setStatus('upload-status', `Upload refused (${req.status}): ${msg || req.statusText}.${next}`, 'error');
+    setStatus('upload-status', `Upload refused (${status}): ${msg || `HTTP ${status}`}.${next}`, 'error');
     return;
   }
   const bar = byId<HTMLProgressElement>('upload-progress');
@@ -167,7 +234,7 @@ function showResult(req: XMLHttpRequest, key: string, sent: string | undefined, 
   if (pct) pct.textContent = '100%';
   setStatus('upload-status', `Stored under “${key}”.`, 'ok');
   // A new key answers with its token; a replacement keeps the token that was sent.
-  const owner = req.getResponseHeader('X-Owner-Token') ?? sent ?? null;
+  const owner = given ?? sent ?? null;
   if (owner) owned.set(key, owner);
   const ownerInput = byId<HTMLInputElement>('upload-owner');
   if (ownerInput) {

@@ -46,6 +46,9 @@ export const filesSection = {
     min: 0,
     doc: 'after the last allowed download started, Range continuations are served this long, then the file is deleted',
   }),
+  resumableOverBytes: bytes(16 * 1024 ** 2, {
+    doc: 'the home page sends files larger than this with tus, resuming after a dropped connection (0 = always)',
+  }),
   uploadExpirySec: duration(86_400, {
     unit: 's',
     min: 1,

@@ -24,7 +24,7 @@ ${example('Upload, keeping the owner token (the X-Owner-Token response header, s
 ${example('Download under the original name (-f: an error is not saved as the file)', `curl -fOJ ${b}/api/file/report.txt`)}
 ${example('Replace or delete with the owner token', `curl -f -H "X-Owner-Token: $TOKEN" -F file=@report.txt ${b}/api/file/report.txt\ncurl -f -X DELETE -H "X-Owner-Token: $TOKEN" ${b}/api/file/report.txt`)}
 </div>
-<form class="tool" id="upload-form" novalidate>
+<form class="tool" id="upload-form" novalidate data-resumable-over="${String(p.config.files.resumableOverBytes)}">
 <label class="drop" id="drop" for="upload-file"><span class="drop-text" id="drop-text">Drop a file here or <u>choose one</u></span>
 <input id="upload-file" name="file" type="file" required></label>
 <div class="field"><label for="upload-key">Key</label>
