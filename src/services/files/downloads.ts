@@ -8,8 +8,8 @@
 // - HEAD, 304 and 416 never count (no body); they answer 404 once no download remains;
 // - the file is deleted as soon as the last allowed download has sent its final byte, else by the
 //   lazy check of any later request or the sweeper once the grace is over.
-import { notFound } from '../../errors.ts';
-import { type DownloadCounter, pastLimits } from './lifetime.ts';
+import { AppError, notFound, unavailable } from '../../errors.ts';
+import { type DownloadCounter, type DownloadState, pastLimits } from './lifetime.ts';
 import type { FileStore, StoredFile } from './store.ts';
 
 export type DownloadKind = 'peek' | 'new' | 'continue';
@@ -48,9 +48,18 @@ export class DownloadLimits {
     const l = f.lifetime;
     if (!l || l.maxDownloads === null) return { remaining: null, last: false };
     const now = this.files.now();
-    let s = await this.counter.peek(this.counterId(f));
-    if (kind === 'new' || (kind === 'continue' && s.count === 0))
-      s = await this.counter.take(this.counterId(f), now, this.forgetAt(f));
+    let s: DownloadState;
+    try {
+      s = await this.counter.peek(this.counterId(f));
+      if (kind === 'new' || (kind === 'continue' && s.count === 0))
+        s = await this.counter.take(this.counterId(f), now, this.forgetAt(f));
+    } catch (err) {
+      // Never served uncounted: the uploader asked for at most N downloads.
+      if (err instanceof AppError) throw err;
+      throw unavailable('download counter unavailable, try again shortly', 5, 'COUNTER_UNAVAILABLE', {
+        cause: err,
+      });
+    }
     if (pastLimits(l, s, now, this.graceMs)) {
       await this.expire(f);
       throw notFound('no file with this key');

@@ -284,6 +284,19 @@ describe('the lifetime sweeper', () => {
     assert.equal(await files.find('used'), null);
     assert.ok(await files.find('unused'));
     assert.ok(await files.find('plain'));
+    // A counter that cannot be reached refuses the download (503), it never serves it uncounted.
+    const unused = await files.find('unused');
+    assert.ok(unused);
+    const down = new DownloadLimits(
+      files,
+      {
+        take: () => Promise.reject(new Error('ECONNREFUSED')),
+        peek: () => Promise.reject(new Error('ECONNREFUSED')),
+        forget: async () => {},
+      },
+      60_000,
+    );
+    await assert.rejects(down.admit(unused, 'new'), { status: 503 });
     // The markers of deleted files went with them: only "unused" is still swept.
     const markers = [];
     for await (const e of blobs.list('file-limits/')) markers.push(e.key);
