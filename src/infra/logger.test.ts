@@ -14,6 +14,7 @@ const CRED = registerSecret('AKIAEXAMPLEKEY77/20250101/us-east-1/s3/aws4_request
 const PREFIX = registerSecret('prefix-Secret_9876');
 const LITERAL = registerSecret('admin-token-4f5e6d7c');
 const PASS = registerSecret('hunter2-pass-word');
+const UPLOAD = registerSecret('fedcba98'.repeat(4));
 protectSecrets([PREFIX, LITERAL]);
 
 const signed = `https://bucket.s3.example.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${encodeURIComponent(CRED)}&X-Amz-Signature=${SIG}`;
@@ -85,6 +86,11 @@ const shapes: [string, (l: Logger) => void, string[]][] = [
   ['a thrown plain object with an apiKey', (l) => l.error({ err: { apiKey: BOT, note: 'x' } }), [BOT]],
   ['a thrown string with a signature', (l) => l.error({ err: `failed ?Signature=${SIG}` }), [SIG]],
   ['JSON quoted in a message', (l) => l.warn(`upstream body {"token":"${SIG}","ok":false}`), [SIG]],
+  [
+    'a resumable upload URL (its id is the capability)',
+    (l) => l.info({ req: fakeReq(`/api/upload/${UPLOAD}`) }),
+    [UPLOAD],
+  ],
 ];
 
 describe('log redaction through the real logger', () => {

@@ -1,6 +1,7 @@
 // The one redaction function for everything that reaches a log: request URLs (parsed or raw),
 // upstream URLs, redirect targets, error messages and causes. Secrets have known shapes (Telegram
-// bot tokens, signed query strings, user:password@, Bearer, the proxy's /t/<secret>/ prefix) plus the
+// bot tokens, signed query strings, user:password@, Bearer, the proxy's /t/<secret>/ prefix, tus
+// upload ids) plus the
 // configured secret values themselves, wherever in the text they appear.
 
 const SECRET_NAME =
@@ -15,6 +16,8 @@ const JSON_FIELD = /"([^"\\]{1,64})"(\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
 const BEARER = /\b(Bearer)\s+(?!\[redacted\])[A-Za-z0-9._~+/=-]{8,}/gi;
 // The proxy's access prefix: /t/<secret>/ at the start of a raw path, or under /proxy.
 const PROXY_PREFIX = /(^|\/proxy)\/t\/[^/?#\s"]+/g;
+// A resumable upload's URL is its capability (continue, end, read the result): /api/upload/<id>.
+const UPLOAD_ID = /(\/api\/upload\/)[0-9a-f]{32}\b/g;
 // Cheap pre-check: text without any of these characters holds none of the shapes above.
 const MAYBE = /[:=@/]|bearer/i;
 
@@ -45,6 +48,7 @@ export function redact(s: string): string {
     .replace(BOT_TOKEN, R)
     .replace(USERINFO, `$1$2:${R}@`)
     .replace(PROXY_PREFIX, `$1/t/${R}`)
+    .replace(UPLOAD_ID, `$1${R}`)
     .replace(PARAM, (all, lead: string, name: string) =>
       SECRET_NAME.test(decodeSafe(name)) ? `${lead}${name}=${R}` : all,
     )

@@ -118,8 +118,10 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
     req.write(body.subarray(0, 1000));
     // Once A holds the upload (from the PATCH's headers on), B turns requests away.
     let status = 0;
-    for (let i = 0; i < 100 && status !== 423; i++)
+    for (let i = 0; i < 200 && status !== 423; i++) {
       status = (await fetch(`${b.url}${path}`, { method: 'HEAD', headers: T })).status;
+      if (status !== 423) await new Promise((r) => setTimeout(r, 50));
+    }
     assert.equal(status, 423);
     assert.equal((await patch(`${b.url}${path}`, 0, body.subarray(0, 10))).status, 423);
     req.destroy();

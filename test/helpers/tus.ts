@@ -12,27 +12,29 @@ export function sample(size: number): Buffer {
   return Buffer.concat([text.subarray(0, size / 2), randomBytes(size - size / 2)]);
 }
 
-/** Sends `send` bytes of a PATCH that announces `total`, then cuts the connection. */
-export function cutPatch(url: string, offset: number, body: Buffer, send: number, total = body.length) {
-  return new Promise<void>((resolve) => {
-    const req = request(url, {
-      method: 'PATCH',
-      headers: {
-        ...T,
-        'upload-offset': String(offset),
-        'content-type': 'application/offset+octet-stream',
-        'content-length': String(total),
-      },
-    });
-    req.on('error', () => resolve());
-    req.write(body.subarray(0, send), () => {
-      // Give the server the bytes before the cut (a cut only loses what is still in flight).
-      setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 300);
-    });
+/**
+ * Sends `send` bytes of a PATCH that announces `total`, then cuts the connection. The cut waits until
+ * the server is writing the upload (a HEAD on it is turned away with 423) and a moment more, so the
+ * bytes sent have arrived: a cut only loses what is still in flight.
+ */
+export async function cutPatch(url: string, offset: number, body: Buffer, send: number, total = body.length) {
+  const req = request(url, {
+    method: 'PATCH',
+    headers: {
+      ...T,
+      'upload-offset': String(offset),
+      'content-type': 'application/offset+octet-stream',
+      'content-length': String(total),
+    },
   });
+  req.on('error', () => {});
+  await new Promise<void>((resolve) => req.write(body.subarray(0, send), () => resolve()));
+  for (let i = 0; i < 200; i++) {
+    if ((await fetch(url, { method: 'HEAD', headers: T })).status === 423) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  req.destroy();
 }
 
 export async function create(base: string, length: number, meta: Record<string, string>, headers = {}) {
