@@ -303,3 +303,34 @@ describe('the lifetime sweeper', () => {
     assert.deepEqual(markers, ['file-limits/unused']);
   });
 });
+
+describe('lifetimes and download offload', () => {
+  it('sends a Max-Downloads file itself even when downloads go to nginx (X-Accel-Redirect)', async () => {
+    const app = await buildTestServer({
+      overrides: { files: { accelRedirect: '/_devutil_files/', codec: 'none' } },
+    });
+    try {
+      const up = async (key: string, headers: Record<string, string>) => {
+        const m = multipart({});
+        const res = await app.inject({
+          method: 'POST',
+          url: `/api/file/${key}`,
+          payload: m.payload,
+          headers: { ...m.headers, ...headers },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+      };
+      await up('offloaded', {});
+      await up('counted', { 'max-downloads': '1' });
+      const plain = await app.inject({ url: '/api/file/offloaded' });
+      assert.match(String(plain.headers['x-accel-redirect']), /^\/_devutil_files\//);
+      // nginx would send it again and again without asking: this one is served and counted here.
+      const first = await app.inject({ url: '/api/file/counted' });
+      assert.equal(first.headers['x-accel-redirect'], undefined);
+      assert.deepEqual(first.rawPayload, BODY);
+      assert.equal((await app.inject({ url: '/api/file/counted' })).statusCode, 404);
+    } finally {
+      await app.close();
+    }
+  });
+});
