@@ -78,6 +78,7 @@ function workdir(): string {
   const dir = tempDir('devutil-docs-');
   writeFileSync(join(dir, 'build.log'), 'build 42\nall tests passed\n'.repeat(50));
   writeFileSync(join(dir, 'report.txt'), 'report\n');
+  writeFileSync(join(dir, 'secret.txt'), 'read once\n');
   writeFileSync(join(dir, 'diagram.puml'), '@startuml\nAlice -> Bob : hi\n@enduml\n');
   return dir;
 }

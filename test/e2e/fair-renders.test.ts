@@ -16,6 +16,9 @@ interface Answer {
   body: string;
 }
 
+/** The include fixture's name; egress.resolve maps it to the fixture (the guard refuses loopback). */
+const INC = 'http://include.test';
+
 describe('fair render pools', { skip: toolSkip('java', ['-version']) }, () => {
   let srv: Running;
   let inc: IncludeServer;
@@ -49,8 +52,9 @@ describe('fair render pools', { skip: toolSkip('java', ['-version']) }, () => {
           timeoutMs: 120_000,
           cacheMemory: 0,
           cacheDisk: 0,
-          urlAllowlist: [`${inc.url}/`],
+          urlAllowlist: [`${INC}/`],
         },
+        egress: { resolve: [`include.test=${new URL(inc.url).host}`] },
       },
     });
   });
@@ -90,7 +94,7 @@ describe('fair render pools', { skip: toolSkip('java', ['-version']) }, () => {
       const p =
         kind === 'image'
           ? send(flooder, `/rest/api/v1/image?id=flood-${i}&width=4096&height=3072&format=avif`)
-          : send(flooder, '/plantuml/txt', `@startuml\n!include ${inc.url}/slow-flood-${i}.puml\n@enduml`);
+          : send(flooder, '/plantuml/txt', `@startuml\n!include ${INC}/slow-flood-${i}.puml\n@enduml`);
       return p.then((a) => {
         if (a.status === 200) done[kind]++;
         return a;

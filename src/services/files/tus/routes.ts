@@ -276,10 +276,11 @@ export async function tusRoutes(
     return reply.header('cache-control', 'no-store').type('application/json; charset=utf-8').send(s.result);
   };
 
-  const tags = ['uploads'];
+  // The files utility's routes (resumable uploads end in a stored file), tagged like the rest of it.
+  const tags = ['files'];
   const base = { onRequest: [tusHeaders, requestLimit] };
   for (const url of ['/api/upload', '/api/upload/']) {
-    app.options(url, { onRequest: tusHeaders, schema: { hide: true } }, options);
+    app.options(url, { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags } }, options);
     app.post(
       url,
       { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags } },
@@ -287,7 +288,11 @@ export async function tusRoutes(
     );
   }
   const params = { type: 'object', properties: { id: { type: 'string' } } } as const;
-  app.options('/api/upload/:id', { onRequest: tusHeaders, schema: { hide: true } }, options);
+  app.options(
+    '/api/upload/:id',
+    { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags, params } },
+    options,
+  );
   app.head<IdRoute>('/api/upload/:id', { ...base, schema: { summary: 'tus offset', tags, params } }, head);
   app.patch<IdRoute>(
     '/api/upload/:id',
@@ -311,7 +316,11 @@ export async function tusRoutes(
   // X-HTTP-Method-Override (tus 1.0 core) for environments that cannot send PATCH or DELETE.
   app.post<IdRoute>(
     '/api/upload/:id',
-    { ...base, config: { largeBody: true }, schema: { hide: true, params } },
+    {
+      ...base,
+      config: { largeBody: true },
+      schema: { summary: 'tus PATCH, DELETE or HEAD through X-HTTP-Method-Override', tags, params },
+    },
     async (req: IdReq, reply) => {
       const m = String(req.headers['x-http-method-override'] ?? '').toUpperCase();
       if (m === 'PATCH') return patch(req, reply);
