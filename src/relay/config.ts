@@ -44,6 +44,10 @@ export const relaySection = {
     min: 1,
     doc: 'protocol connections plus active pipe directions; over it joins get RelayFull',
   }),
+  networkBuffer: bytes(65_536, {
+    min: 4096,
+    doc: 'read buffer of each session direction, two per active session (strelaysrv -network-buffer); larger costs less CPU per byte',
+  }),
   maxMessageBytes: int(1024, { min: 64, max: 65_536, doc: 'frame payload cap (strelaysrv: 1024)' }),
   token: str('', { secret: true, doc: 'if set, joining requires this token (relay URI &token=)' }),
   providedBy: str('', { doc: 'free text shown in /status (strelaysrv -provided-by)' }),

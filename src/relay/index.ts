@@ -43,6 +43,7 @@ export function relaySettings(config: Config, baseUrl: string, version: string):
     maxSessions: c.maxSessions,
     maxConnections: c.maxConnections,
     maxMessageBytes: c.maxMessageBytes,
+    networkBufferBytes: c.networkBuffer,
     token: c.token,
     providedBy: c.providedBy,
     version,

@@ -31,6 +31,8 @@ export interface RelaySettings {
   maxSessions: number;
   maxConnections: number;
   maxMessageBytes: number;
+  /** Read buffer per session direction (default PUMP_BUFFER_BYTES). */
+  networkBufferBytes?: number;
   token: string;
   providedBy: string;
   version: string;
@@ -115,6 +117,7 @@ export class Relay implements Hub {
       messageTimeoutMs: settings.messageTimeoutMs,
       networkTimeoutMs: settings.networkTimeoutMs,
       maxMessageBytes: settings.maxMessageBytes,
+      ...(settings.networkBufferBytes ? { bufferBytes: settings.networkBufferBytes } : {}),
       limits: this.limits,
       logger,
       ...(events.onSessionStart ? { onSessionStart: events.onSessionStart } : {}),

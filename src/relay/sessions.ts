@@ -1,11 +1,12 @@
 // Session mode (digest §7): single-use session keys, pairing of the two plain-TCP sockets, then a
-// verbatim byte pipe with back-pressure, rate limits and idle timeouts. Unlike strelaysrv, a socket
+// verbatim byte pipe (pump.ts) with back-pressure, rate limits and idle timeouts. Unlike strelaysrv, a socket
 // that sends garbage is closed, and when one side goes away both are closed.
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { RateLimits, TokenBucket } from './limits.ts';
 import { encode, FrameDecoder, Responses, response } from './protocol/messages.ts';
+import { pump } from './pump.ts';
 
 interface Session {
   id: number;
@@ -31,6 +32,8 @@ export interface SessionOptions {
   messageTimeoutMs: number;
   networkTimeoutMs: number;
   maxMessageBytes: number;
+  /** Read buffer per session direction (pump.ts). */
+  bufferBytes?: number;
   limits: RateLimits;
   logger: Logger;
   onSessionStart?(): void;
@@ -182,41 +185,27 @@ export class SessionTable {
   }
 
   private start(s: Session): void {
-    const [a, b] = s.sockets as [Socket, Socket];
     if (s.timer) clearTimeout(s.timer);
     s.active = true;
     s.lastChange = Date.now();
     this.activeSessions++;
     this.o.onSessionStart?.();
-    const limited = s.bucket !== null || this.o.limits.global !== null;
-    for (const [src, dst] of [
-      [a, b],
-      [b, a],
-    ] as const) {
-      // Unlimited: stream.pipe() is the cheapest back-pressured copy Node has.
-      if (limited) this.pumpLimited(s, src, dst);
-      else src.pipe(dst, { end: false });
-      // Half-close: forward the FIN after what is buffered, then drop both sockets.
-      src.on('end', () => dst.end(() => this.close(s, 'peer finished')));
-    }
-    a.resume();
-    b.resume();
-  }
-
-  /** Copy with token buckets: forward each chunk, then hold reads until drained and paid for. */
-  private pumpLimited(s: Session, src: Socket, dst: Socket): void {
-    src.on('data', (chunk: Buffer) => {
-      const wait = this.o.limits.delay(chunk.length, s.bucket);
-      const flushed = dst.write(chunk);
-      if (flushed && wait <= 0) return;
-      src.pause();
-      let holds = (flushed ? 0 : 1) + (wait > 0 ? 1 : 0);
-      const release = () => {
-        if (--holds === 0 && !s.closed) src.resume();
-      };
-      if (!flushed) dst.once('drain', release);
-      if (wait > 0) setTimeout(release, wait).unref();
-    });
+    const limits = this.o.limits;
+    const limited = s.bucket !== null || limits.global !== null;
+    const [a, b] = s.sockets as [Socket, Socket];
+    s.sockets = pump(
+      a,
+      b,
+      {
+        get closed() {
+          return s.closed;
+        },
+        delay: (n) => (limited ? limits.delay(n, s.bucket) : 0),
+        finished: () => this.close(s, 'peer finished'),
+        failed: () => this.close(s, 'socket error'),
+      },
+      this.o.bufferBytes,
+    );
   }
 
   private close(s: Session, why: string): void {
