@@ -30,6 +30,7 @@ import {
   checkMeta,
   type PutOptions,
 } from './blob-store.ts';
+import { FileRangeStream } from './file-read.ts';
 import { isErr, readTrailer, sweepTemp } from './trailer-file.ts';
 
 /** Blobs of earlier versions: bytes, then a JSON trailer (trailer-file.ts) with this magic. */
@@ -320,7 +321,7 @@ export class FsBlobStore implements BlobStore {
         await fh.close();
         return { info, body: Readable.from([]) };
       }
-      return { info, body: fh.createReadStream({ start, end, highWaterMark: 512 * 1024 }) };
+      return { info, body: new FileRangeStream(fh, start, end) };
     }
     throw new Error(`blob ${key} names a body that does not exist`);
   }
