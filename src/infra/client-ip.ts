@@ -50,6 +50,11 @@ export function canonicalIp(input: string): string | null {
   const pct = s.indexOf('%');
   if (pct !== -1) s = s.slice(0, pct); // zone ids are local to the host that saw them
   if (isIPv4(s)) return s;
+  // Every IPv4 caller of a dual-stack listener looks like this: answered without the IPv6 parse.
+  if (s.length > 7 && s.charCodeAt(0) === 58 && s.slice(0, 7).toLowerCase() === '::ffff:') {
+    const v4 = s.slice(7);
+    if (isIPv4(v4)) return v4;
+  }
   if (!isIPv6(s)) return null;
   const groups = expandV6(s.toLowerCase());
   if (!groups) return null;
@@ -92,29 +97,57 @@ export function addressGroup(peer: string | undefined): string {
     .join(':')}::/64`;
 }
 
-/** The eight 16-bit groups of a lower-case IPv6 address (dotted tail allowed); null if malformed. */
+const hexDigit = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1);
+
+/**
+ * The eight 16-bit groups of a lower-case IPv6 address (dotted tail allowed); null if malformed.
+ * One pass over the characters: it runs for every IPv6 and IPv4-mapped caller.
+ */
 export function expandV6(s: string): number[] | null {
-  let tail4: number[] = [];
-  const lastColon = s.lastIndexOf(':');
-  const last = s.slice(lastColon + 1);
-  if (last.includes('.')) {
-    if (!isIPv4(last)) return null;
-    const o = last.split('.').map(Number) as [number, number, number, number];
-    tail4 = [(o[0] << 8) | o[1], (o[2] << 8) | o[3]];
-    s = `${s.slice(0, lastColon + 1)}${tail4.length ? '0:0' : ''}`;
+  const n = s.length;
+  const head: number[] = [];
+  let tail: number[] | null = null; // the groups after '::'
+  let cur = head;
+  let i = 0;
+  if (n >= 2 && s.charCodeAt(0) === 58 && s.charCodeAt(1) === 58) {
+    tail = cur = [];
+    i = 2;
   }
-  const parts = s.split('::');
-  if (parts.length > 2) return null;
-  const head = parts[0] ? parts[0].split(':') : [];
-  const rest = parts.length === 2 && parts[1] ? parts[1].split(':') : [];
-  const fill = 8 - head.length - rest.length;
-  if (parts.length === 1 ? fill !== 0 : fill < 1) return null;
-  const all = [...head, ...Array<string>(parts.length === 2 ? fill : 0).fill('0'), ...rest].map((h) =>
-    Number.parseInt(h, 16),
-  );
-  if (all.length !== 8 || all.some((n) => Number.isNaN(n))) return null;
-  if (tail4.length) [all[6], all[7]] = tail4 as [number, number];
-  return all;
+  while (i < n) {
+    let v = 0;
+    let j = i;
+    for (; j < n && j - i < 5; j++) {
+      const h = hexDigit(s.charCodeAt(j));
+      if (h < 0) break;
+      v = v * 16 + h;
+    }
+    if (j < n && s.charCodeAt(j) === 46) {
+      // A dotted IPv4 tail: the last two groups.
+      const quad = s.slice(i);
+      if (!isIPv4(quad)) return null;
+      const o = quad.split('.').map(Number) as [number, number, number, number];
+      cur.push((o[0] << 8) | o[1], (o[2] << 8) | o[3]);
+      break;
+    }
+    if (j === i || j - i > 4) return null;
+    cur.push(v);
+    if (j === n) break;
+    if (s.charCodeAt(j) !== 58) return null;
+    if (j + 1 < n && s.charCodeAt(j + 1) === 58) {
+      if (tail) return null; // a second '::'
+      tail = cur = [];
+      i = j + 2;
+    } else {
+      i = j + 1;
+      if (i === n) return null; // a trailing single ':'
+    }
+  }
+  if (!tail) return head.length === 8 ? head : null;
+  const fill = 8 - head.length - tail.length;
+  if (fill < 1) return null; // '::' stands for at least one group
+  for (let k = 0; k < fill; k++) head.push(0);
+  for (const g of tail) head.push(g);
+  return head;
 }
 
 /** Strips the port and brackets a forwarding entry may carry: `1.2.3.4:80`, `[::1]:443`, `"[::1]"`. */
