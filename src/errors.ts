@@ -7,6 +7,7 @@ import {
   type FastifyReply,
   type FastifyRequest,
   LogController,
+  type preParsingHookHandler,
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
 import { redact } from './infra/logger.ts';
@@ -69,8 +70,27 @@ export function isLogged(err: unknown): boolean {
   return typeof err === 'object' && err !== null && logged.has(err);
 }
 
-/** Fastify's own request log lines, minus a second line for a stream failure a route logged. */
+/**
+ * Fastify's own request log lines, minus a second line for a stream failure a route logged. Below
+ * info (warn, error) the two info lines of every request are skipped before Fastify builds their
+ * arguments; a request that errored is still logged at error.
+ */
 export class OnceLogController extends LogController {
+  private readonly info: boolean;
+  constructor(infoEnabled = true) {
+    super();
+    this.info = infoEnabled;
+  }
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
+    if (this.info) super.incomingRequest(request, reply);
+  }
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    if (this.info || error) super.requestCompleted(error, request, reply);
+  }
   override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
     if (!isLogged(error)) super.streamError(error, request, reply);
   }
@@ -175,7 +195,10 @@ function frameworkMessage(err: FastifyError): string {
  * Installs the error handler and the not-found handler, which answers 405 with Allow when the path
  * exists under another method. Call before registering routes so the route shadow table fills.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(
+  app: FastifyInstance,
+  notFoundHooks: { preParsing?: preParsingHookHandler } = {},
+): void {
   const shadow = FindMyWay<HTTPVersion.V1>({ ignoreTrailingSlash: false, caseSensitive: true });
   const seen = new Set<string>();
   app.decorate('routeList', () => [...seen]);
@@ -189,7 +212,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  // Fastify parses the body of an unmatched POST before this answers: it gets the body deadline.
+  // four-oh-four.js applies every lifecycle hook in these options; its types list only two.
+  app.setNotFoundHandler(notFoundHooks as Parameters<typeof app.setNotFoundHandler>[0], (req, reply) => {
     const path = pathOf(req.url);
     const allow = METHODS.filter((m) => m !== 'HEAD' && shadow.find(m as 'GET', path) !== null);
     if (allow.length) {

@@ -20,23 +20,13 @@ interface Series {
 type Value = { value: number; labels: Record<string, string | number>; metricName?: string };
 
 export class HttpStats {
-  private series = new Map<string, Series>();
+  private series: Series[] = [];
+  /** svc -> route -> method: lookups with the callers' own (constant) strings, no key built per call. */
+  private index = new Map<string, Map<string, Map<string, Series>>>();
 
   record(svc: string, route: string, method: string, status: number, seconds: number): void {
-    const key = `${svc}\u0000${route}\u0000${method}`;
-    let s = this.series.get(key);
-    if (!s) {
-      s = {
-        svc,
-        route,
-        method,
-        statuses: new Map(),
-        buckets: new Array(BUCKETS.length + 1).fill(0),
-        sum: 0,
-        count: 0,
-      };
-      this.series.set(key, s);
-    }
+    let s = this.index.get(svc)?.get(route)?.get(method);
+    if (!s) s = this.add(svc, route, method);
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
     let i = 0;
     while (i < BUCKETS.length && seconds > (BUCKETS[i] ?? Number.POSITIVE_INFINITY)) i++;
@@ -45,9 +35,28 @@ export class HttpStats {
     s.count++;
   }
 
+  private add(svc: string, route: string, method: string): Series {
+    const s: Series = {
+      svc,
+      route,
+      method,
+      statuses: new Map(),
+      buckets: new Array(BUCKETS.length + 1).fill(0),
+      sum: 0,
+      count: 0,
+    };
+    this.series.push(s);
+    const byRoute = this.index.get(svc) ?? new Map<string, Map<string, Series>>();
+    this.index.set(svc, byRoute);
+    const byMethod = byRoute.get(route) ?? new Map<string, Series>();
+    byRoute.set(route, byMethod);
+    byMethod.set(method, s);
+    return s;
+  }
+
   /** Registers devutil_http_requests_total, devutil_http_errors_total and the latency histogram. */
   register(registry: Registry): void {
-    const all = () => [...this.series.values()];
+    const all = () => this.series;
     const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => Value[]) => {
       registry.registerMetric({
         name,

@@ -90,6 +90,13 @@ describe('small request bodies have a total deadline', () => {
     assert.equal(r.closed, true);
   });
 
+  it('answers a JSON body trickled to a path no route has with 408 (the not-found handler reads it)', async () => {
+    const body = Buffer.from(JSON.stringify({ x: 'y'.repeat(300) }));
+    const r = await exchange(srv.port, post('/no/such/route', 'application/json', body.length), body, 100);
+    assert.match(r.data, /^HTTP\/1\.1 408 /);
+    assert.ok(r.sentAtAnswer < body.length, 'answered while the body was still arriving');
+  });
+
   it('does not hold a file upload to it: a slow upload completes', async () => {
     const boundary = 'b0undary';
     const body = Buffer.from(

@@ -2,10 +2,10 @@
 // for bodies an early answer left unread. Node's requestTimeout has to allow hour-long uploads, so
 // without these a client sending one byte every few seconds holds a JSON route, or a connection
 // already answered 429, for an hour. Routes that stream large bodies opt out of the deadline with
-// `config: { largeBody: true }`.
+// `config: { largeBody: true }` (server.ts attaches it to the other routes that take bodies).
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { onResponseHookHandler, preParsingHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { AppError } from '../errors.ts';
 
 declare module 'fastify' {
@@ -21,10 +21,10 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
-/** A preParsing hook: a body not complete `ms` after its headers is answered 408 (closeUnreadBody then cuts the connection). */
+/** A preParsing hook: a body not complete `ms` after its headers is answered 408 (lingerUnreadBody then cuts the connection). */
 export function bodyDeadline(ms: number): preParsingHookHandler {
   return (req, reply, payload, done) => {
-    if (ms <= 0 || req.routeOptions.config.largeBody || !hasBody(req.raw)) {
+    if (ms <= 0 || !hasBody(req.raw)) {
       done(null, payload);
       return;
     }
@@ -48,20 +48,18 @@ export function bodyDeadline(ms: number): preParsingHookHandler {
 }
 
 /**
- * An onResponse hook: after an error answered before the body was read (429, 403, 408, 413), the
- * rest is drained for `lingerMs`, then the connection is cut. Closing at once would make the kernel
- * reset the connection and could lose the answer; waiting for the body would let it trickle on.
+ * After an error answered before the body was read (429, 403, 408, 413), the rest is drained for
+ * `lingerMs`, then the connection is cut. Closing at once would make the kernel reset the
+ * connection and could lose the answer; waiting for the body would let it trickle on. Called from
+ * server.ts's one onResponse hook.
  */
-export function closeUnreadBody(lingerMs: number): onResponseHookHandler {
-  return (req, reply, done) => {
-    if (reply.statusCode >= 400 && hasBody(req.raw)) {
-      // inject()'s stand-in socket has no destroy(); a real one always does.
-      const sock = req.raw.socket as { destroy?: () => void } | null;
-      const timer = setTimeout(() => sock?.destroy?.(), lingerMs);
-      timer.unref();
-      req.raw.once('end', () => clearTimeout(timer));
-      req.raw.resume();
-    }
-    done();
-  };
+export function lingerUnreadBody(req: FastifyRequest, reply: FastifyReply, lingerMs: number): void {
+  if (reply.statusCode >= 400 && hasBody(req.raw)) {
+    // inject()'s stand-in socket has no destroy(); a real one always does.
+    const sock = req.raw.socket as { destroy?: () => void } | null;
+    const timer = setTimeout(() => sock?.destroy?.(), lingerMs);
+    timer.unref();
+    req.raw.once('end', () => clearTimeout(timer));
+    req.raw.resume();
+  }
 }

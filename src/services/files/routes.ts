@@ -148,7 +148,7 @@ export async function fileRoutes(
   const bytesIn = ctx.metrics.counter('devutil_files_upload_bytes_total', 'bytes uploaded (original)', []);
 
   // A refused upload is answered before its body is read; server.ts drains and closes the rest
-  // (infra/request-bodies.ts closeUnreadBody).
+  // (infra/request-bodies.ts lingerUnreadBody).
   app.post(
     '/api/file/:key',
     { onRequest: limit, schema: uploadSchema, config: { largeBody: true, ...docOnly(uploadDoc) } },
