@@ -74,7 +74,9 @@ function sendText(reply: FastifyReply, ip: string): string {
 
 export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: IpGeo): Promise<void> {
   const version = `V${ctx.version.replace(/[^0-9.].*$/, '')}`;
-  const onRequest = ctx.limiter.hook('ip', ctx.config.ip.rateLimit);
+  const rate = ctx.config.ip.rateLimit;
+  // No hook when the limit is off: an async hook costs a promise and a tick on every request.
+  const limited = rate.limit > 0 ? { onRequest: ctx.limiter.hook('ip', rate) } : {};
   type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text'; details?: string } }>;
   // Read by the home page from the single-stack hosts (ip.v4Url, ip.v6Url): another origin.
   const headers = { 'cache-control': 'no-store', vary: 'accept', 'access-control-allow-origin': '*' };
@@ -82,7 +84,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
   app.get(
     '/api/ip',
     {
-      onRequest,
+      ...limited,
       schema: {
         summary: 'Caller IP (legacy shape)',
         tags: ['ip'],
@@ -94,7 +96,8 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
         },
       },
     },
-    async (req: Req, reply) => {
+    // Synchronous handlers: Fastify sends their value without a promise per request.
+    (req: Req, reply) => {
       reply.headers(headers);
       if (wantsText(req)) return sendText(reply, req.clientIp);
       return { status: 1, msg: 'success', data: { ip: req.clientIp }, version };
@@ -104,7 +107,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
   app.get(
     '/rest/api/v1/ip',
     {
-      onRequest,
+      ...limited,
       schema: {
         summary: 'Caller IP',
         tags: ['ip'],
@@ -114,26 +117,26 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
         },
       },
     },
-    async (req: Req, reply) => {
+    (req: Req, reply) => {
       reply.headers(headers);
       if (wantsText(req)) return sendText(reply, req.clientIp);
       const d = req.query.details;
       if (d === undefined || !DETAILS_ON.includes(d))
         return { status: 1, message: 'success', data: { ip: req.clientIp } };
-      try {
-        return {
-          status: 1,
-          message: 'success',
-          data: { ip: req.clientIp, ...(await geo.lookup(req.clientIp)) },
-        };
-      } catch {
-        // geo.ts logged why; the address itself is still known, but the answer asked for more.
-        throw unavailable(
-          'the IP details database is unavailable',
-          ctx.config.ip.dbRetrySec,
-          'IP_DB_UNAVAILABLE',
-        );
-      }
+      return withDetails(req.clientIp);
     },
   );
+
+  async function withDetails(ip: string) {
+    try {
+      return { status: 1, message: 'success', data: { ip, ...(await geo.lookup(ip)) } };
+    } catch {
+      // geo.ts logged why; the address itself is still known, but the answer asked for more.
+      throw unavailable(
+        'the IP details database is unavailable',
+        ctx.config.ip.dbRetrySec,
+        'IP_DB_UNAVAILABLE',
+      );
+    }
+  }
 }
