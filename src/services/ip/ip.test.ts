@@ -23,6 +23,18 @@ describe('caller IP endpoints', () => {
     assert.equal(r.headers['cache-control'], 'no-store');
   });
 
+  it('writes the JSON answers as compact JSON in the schema order, IPv6 callers included', async () => {
+    const v1 = await app.inject({ url: '/rest/api/v1/ip', remoteAddress: '2001:db8::7' });
+    assert.equal(v1.body, '{"status":1,"message":"success","data":{"ip":"2001:db8::7"}}');
+    assert.equal(v1.headers['content-type'], 'application/json; charset=utf-8');
+    const legacy = await app.inject({ url: '/api/ip', remoteAddress: '198.51.100.4' });
+    assert.match(
+      legacy.body,
+      /^\{"status":1,"msg":"success","data":\{"ip":"198\.51\.100\.4"\},"version":"V\d+\.\d+\.\d+"\}$/,
+    );
+    assert.equal(legacy.headers['content-type'], 'application/json; charset=utf-8');
+  });
+
   it('answers /api/ip in the legacy 2.2 shape with a V1.2.3-style version', async () => {
     const r = await app.inject({ url: '/api/ip', remoteAddress: '198.51.100.4' });
     const body = r.json();

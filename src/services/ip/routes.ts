@@ -80,6 +80,14 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
   type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text'; details?: string } }>;
   // Read by the home page from the single-stack hosts (ip.v4Url, ip.v6Url): another origin.
   const headers = { 'cache-control': 'no-store', vary: 'accept', 'access-control-allow-origin': '*' };
+  // The two plain answers are written as text around the one variable part, what the response
+  // schemas (kept for the API docs and the details answer) would produce; a string payload skips
+  // Fastify's serializer lookup per request.
+  const legacyTail = `},"version":${JSON.stringify(version)}}`;
+  const json = (reply: FastifyReply, head: string, ip: string, tail: string) => {
+    reply.header('content-type', 'application/json; charset=utf-8');
+    return `${head}${JSON.stringify(ip)}${tail}`;
+  };
 
   app.get(
     '/api/ip',
@@ -100,7 +108,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
     (req: Req, reply) => {
       reply.headers(headers);
       if (wantsText(req)) return sendText(reply, req.clientIp);
-      return { status: 1, msg: 'success', data: { ip: req.clientIp }, version };
+      return json(reply, '{"status":1,"msg":"success","data":{"ip":', req.clientIp, legacyTail);
     },
   );
 
@@ -122,7 +130,7 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
       if (wantsText(req)) return sendText(reply, req.clientIp);
       const d = req.query.details;
       if (d === undefined || !DETAILS_ON.includes(d))
-        return { status: 1, message: 'success', data: { ip: req.clientIp } };
+        return json(reply, '{"status":1,"message":"success","data":{"ip":', req.clientIp, '}}');
       return withDetails(req.clientIp);
     },
   );
