@@ -17,7 +17,7 @@ import {
 } from '../src/relay/client.ts';
 import type { Message } from '../src/relay/protocol/messages.ts';
 import { freePort } from '../test/helpers/ports.ts';
-import { cpuSecondsOf, report, requireCommand, rssOf, startDevutil } from './lib.ts';
+import { cpuSecondsOf, header, report, requireCommand, rssOf, startDevutil } from './lib.ts';
 
 const H = '127.0.0.1';
 const MiB = 1024 * 1024;
@@ -214,6 +214,7 @@ async function measure(t: Target) {
   return { singleMBps, multiMBps, cpuPerGiB: cpu / gib };
 }
 
+header('Syncthing relay: devutil vs strelaysrv');
 const strelay = await startStrelaysrv();
 const dev = await startDevutilRelay();
 try {
