@@ -1,20 +1,18 @@
-// A streaming write into the cache: chunks go straight to a temporary file (never buffered whole),
-// the trailer is added at the end and the file renamed into place. It never errors towards the
-// source, so a full disk or an oversized body cannot break the stream it is teed from; `done`
-// tells whether the entry was stored.
+// A streaming write into the cache: chunks go straight to a temporary file (never buffered whole)
+// that the cache publishes as the body once the stream ends. It never errors towards the source,
+// so a full disk or an oversized body cannot break the stream it is teed from; `done` tells
+// whether the entry was stored.
 import { close, open, unlink, writev } from 'node:fs';
 import { Writable } from 'node:stream';
 
-/** What the cache lends a writer: where to write, and how to seal and publish the file. */
+/** What the cache lends a writer: where to write, and how to publish the body. */
 export interface WriteTarget {
   /** A temporary path, or null when the disk tier is off or unusable. */
   tempPath(): Promise<string | null>;
-  /** Largest file (body and trailer) the disk tier takes. */
+  /** Largest body the disk tier takes. */
   maxBytes: number;
-  /** The trailer for a body of this size. */
-  trailer(bodySize: number): Buffer;
-  /** Renames the finished file into place and indexes it; false when superseded. */
-  commit(tmp: string, fileBytes: number): Promise<boolean>;
+  /** Publishes the finished body file (it owns the file from here); false when not stored. Never rejects. */
+  commit(tmp: string, bodyBytes: number): Promise<boolean>;
   /** The write was given up: release its claim on the key. */
   abandon(err?: unknown): void;
 }
@@ -51,7 +49,6 @@ export class CacheWriter extends Writable {
     return new CacheWriter({
       tempPath: async () => null,
       maxBytes: 0,
-      trailer: () => Buffer.alloc(0),
       commit: async () => false,
       abandon: () => {},
     });
@@ -91,39 +88,24 @@ export class CacheWriter extends Writable {
   }
 
   override _final(cb: Done): void {
-    let tail: Buffer | null = null;
     // A body shorter or longer than announced is a cut upstream, not an object to keep.
-    const whole = this.expectedSize === undefined || this.bytes === this.expectedSize;
-    try {
-      if (!this.dropped && whole) tail = this.target.trailer(this.bytes);
-    } catch (err) {
-      this.drop(err, cb);
-      return;
-    }
-    if (!tail) {
+    if (this.dropped || (this.expectedSize !== undefined && this.bytes !== this.expectedSize)) {
       this.drop(null, cb);
       return;
     }
-    const fileBytes = this.bytes + tail.length;
-    this.append([tail], (err) => {
-      if (err || this.destroyed) {
+    const fd = this.fd;
+    this.fd = -1;
+    this.sealed = true; // from here a destroy() leaves the file to the commit
+    close(fd, (err) => {
+      if (err) {
+        this.sealed = false;
         this.drop(err, cb);
-        return;
+      } else {
+        this.target.commit(this.tmp!, this.bytes).then((stored) => {
+          this.settle(stored);
+          cb();
+        });
       }
-      const fd = this.fd;
-      this.fd = -1;
-      this.sealed = true; // from here a destroy() leaves the file to the commit
-      close(fd, (err) => {
-        if (err) {
-          this.sealed = false;
-          this.drop(err, cb);
-        } else {
-          this.target.commit(this.tmp!, fileBytes).then((stored) => {
-            this.settle(stored);
-            cb();
-          });
-        }
-      });
     });
   }
 

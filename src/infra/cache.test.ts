@@ -13,7 +13,7 @@ type Meta = { i: number };
 const open = (dir: string, o: Partial<CacheOptions> = {}) =>
   new Cache<Meta>({ name: 'test', dir, diskBytes: 1024 * 1024, memoryBytes: 0, ...o });
 
-/** Entry files on disk (not temporaries), with their sizes. */
+/** Entry files on disk (bodies and records, not temporaries), with their sizes. */
 function files(dir: string): { name: string; size: number }[] {
   return readdirSync(dir)
     .filter((d) => /^[0-9a-f]{2}$/.test(d))
@@ -21,8 +21,11 @@ function files(dir: string): { name: string; size: number }[] {
     .map((p) => ({ name: p, size: statSync(p).size }));
 }
 
+/** The entries' records on disk. */
+const records = (dir: string) => files(dir).filter((f) => f.name.endsWith('.meta'));
+/** The record of `key`. */
 const fileOf = (dir: string, key: string) =>
-  files(dir).find((f) => readFileSync(f.name).includes(Buffer.from(JSON.stringify(key))));
+  records(dir).find((f) => readFileSync(f.name).includes(Buffer.from(JSON.stringify(key))));
 
 describe('Cache', () => {
   it('answers from memory, then from disk once memory has let the entry go', async () => {
@@ -39,14 +42,15 @@ describe('Cache', () => {
 
   it('evicts the least recently used disk entry first, not the oldest written', async () => {
     const dir = tempDir();
-    // Each file is 1000 body bytes plus a trailer under 100 bytes: three fit in 3300.
+    // Each entry is 1000 body bytes plus a record under 100 bytes: three fit in 3300.
     const c = open(dir, { diskBytes: 3300, diskItemBytes: 3300 });
     for (const [i, k] of ['a', 'b', 'c'].entries()) await c.put(k, Buffer.alloc(1000, i), { i });
     assert.ok(await c.get('a')); // a is now the most recently used
     await c.put('d', Buffer.alloc(1000, 3), { i: 3 });
     assert.equal(await c.get('b'), undefined, 'b was the least recently used');
     for (const k of ['a', 'c', 'd']) assert.ok(await c.get(k), k);
-    assert.equal(files(dir).length, 3);
+    assert.equal(records(dir).length, 3);
+    assert.equal(files(dir).length, 6, 'the evicted body went with its record');
   });
 
   it('keeps both tiers within their byte budgets and refuses entries over the item cap', async () => {
@@ -113,7 +117,7 @@ describe('Cache', () => {
     assert.deepEqual(hit?.body, Buffer.alloc(1000, 1));
     await again.ready;
     assert.deepEqual(readdirSync(tmp), [], 'the dead writer left nothing behind');
-    assert.equal(files(dir).length, 1);
+    assert.equal(files(dir).length, 2, 'v1: one body and its record');
   });
 
   it('under concurrent puts and reads of one key returns only whole versions, and the last put wins', async () => {
@@ -187,9 +191,10 @@ describe('Cache', () => {
     assert.equal(await ok.done, true);
     await c.idle();
     assert.deepEqual(
-      files(dir).map((f) => f.name),
+      records(dir).map((f) => f.name),
       [fileOf(dir, 'ok')!.name],
     );
+    assert.equal(files(dir).length, 2);
     const e = await c.peek('ok');
     assert.equal(e?.size, 8 * 65536);
     const part = await buffer((await c.stream(e!, 65536 * 3 - 2, 65536 * 3 + 1))!);
@@ -250,22 +255,29 @@ describe('Cache', () => {
     assert.equal(a.stats().entries, 0);
   });
 
-  it('treats a torn, foreign or other-key file as a miss and removes it; clears older formats', async () => {
+  it('treats a torn, foreign or other-key record or a cut body as a miss and removes it; clears older formats', async () => {
     const dir = tempDir();
     const c = open(dir);
     await c.put('a', Buffer.from('aaaa'), { i: 1 });
     await c.put('b', Buffer.from('bbbb'), { i: 2 });
+    await c.put('c', Buffer.from('cccc'), { i: 3 });
     const fa = fileOf(dir, 'a')!.name;
     const fb = fileOf(dir, 'b')!.name;
-    writeFileSync(fa, readFileSync(fb)); // a's name now holds b's entry
+    writeFileSync(fa, readFileSync(fb)); // a's name now holds b's record
     const torn = readFileSync(fb);
     writeFileSync(fb, torn.subarray(0, torn.length - 3));
-    assert.equal(await c.get('a'), undefined);
-    assert.equal(await c.get('b'), undefined);
+    const bodyC = join(dir, c.bodyFile((await c.peek('c'))!)!);
+    writeFileSync(bodyC, 'cc'); // a body cut short under a running cache
+    assert.equal(await c.get('c'), undefined);
+    // Records are read when an entry is first used after a start.
+    const again = open(dir);
+    await again.ready;
+    assert.equal(await again.get('a'), undefined);
+    assert.equal(await again.get('b'), undefined);
     assert.deepEqual(files(dir), []);
     mkdirSync(join(dir, 'ab'), { recursive: true });
     writeFileSync(join(dir, 'ab', 'abcdef.json'), '{}');
-    await c.rescan();
+    await again.rescan();
     assert.deepEqual(files(dir), []);
   });
 

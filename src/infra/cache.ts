@@ -1,6 +1,7 @@
 // The one memory+disk cache every utility uses; utilities keep only their policy (keys, TTLs, what
 // is cacheable). Memory: a byte-bounded LRU of small bodies. Disk (cache-disk.ts): a byte-bounded
-// LRU of files written atomically and reused after a restart. Keys are any string (a utility that
+// LRU of entries written atomically and reused after a restart, each body in a file of its own
+// that a front proxy can send (bodyFile()). Keys are any string (a utility that
 // varies on request headers puts them in its key). Expired entries are still returned: serving
 // stale (while revalidating, or when the origin is down) is the utility's decision.
 import type { Readable } from 'node:stream';
@@ -25,7 +26,7 @@ export interface CacheOptions {
   name: string;
   /** Directory of the disk tier; null = memory only. */
   dir: string | null;
-  /** Disk budget in bytes (files, trailers included); 0 = no disk tier. */
+  /** Disk budget in bytes (bodies and their records); 0 = no disk tier. */
   diskBytes: number;
   /** Memory budget in bytes; 0 = no memory tier. */
   memoryBytes: number;
@@ -33,6 +34,12 @@ export interface CacheOptions {
   memoryItemBytes?: number;
   /** Largest file the disk tier keeps (default: a quarter of its budget). */
   diskItemBytes?: number;
+  /**
+   * How long a replaced or evicted body file stays under its name before it is removed (default 0):
+   * set it when a front proxy is told to send body files (bodyFile()), so one told a moment before
+   * the replacement still finds the file. Such files are outside the budget meanwhile.
+   */
+  retiredBodyMs?: number;
   /** Disk failures: reported, then treated as misses. */
   onError?: (err: unknown) => void;
 }
@@ -78,7 +85,13 @@ export class Cache<M> {
     this.diskItemBytes = Math.min(o.diskItemBytes ?? diskBytes / 4, diskBytes);
     this.disk =
       o.dir && diskBytes > 0
-        ? new DiskTier<M>(o.dir, diskBytes, this.diskItemBytes, o.onError ?? (() => {}))
+        ? new DiskTier<M>({
+            dir: o.dir,
+            budget: diskBytes,
+            itemBytes: this.diskItemBytes,
+            retiredBodyMs: o.retiredBodyMs ?? 0,
+            onError: o.onError ?? (() => {}),
+          })
         : null;
     this.ready = this.disk ? this.disk.rescan() : Promise.resolve();
   }
@@ -124,6 +137,15 @@ export class Cache<M> {
     return this.disk ? this.disk.stream(entry, start, end) : Promise.resolve(undefined);
   }
 
+  /**
+   * The file holding exactly the body of an entry peek() returned, relative to the disk tier's
+   * directory ("ab/<hash>.<version>"; never rewritten, so a front proxy may send it with
+   * X-Accel-Redirect). Undefined without a disk copy of this version known to the index.
+   */
+  bodyFile(entry: CacheEntry<M>): string | undefined {
+    return this.disk?.bodyFile(entry);
+  }
+
   /** Stores a body: in memory at once, on disk in the background (the promise says if it was). */
   put(key: string, body: Buffer, meta: M, o: PutOptions = {}): Promise<boolean> {
     const now = Date.now();
@@ -146,8 +168,8 @@ export class Cache<M> {
   }
 
   /**
-   * Marks an entry confirmed now (and gives it a new TTL if asked). On disk the file is copied with
-   * a new trailer and renamed over the old one: cost grows with the body, meant for small entries.
+   * Marks an entry confirmed now (and gives it a new TTL if asked). On disk only its small record
+   * is rewritten (temporary file + rename); the body file stays.
    */
   async touch(key: string, o: { ttlMs?: number } = {}): Promise<boolean> {
     const m = this.mem?.get(key);

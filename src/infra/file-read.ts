@@ -13,9 +13,11 @@ export const READ_CHUNK_BYTES = 512 * 1024;
 const POOL_MAX = 8;
 const pool: Buffer[] = [];
 
-const take = (): Buffer => pool.pop() ?? Buffer.allocUnsafeSlow(READ_CHUNK_BYTES);
+// A range shorter than a chunk gets a buffer of its own size when the pool is empty: many small
+// transfers at once (cache hits) would otherwise each allocate 512 KiB.
+const take = (want: number): Buffer => pool.pop() ?? Buffer.allocUnsafeSlow(Math.min(want, READ_CHUNK_BYTES));
 const give = (b: Buffer): void => {
-  if (pool.length < POOL_MAX) pool.push(b);
+  if (b.length === READ_CHUNK_BYTES && pool.length < POOL_MAX) pool.push(b);
 };
 
 export class FileRangeStream extends Readable {
@@ -26,6 +28,11 @@ export class FileRangeStream extends Readable {
   private reading = false;
   private afterRead: (() => void) | null = null;
   private fast = false;
+  /**
+   * Told each chunk's length as it is handed on, whichever way the stream is read: a byte counter
+   * (budgets) that, unlike a 'data' listener, leaves the pooled copy into a response in place.
+   */
+  onBytes: ((n: number) => void) | null = null;
 
   /** Bytes start..end (inclusive) of `fh`, which the stream closes when it ends or is destroyed. */
   constructor(fh: FileHandle, start: number, end: number) {
@@ -53,15 +60,21 @@ export class FileRangeStream extends Readable {
   }
 
   override _read(): void {
+    // copyTo() does the reading: a 'data' listener added later sees no chunk, rather than a race.
+    if (this.fast) return;
     if (this.remaining === 0) return void this.push(null);
     const buf = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK_BYTES, this.remaining));
-    this.readInto(buf, (n) => this.push(n === buf.length ? buf : buf.subarray(0, n)));
+    this.readInto(buf, (n) => {
+      this.onBytes?.(n);
+      this.push(n === buf.length ? buf : buf.subarray(0, n));
+    });
   }
 
   override pipe<T extends NodeJS.WritableStream>(dest: T, opts?: { end?: boolean }): T {
     const untouched = this.readableFlowing === null && this.readableLength === 0 && !this.readableDidRead;
     if (this.fast || !untouched || !(dest instanceof ServerResponse)) return super.pipe(dest, opts);
     this.fast = true;
+    dest.emit('pipe', this); // as pipe() does: listeners (a byte counter) learn their source
     this.copyTo(dest, opts?.end !== false);
     return dest;
   }
@@ -81,6 +94,7 @@ export class FileRangeStream extends Readable {
         const buf = ready;
         ready = null;
         writing = true;
+        this.onBytes?.(readyLen);
         dest.write(readyLen === buf.length ? buf : buf.subarray(0, readyLen), (err) => {
           writing = false;
           // The response failed (client gone): stop, as a pipe would; the response owner reports it.
@@ -91,7 +105,7 @@ export class FileRangeStream extends Readable {
         });
       }
       if (!ready && !this.reading && this.remaining > 0) {
-        const buf = take();
+        const buf = take(this.remaining);
         this.readInto(buf, (n) => {
           ready = buf;
           readyLen = n;

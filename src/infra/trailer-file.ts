@@ -1,7 +1,7 @@
-// The on-disk shape of cache entries (and of blobs written before the blob store kept bodies in
-// files of their own): body bytes, a JSON trailer, its u32 length and a 4-byte magic. The body
-// starts at offset 0 (ranges are plain file offsets) and the trailer is written last, so a file
-// cut short anywhere fails the magic and length checks.
+// The on-disk shape of blobs written before the blob store kept bodies in files of their own (read
+// only now): body bytes, a JSON trailer, its u32 length and a 4-byte magic; a file cut short
+// anywhere fails the magic and length checks. Also the temporary-file sweep the blob store and the
+// cache share.
 import type { FileHandle } from 'node:fs/promises';
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,16 +11,6 @@ const MAX_TRAILER = 64 * 1024;
 
 export function isErr(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException | null)?.code === code;
-}
-
-/** The bytes that follow a body: JSON, its length, the magic. Throws past MAX_TRAILER. */
-export function trailerBytes(magic: Buffer, value: unknown): Buffer {
-  const json = Buffer.from(JSON.stringify(value));
-  if (json.length > MAX_TRAILER) throw new Error('metadata too large');
-  const tail = Buffer.alloc(TAIL);
-  tail.writeUInt32BE(json.length, 0);
-  magic.copy(tail, 4);
-  return Buffer.concat([json, tail]);
 }
 
 function trailerLength(magic: Buffer, tail: Buffer, fileSize: number): number | null {
@@ -44,19 +34,6 @@ export async function readTrailer(
   await fh.read(json, 0, len, st.size - TAIL - len);
   try {
     return { bodySize: st.size - TAIL - len, value: JSON.parse(json.toString('utf8')) };
-  } catch {
-    return null;
-  }
-}
-
-/** Splits a whole file read into memory; null when it is not one of ours or torn. */
-export function splitTrailer(file: Buffer, magic: Buffer): { body: Buffer; value: unknown } | null {
-  if (file.length < TAIL) return null;
-  const len = trailerLength(magic, file.subarray(file.length - TAIL), file.length);
-  if (len === null) return null;
-  const end = file.length - TAIL - len;
-  try {
-    return { body: file.subarray(0, end), value: JSON.parse(file.subarray(end, end + len).toString('utf8')) };
   } catch {
     return null;
   }

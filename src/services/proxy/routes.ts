@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
 import type { ByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { FileRangeStream } from '../../infra/file-read.ts';
 import { docOnly } from '../../infra/openapi.ts';
 import { socketBytes } from '../../infra/usage.ts';
 import type { ProxyCache } from './cache.ts';
@@ -207,7 +208,9 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
  */
 function meter(res: Writable, budget: ByteBudget, ip: string): void {
   res.once('pipe', (body: Readable) => {
-    body.on('data', (chunk: Buffer) => budget.charge(ip, chunk.length));
+    // A cached file copies into the response through reused buffers: a 'data' listener would undo that.
+    if (body instanceof FileRangeStream) body.onBytes = (n) => budget.charge(ip, n);
+    else body.on('data', (chunk: Buffer) => budget.charge(ip, chunk.length));
     body.once('close', () => void budget.flush());
   });
 }
