@@ -34,6 +34,10 @@ const ROUNDS = Number(process.env['BENCH_PROXY_STREAM_ROUNDS'] ?? 3);
 const STREAM = process.env['BENCH_PROXY_STREAM_SIZE'] ?? '1G';
 const warmSec = Number(process.env['BENCH_WARM_SECONDS'] ?? 10);
 const connections = 64;
+// The hit row's object size (KiB) and tier: BENCH_PROXY_HIT_TIER=disk turns the memory tier off, so
+// every hit is read from the cache's body file (what X-Accel-Redirect would hand to nginx).
+const HIT_KIB = Number(process.env['BENCH_PROXY_HIT_KIB'] ?? 64);
+const HIT_TIER = process.env['BENCH_PROXY_HIT_TIER'] === 'disk' ? 'disk' : 'memory';
 const HOSTS = ['raw.githubusercontent.com', 'files.pythonhosted.org'];
 const MiB = 1024 * 1024;
 
@@ -43,7 +47,7 @@ chmodSync(dir, 0o755); // nginx workers run unprivileged
 const www = join(dir, 'www');
 execFileSync('mkdir', ['-p', join(www, 'packages')]);
 writeFileSync(join(www, '1k'), Buffer.alloc(1024, 97));
-writeFileSync(join(www, 'packages', '64k.bin'), Buffer.alloc(64 * 1024, 98));
+writeFileSync(join(www, 'packages', '64k.bin'), Buffer.alloc(HIT_KIB * 1024, 98));
 execFileSync('truncate', ['-s', STREAM, join(www, '1g')]);
 const streamBytes = Number(execFileSync('stat', ['-c', '%s', join(www, '1g')], { encoding: 'utf8' }));
 
@@ -61,6 +65,7 @@ const dev = await startDevutil(
     DEVUTIL_PROXY_UPSTREAM_CA: `${dir}/ca.pem`,
     DEVUTIL_PROXY_RATE_LIMIT: 'off',
     DEVUTIL_PROXY_MAX_CONCURRENT: '0',
+    ...(HIT_TIER === 'disk' ? { DEVUTIL_PROXY_CACHE_MEMORY_BYTES: '0' } : {}),
   },
   '/proxy/robots.txt',
 );
@@ -265,7 +270,7 @@ try {
     `context: the upstream alone (curl direct, decrypting TLS itself) ${(med('upstream', 'bps') / MiB).toFixed(0)} MiB/s`,
   );
 
-  // ---- 64 KiB cache hit vs nginx serving the same bytes ----
+  // ---- 64 KiB (BENCH_PROXY_HIT_KIB) cache hit vs nginx serving the same bytes ----
   const hit = `${dev.url}/proxy/files.pythonhosted.org/packages/64k.bin`;
   await fetch(hit).then((r) => r.arrayBuffer());
   const check = await fetch(hit);
@@ -276,7 +281,7 @@ try {
   const dc = wrk(hit, { durationSec, connections, watch: { devutil: dev.pid } });
   const nc = wrk(`${ngx.url}/static/64k.bin`, { durationSec, connections, watch: { anchor: ngx.pid } });
   const bad = invalid({ devutil: dc, nginx: nc });
-  report('64 KiB cache hit vs nginx static file', 'nginx static', [
+  report(`${HIT_KIB} KiB cache hit (${HIT_TIER} tier) vs nginx static file`, 'nginx static', [
     {
       metric: 'throughput',
       unit: 'req/s',

@@ -30,16 +30,31 @@ type Stored = { headers: Record<string, string> };
 type Entry = CacheEntry<Stored>;
 type Span = { status: number; headers: Record<string, string>; start: number; end: number };
 
+/** How long a replaced or evicted body file stays for an nginx told to send it (X-Accel-Redirect). */
+const RETIRED_BODY_MS = 10_000;
+
 /** The proxy's store: disk for everything cacheable, memory for small hot objects only. */
 export function createStore(
   dir: string,
   diskBytes: number,
   memoryBytes: number,
+  offloaded: boolean,
   onError: (err: unknown) => void,
 ): Cache<Stored> {
   // Small objects from memory skip the file system round trips; big ones stream from disk.
   const memoryItemBytes = Math.min(256 * 1024, Math.floor(memoryBytes / 16));
-  return new Cache<Stored>({ name: 'proxy', dir, diskBytes, memoryBytes, memoryItemBytes, onError });
+  // nginx opens a body file a moment after devutil named it: a replacement or an eviction in
+  // between must not make it 404, so old body files outlive their entries by a few seconds.
+  const retiredBodyMs = offloaded ? RETIRED_BODY_MS : 0;
+  return new Cache<Stored>({
+    name: 'proxy',
+    dir,
+    diskBytes,
+    memoryBytes,
+    memoryItemBytes,
+    retiredBodyMs,
+    onError,
+  });
 }
 
 /**
@@ -107,13 +122,19 @@ export class DiskCache implements ProxyCache {
   readonly store: Cache<Stored>;
   private ttlMs: number;
   private stats: CacheStats;
-  constructor(store: Cache<Stored>, ttlMs: number, stats: CacheStats) {
+  /** nginx internal location aliasing the cache directory (X-Accel-Redirect); empty = off. */
+  private accelPrefix: string;
+  constructor(store: Cache<Stored>, ttlMs: number, stats: CacheStats, accelPrefix = '') {
     this.store = store;
     this.ttlMs = ttlMs;
     this.stats = stats;
+    this.accelPrefix = accelPrefix;
   }
 
-  /** Sends a cached object: small ones from memory (loaded on first use), others from disk. */
+  /**
+   * Sends a cached object: small ones from memory (loaded on first use), others from disk, by
+   * nginx when offloading.
+   */
   private async fromEntry(e: Entry, r: ForwardRequest): Promise<Upstream | undefined> {
     const a = answer(e, r);
     if ('url' in a) return a;
@@ -122,9 +143,32 @@ export class DiskCache implements ProxyCache {
       r.method === 'GET' && e.size <= this.store.memoryItemBytes ? await this.store.body(e) : undefined;
     const up: Upstream | undefined = small
       ? { status, headers, body: null, text: small.subarray(start, end + 1), url: r.url }
-      : await this.store.stream(e, start, end).then((body) => body && { status, headers, body, url: r.url });
+      : (this.offload(e, r, a) ??
+        (await this.store
+          .stream(e, start, end)
+          .then((body) => body && { status, headers, body, url: r.url })));
     if (up) this.stats.onBytes('cache', end - start + 1);
     return up;
+  }
+
+  /**
+   * X-Accel-Redirect to the object's body file, for nginx to send with the headers set here: the
+   * whole object, or the single range answer() took (nginx applies the same Range and If-Range,
+   * compared with these ETag and Last-Modified). A Range answered whole here (several ranges, a
+   * stale If-Range) stays here, where nginx might answer it otherwise. Conditional requests and
+   * HEAD never get this far (answer() settled them).
+   */
+  private offload(e: Entry, r: ForwardRequest, a: Span): Upstream | undefined {
+    if (!this.accelPrefix || (a.status !== 206 && header(r, 'range') !== undefined)) return undefined;
+    const file = this.store.bodyFile(e);
+    if (!file) return undefined;
+    const headers: Record<string, string> = { ...a.headers, 'x-accel-redirect': this.accelPrefix + file };
+    // nginx frames the body and writes Content-Range; it adds Accept-Ranges to a whole answer only
+    // (and keeps ours, so a whole answer with both would say it twice).
+    delete headers['content-length'];
+    delete headers['content-range'];
+    if (a.status === 200) delete headers['accept-ranges'];
+    return { status: 200, headers, body: null, offloaded: a.end - a.start + 1, url: r.url };
   }
 
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {

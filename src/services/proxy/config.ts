@@ -1,6 +1,7 @@
 // Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host; RESOLVE,
 // UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
 import { isIP } from 'node:net';
+import { accelPrefix } from '../../infra/accel.ts';
 import { resolveItem } from '../../infra/netguard.ts';
 import { bool, budget, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
 
@@ -87,6 +88,9 @@ export const proxySection = {
     doc: 'memory for small hot cache objects (each at most 256 KiB; 0 = disk only)',
   }),
   cacheDir: str('', { doc: 'cache directory (default <data_dir>/proxy-cache)' }),
+  accelRedirect: accelPrefix(
+    'behind nginx: answer cache hits sent from disk with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing the cache directory; README Deployment)',
+  ),
   indexTtlSec: duration(600, {
     unit: 's',
     min: 0,

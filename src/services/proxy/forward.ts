@@ -27,6 +27,8 @@ export interface Upstream {
   /** null for HEAD, 204, 304 and replaced bodies (`text` set instead). */
   body: Readable | null;
   text?: string | Buffer;
+  /** Body bytes a front proxy sends for this answer (X-Accel-Redirect in the headers, no body here). */
+  offloaded?: number;
   /** The URL that produced the response (after internal redirects). */
   url: URL;
 }

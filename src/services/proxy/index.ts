@@ -51,6 +51,7 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           cfg.cacheDir || join(ctx.dataDir, 'proxy-cache'),
           cfg.cacheMaxBytes,
           cfg.cacheMemoryBytes,
+          cfg.accelRedirect !== '',
           (err) =>
             ctx.logger.warn(
               { svc: 'proxy', reason: err instanceof Error ? err.message : String(err) },
@@ -63,13 +64,18 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     app.addHook('onClose', async () => store.idle());
   }
   const cache = store
-    ? new DiskCache(store, cfg.indexTtlSec * 1000, {
-        onResult: (result) => results.inc({ result }),
-        onBytes: (source, n) => {
-          bytes.inc({ source }, n);
-          used.set(store.stats().bytes);
+    ? new DiskCache(
+        store,
+        cfg.indexTtlSec * 1000,
+        {
+          onResult: (result) => results.inc({ result }),
+          onBytes: (source, n) => {
+            bytes.inc({ source }, n);
+            used.set(store.stats().bytes);
+          },
         },
-      })
+        cfg.accelRedirect,
+      )
     : null;
   const budget = createByteBudget(
     'proxy',

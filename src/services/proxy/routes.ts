@@ -180,6 +180,14 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       }
       upstreamStatus = up.status;
       reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
+      if (up.offloaded !== undefined) {
+        // nginx sends the body (X-Accel-Redirect): charged now, as what it is about to send.
+        if (budget) {
+          budget.charge(ip, up.offloaded);
+          await budget.flush();
+        }
+        return reply.send();
+      }
       if (up.text !== undefined) {
         if (budget) {
           budget.charge(ip, Buffer.byteLength(up.text));
