@@ -2,6 +2,7 @@
 // optionally, its own host name, its home page section and a listener beside the HTTP server.
 // services/index.ts lists the definitions; config, server, host router, page and main read them.
 import type { FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
 import type { Background } from '../background.ts';
 import type { Config } from '../config.ts';
 import type { ServiceContext } from '../infra/context.ts';
@@ -23,6 +24,14 @@ export interface HostDef {
   readonly label: string;
 }
 
+/** What a prelaunch gets: the server is not built yet. */
+export interface EarlyContext {
+  config: Config;
+  /** Absolute path of the data directory. */
+  dataDir: string;
+  logger: Logger;
+}
+
 export interface ServiceDef<N extends string = string, S extends Section = Section> {
   /** The utility's one name: folder, config section, env prefix, log field `svc`, metric label. */
   readonly name: N;
@@ -32,6 +41,11 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
   readonly plugin: () => Promise<{ default: FastifyPluginAsync<ServiceContext> }>;
   readonly host?: HostDef;
   readonly page?: PageSection;
+  /**
+   * Starts slow work of a serving process before the server is built, so it overlaps Node's own
+   * start-up (PlantUML's JVMs); the plugin takes it over. Servers built for inject() never run it.
+   */
+  readonly prelaunch?: (early: EarlyContext) => Promise<void>;
   /** Starts a listener that lives beside the HTTP server (one owner process; see main.ts). */
   readonly background?: (ctx: ServiceContext) => Promise<Background>;
 }

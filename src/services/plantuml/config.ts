@@ -40,7 +40,12 @@ export const plantumlSection = {
     max: 100,
     doc: 'percent of the render threads and of the queue one client (IPv6: its /64) may hold; 100 = no cap',
   }),
-  prestart: bool(false, { doc: 'start the workers when the server starts listening (else on first use)' }),
+  prestart: bool(true, {
+    doc: 'start the workers while the server starts (false: on the first diagram)',
+  }),
+  classArchive: bool(true, {
+    doc: 'start workers from a class-data sharing archive made once in the data directory (faster JVM start)',
+  }),
   securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {
     doc: 'engine security profile; INTERNET (default) also confines URL includes to urlAllowlist',
   }),

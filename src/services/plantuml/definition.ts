@@ -10,4 +10,9 @@ export default defineService({
   plugin: () => import('./index.ts'),
   host: { mount: '/plantuml', label: 'PlantUML' },
   page: plantumlPage,
+  prelaunch: async ({ config, dataDir, logger }) => {
+    if (!config.plantuml.prestart) return;
+    const { prelaunch } = await import('./engine.ts');
+    prelaunch(config.plantuml, dataDir, logger.child({ svc: 'plantuml' }));
+  },
 });

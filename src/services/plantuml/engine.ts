@@ -8,12 +8,13 @@ import type { Cache } from '../../infra/cache.ts';
 import { FairQueue } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
+import { ClassArchive } from './cds.ts';
 import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
 import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
 import { WorkerPool } from './pool.ts';
 import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
-import { engineProfile, JavaWorker } from './worker.ts';
+import { engineProfile, type FetchAnswer, JavaWorker, javaArgs, type WorkerOptions } from './worker.ts';
 
 export interface EngineConfig {
   java: string;
@@ -32,6 +33,8 @@ export interface EngineConfig {
   includeTimeoutMs?: number;
   cacheMemory: number;
   cacheDisk: number;
+  /** Start workers from a class-data sharing archive (made once in the data directory). */
+  classArchive: boolean;
 }
 
 export interface RenderRequest {
@@ -70,6 +73,7 @@ export class PlantumlEngine {
   private prepared: Promise<WorkerPool> | null = null;
   private pool: WorkerPool | null = null;
   readonly cache: Cache<RenderedMeta>;
+  private archive: ClassArchive | null = null;
   /**
    * Admission to the workers: the pool dispatches to JVM threads, this decides who gets a thread
    * (a client's share, round-robin between clients) and refuses past the queue.
@@ -83,22 +87,18 @@ export class PlantumlEngine {
   private closed = false;
 
   private readonly cfg: EngineConfig;
-  private readonly dataDir: string;
+  readonly dataDir: string;
   private readonly log: Logger;
-  private readonly onPoolEvent?: (event: string) => void;
-  private readonly includes: IncludeFetcher | null;
-  constructor(
-    cfg: EngineConfig,
-    dataDir: string,
-    log: Logger,
-    onPoolEvent?: (event: string) => void,
-    includes: IncludeFetcher | null = null,
-  ) {
+  private onPoolEvent: ((event: string) => void) | null = null;
+  /** Pool events from before anyone listened (a prelaunched engine's first spawns). */
+  private earlyEvents: string[] = [];
+  /** Answers the engine's URL reads; set by the plugin (a prelaunched engine starts without one). */
+  private includes: IncludeFetcher | null;
+  constructor(cfg: EngineConfig, dataDir: string, log: Logger, includes: IncludeFetcher | null = null) {
     this.cfg = cfg;
     this.includes = includes;
     this.dataDir = dataDir;
     this.log = log;
-    this.onPoolEvent = onPoolEvent;
     this.jar = cfg.jar || defaultJar();
     let id = this.jar;
     try {
@@ -112,6 +112,22 @@ export class PlantumlEngine {
       clientShare: cfg.clientShare / 100,
     });
     this.cache = renderCache(dataDir, cfg, log);
+  }
+
+  /** Receives every pool event (spawn, exit, timeout, crash), those that happened before too. */
+  onEvent(fn: (event: string) => void): void {
+    this.onPoolEvent = fn;
+    for (const e of this.earlyEvents.splice(0)) fn(e);
+  }
+
+  /** Hands over the include fetcher (the plugin builds it after a prelaunched engine started). */
+  useIncludes(includes: IncludeFetcher): void {
+    this.includes = includes;
+  }
+
+  private fetchInclude(url: string): Promise<FetchAnswer> {
+    if (this.includes) return this.includes.fetch(url);
+    return Promise.resolve({ status: 403, type: 'text/plain', body: Buffer.alloc(0), hash: 'refused' });
   }
 
   java(): Promise<JavaInfo> {
@@ -142,31 +158,57 @@ export class PlantumlEngine {
         throw new EngineUnavailable(err instanceof Error ? err.message : String(err));
       }
       if (this.closed) throw new EngineUnavailable('renderer is shutting down');
+      const base: WorkerOptions = {
+        java: this.cfg.java,
+        jar: this.jar,
+        classDir,
+        heapBytes: this.cfg.workerHeap,
+        profile: this.cfg.securityProfile,
+        urlAllowlist: this.cfg.urlAllowlist,
+        limitSize: this.cfg.limitSize,
+        threads: this.cfg.workerThreads,
+        fetchTimeoutMs: (this.cfg.includeTimeoutMs ?? 10_000) + 2000,
+        // Looked up per read: workers started before the plugin handed the fetcher over use it too.
+        fetch: (url) => this.fetchInclude(url),
+        onStderr: (line) => this.log.debug({ line }, 'plantuml worker stderr'),
+      };
+      const archive = this.cfg.classArchive
+        ? new ClassArchive({
+            dir: classDir,
+            key: [this.engineId, info.home ?? '', info.version ?? ''],
+            java: this.cfg.java,
+            trainArgs: (out) => javaArgs({ ...base, trainArchive: out }),
+            log: this.log,
+          })
+        : null;
+      this.archive = archive;
       this.pool = new WorkerPool({
         size: this.cfg.workers,
         threads: this.cfg.workerThreads,
         timeoutMs: this.cfg.timeoutMs,
-        spawn: () =>
-          new JavaWorker({
-            java: this.cfg.java,
-            jar: this.jar,
-            classDir,
-            heapBytes: this.cfg.workerHeap,
-            profile: this.cfg.securityProfile,
-            urlAllowlist: this.cfg.urlAllowlist,
-            limitSize: this.cfg.limitSize,
-            threads: this.cfg.workerThreads,
-            fetchTimeoutMs: (this.cfg.includeTimeoutMs ?? 10_000) + 2000,
-            ...(this.includes ? { fetch: (url: string) => this.includes!.fetch(url) } : {}),
-            onStderr: (line) => this.log.debug({ line }, 'plantuml worker stderr'),
-          }),
+        spawn: () => {
+          const shared = archive?.current();
+          const w = new JavaWorker(shared ? { ...base, sharedArchive: shared } : base);
+          // Before the pool's own exit listener, so the replacement already starts without it.
+          // Killed (SIGKILL: shutdown, the OOM killer) is not the archive's fault; exiting
+          // (-Xshare:on refusing it) or crashing (SIGBUS on a damaged mapping) is.
+          if (shared)
+            w.onExit((e) => {
+              if (!w.started && !this.closed && e.signal !== 'SIGKILL') archive?.reject(shared);
+            });
+          return w;
+        },
+        retryStart: (w) => w.sharedArchive !== undefined && !this.closed,
         onHello: (h) => {
           this.facts ??= { version: h.version ?? '', compileTime: h.compileTime ?? 0, java: h.java ?? '' };
+          // The first worker is up: now the one-time training run may take CPU (a no-op once made).
+          archive?.train();
         },
         onEvent: (event, detail) => {
           const level = event === 'spawn' || event === 'exit' ? 'debug' : 'warn';
           this.log[level]({ ...detail }, `plantuml worker ${event}`);
-          this.onPoolEvent?.(event);
+          if (this.onPoolEvent) this.onPoolEvent(event);
+          else if (this.earlyEvents.length < 64) this.earlyEvents.push(event);
         },
       });
       // All workers start on first use, so the later ones warm up while the first one serves,
@@ -314,8 +356,31 @@ export class PlantumlEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.archive?.close();
     if (this.prepared) await this.prepared.catch(() => null);
     await this.pool?.close();
     await this.cache.idle();
   }
+}
+
+/** Engines started before their server was built, by config section (one per serving process). */
+const early = new WeakMap<object, PlantumlEngine>();
+
+/**
+ * Starts the engine of a serving process before the server is built: Java detection and the
+ * workers' JVMs run while Node loads and registers everything else. The plugin takes it over.
+ */
+export function prelaunch(cfg: EngineConfig, dataDir: string, log: Logger): void {
+  const engine = new PlantumlEngine(cfg, dataDir, log);
+  engine.warm();
+  early.set(cfg, engine);
+}
+
+/** The prelaunched engine for this section and data directory, else a new one (started on first use). */
+export function engineFor(cfg: EngineConfig, dataDir: string, log: Logger): PlantumlEngine {
+  const engine = early.get(cfg);
+  early.delete(cfg);
+  if (engine?.dataDir === dataDir) return engine;
+  void engine?.close();
+  return new PlantumlEngine(cfg, dataDir, log);
 }

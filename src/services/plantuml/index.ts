@@ -4,7 +4,7 @@ import type { ServiceContext } from '../../infra/context.ts';
 import { createEgress } from '../../infra/egress.ts';
 import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
-import { PlantumlEngine } from './engine.ts';
+import { engineFor } from './engine.ts';
 import { IncludeFetcher } from './includes.ts';
 import { proxyRoute } from './proxy.ts';
 import { plantumlRoutes } from './routes.ts';
@@ -35,7 +35,10 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     memoryBytes: cfg.includeCacheBytes,
     log,
   });
-  const engine = new PlantumlEngine(cfg, ctx.dataDir, log, (e) => events.inc({ event: e }), includes);
+  // The engine main.ts prelaunched (its JVMs warming since before the server was built), or a new one.
+  const engine = engineFor(cfg, ctx.dataDir, log);
+  engine.useIncludes(includes);
+  engine.onEvent((e) => events.inc({ event: e }));
   ctx.metrics.caches.push(engine.cache);
   const workers = ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state']);
   const refresh = () => {

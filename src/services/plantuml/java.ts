@@ -2,11 +2,13 @@
 // JDK's javac. A JRE alone (no javac) or Java < 17 degrades to a clear "needs Java 17+ JDK" reason.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const WORKER_CLASS = 'DevutilPlantumlWorker';
+/** The compiled worker, packed: the class path entry of every worker JVM. */
+export const WORKER_JAR = 'worker.jar';
 const WORKER_SOURCE = fileURLToPath(new URL(`./java/${WORKER_CLASS}.java`, import.meta.url));
 
 export interface JavaInfo {
@@ -27,11 +29,15 @@ interface RunResult {
   spawnError?: Error;
 }
 
-function run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+function run(cmd: string, args: string[], timeoutMs: number, cwd?: string): Promise<RunResult> {
   return new Promise((resolve) => {
     let out = '';
     let err = '';
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: minimalEnv() });
+    const child = spawn(cmd, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: minimalEnv(),
+      ...(cwd ? { cwd } : {}),
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
@@ -91,7 +97,7 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
     .update(info.version ?? '')
     .digest('hex');
   const dir = join(dataDir, 'plantuml', `worker-${hash.slice(0, 16)}`);
-  if (existsSync(join(dir, `${WORKER_CLASS}.class`))) return dir;
+  if (existsSync(join(dir, WORKER_JAR))) return dir;
   // The launcher's own JDK compiles, so the class matches the JVM that runs it.
   const javac = info.javac;
   if (!javac) throw new Error('diagram rendering needs a Java 17+ JDK (javac was not found, only a JRE)');
@@ -118,6 +124,18 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
     if (r.spawnError)
       throw new Error('diagram rendering needs a Java 17+ JDK (javac was not found, only a JRE)');
     throw new Error(`building the PlantUML worker failed: ${r.err.split('\n')[0] ?? ''}`);
+  }
+  // Class-data sharing archives classes from jars only (a directory on the class path fails the dump).
+  const classes = readdirSync(tmp).filter((f) => f.endsWith('.class'));
+  const j = await run(
+    join(dirname(javac), 'jar'),
+    ['-J-XX:TieredStopAtLevel=1', '-J-XX:+UseSerialGC', '--create', '--file', WORKER_JAR, ...classes],
+    120_000,
+    tmp,
+  );
+  if (j.spawnError || j.code !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw new Error(`packing the PlantUML worker failed: ${(j.spawnError?.message ?? j.err).split('\n')[0]}`);
   }
   mkdirSync(dirname(dir), { recursive: true });
   try {

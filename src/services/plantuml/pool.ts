@@ -17,6 +17,11 @@ export interface PoolOptions {
   timeoutMs: number;
   /** Starts a new worker process. */
   spawn(): JavaWorker;
+  /**
+   * A worker died before its hello: true when the launcher removed the cause (an unusable
+   * class-data archive) and a new start is worth it at once.
+   */
+  retryStart?(w: JavaWorker): boolean;
   /** Called with the hello of every worker that came up. */
   onHello?(hello: WorkerReply): void;
   onEvent?(event: 'spawn' | 'exit' | 'timeout' | 'crash', detail: Record<string, unknown>): void;
@@ -87,6 +92,10 @@ export class WorkerPool {
         this.pump();
       },
       () => {
+        if (!this.closed && this.o.retryStart?.(w)) {
+          this.warm();
+          return;
+        }
         // Failing to start: fail the oldest waiter rather than spawn in a loop.
         const job = this.queue.shift();
         job?.reject(new WorkerCrashed('the PlantUML engine failed to start'));

@@ -1,8 +1,8 @@
 // One warm JVM running the worker entry point. It is its own process group, so a kill on timeout
 // also ends the `dot` children it spawned (digest section 6: only killing stops a runaway render).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { delimiter } from 'node:path';
-import { minimalEnv, WORKER_CLASS } from './java.ts';
+import { delimiter, join } from 'node:path';
+import { minimalEnv, WORKER_CLASS, WORKER_JAR } from './java.ts';
 import {
   encodeFetched,
   encodeRequest,
@@ -36,6 +36,12 @@ export interface WorkerOptions {
   fetch?: (url: string) => Promise<FetchAnswer>;
   /** How long the JVM waits for one fetch answer. */
   fetchTimeoutMs?: number;
+  /** A class-data sharing archive to map (cds.ts); a worker that cannot use it does not start. */
+  sharedArchive?: string;
+  /** Training run: load what renders load, exit, and write the archive here. */
+  trainArchive?: string;
+  /** More JVM flags (benchmarks try them one at a time). */
+  jvmFlags?: readonly string[];
   onStderr?: (line: string) => void;
 }
 
@@ -71,6 +77,17 @@ export function javaArgs(o: WorkerOptions): string[] {
     '-Xss8m',
     '-XX:+UseSerialGC',
     '-XX:TieredStopAtLevel=4',
+    // The protocol owns stdout: the JVM's own messages (warnings, a fatal error) go to stderr.
+    '-XX:+DisplayVMOutputToStderr',
+    '-Xlog:disable',
+    '-Xlog:all=warning:stderr',
+    // -Xshare:on: an archive the JVM cannot use (damaged, another jar) stops the start at once, and
+    // the engine starts the worker again without it, instead of a worker silently running cold.
+    ...(o.sharedArchive
+      ? ['-Xshare:on', '-XX:+VerifySharedSpaces', `-XX:SharedArchiveFile=${o.sharedArchive}`]
+      : []),
+    ...(o.trainArchive ? [`-XX:ArchiveClassesAtExit=${o.trainArchive}`, '-Ddevutil.train=true'] : []),
+    ...(o.jvmFlags ?? []),
     '-Djava.awt.headless=true',
     '-Dfile.encoding=UTF-8',
     // System properties must come before the main class, or the engine takes them as defines.
@@ -80,7 +97,7 @@ export function javaArgs(o: WorkerOptions): string[] {
     `-Ddevutil.threads=${o.threads}`,
     `-Ddevutil.fetchTimeoutMs=${o.fetchTimeoutMs ?? 10_000}`,
     '-cp',
-    `${o.jar}${delimiter}${o.classDir}`,
+    `${o.jar}${delimiter}${join(o.classDir, WORKER_JAR)}`,
     WORKER_CLASS,
   ];
 }
@@ -93,11 +110,15 @@ export class JavaWorker {
   private nextId = 1;
   private exited: WorkerExited | null = null;
   private exitListeners: ((e: WorkerExited) => void)[] = [];
+  private helloed = false;
+  /** The class-data archive this JVM was started with. */
+  readonly sharedArchive: string | undefined;
 
   private readonly fetch: WorkerOptions['fetch'];
 
   constructor(o: WorkerOptions) {
     this.fetch = o.fetch;
+    this.sharedArchive = o.sharedArchive;
     // cwd is the worker's own directory, not the server's: nothing for a relative include to find.
     this.proc = spawn(o.java, javaArgs(o), {
       detached: true,
@@ -113,7 +134,6 @@ export class JavaWorker {
       helloReject = rej;
     });
     this.ready.catch(() => {});
-    let hello = true;
     this.proc.stdout.on('data', (chunk: Buffer) => {
       let frames: Buffer[];
       try {
@@ -124,8 +144,8 @@ export class JavaWorker {
       }
       for (const f of frames) {
         const reply = parseReply(f);
-        if (hello) {
-          hello = false;
+        if (!this.helloed) {
+          this.helloed = true;
           helloResolve(reply);
           continue;
         }
@@ -166,6 +186,11 @@ export class JavaWorker {
 
   get pid(): number | undefined {
     return this.proc.pid;
+  }
+
+  /** True once the JVM said hello (it came up). */
+  get started(): boolean {
+    return this.helloed;
   }
 
   get alive(): boolean {

@@ -82,6 +82,10 @@ public final class DevutilPlantumlWorker {
         final DataInputStream in = new DataInputStream(System.in);
 
         watchParent();
+        if (Boolean.getBoolean("devutil.train")) {
+            train();
+            return;
+        }
         // Announce readiness with the engine facts the server needs (version, build time).
         final Reply hello = new Reply();
         hello.put("status", "ok");
@@ -321,9 +325,36 @@ public final class DevutilPlantumlWorker {
     /** Warm-up step `i`: each source of WARM_UP once in PNG, then once in SVG. */
     private static void warmUp(int i) {
         final FileFormat f = i < WARM_UP.length ? FileFormat.PNG : FileFormat.SVG;
+        renderQuietly(WARM_UP[i % WARM_UP.length], f);
+    }
+
+    /** What a class-data sharing training run renders: the common diagram types, in each common format. */
+    private static final String[] TRAIN = {
+        "@startuml\nactor U\nparticipant \"API\" as A\nU -> A : GET /x\nactivate A\nA --> U : 200\nnote right : ok\n@enduml",
+        "@startuml\nabstract class S {\n +area() : double\n}\ninterface D\nS <|-- C\nD <|.. C\nC \"1\" *-- \"n\" P\n@enduml",
+        "@startuml\nstart\nif (ok?) then (yes)\n :a;\nelse (no)\n :b;\nendif\nwhile (more?)\n :c;\nendwhile\nstop\n@enduml",
+        "@startuml\nactor U\n(Log in) as L\nU --> L\n@enduml",
+        "@startuml\npackage P {\n [Web] as W\n}\nnode N {\n [API] - HTTP\n}\ndatabase DB\nW --> HTTP\n[API] --> DB\n@enduml",
+        "@startuml\n[*] --> Idle\nIdle --> Busy : go\nstate Busy {\n [*] --> Work\n}\nBusy --> [*]\n@enduml",
+        "@startuml\nobject o\nmap m {\n k => v\n}\no --> m\n@enduml",
+        "@startmindmap\n* root\n** a\n*** b\n** c\n@endmindmap",
+        "@startgantt\n[A] requires 5 days\n[B] requires 3 days\n[B] starts at [A]'s end\n@endgantt",
+        "@startjson\n{\"a\": [1, 2], \"b\": {\"c\": true}}\n@endjson",
+        "@startsalt\n{\n Login | \"user\"\n [ OK ]\n}\n@endsalt",
+        "@startuml\n!include <C4/C4_Container>\nPerson(u, \"User\")\nSystem_Boundary(s, \"S\") {\n Container(a, \"API\", \"Node.js\")\n}\nRel(u, a, \"uses\")\n@enduml",
+    };
+
+    /** Renders TRAIN in PNG, SVG and text art, then exits normally so the JVM writes the archive. */
+    private static void train() {
+        for (FileFormat f : new FileFormat[] {FileFormat.PNG, FileFormat.SVG, FileFormat.UTXT}) {
+            for (String s : TRAIN) renderQuietly(s, f);
+        }
+        System.exit(0);
+    }
+
+    private static void renderQuietly(String source, FileFormat f) {
         try {
-            new SourceStringReader(WARM_UP[i % WARM_UP.length])
-                .outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
+            new SourceStringReader(source).outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
         } catch (Throwable t) {
             System.err.println("devutil worker: warm-up failed: " + t);
         }
