@@ -8,12 +8,12 @@ import { describe, it } from 'node:test';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 
-/** Command lines of this process's serving worker JVMs (not a training run). */
-function workerArgs(): string[] {
+/** Command lines of this process's JVMs: serving workers, or training runs. */
+function jvms(training = false): string[] {
   const r = spawnSync('ps', ['-o', 'args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
   return r.stdout
     .split('\n')
-    .filter((l) => l.includes('DevutilPlantumlWorker') && !l.includes('devutil.train'));
+    .filter((l) => l.includes('DevutilPlantumlWorker') && l.includes('-Ddevutil.train') === training);
 }
 
 function archives(dataDir: string): string[] {
@@ -50,7 +50,7 @@ async function renderOnce(dataDir: string, text: string) {
     payload: `A -> B : ${text}`,
     headers: { 'content-type': 'text/plain' },
   });
-  return { app, status: r.statusCode, body: r.body, args: workerArgs() };
+  return { app, status: r.statusCode, body: r.body, args: jvms() };
 }
 
 describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']) }, () => {
@@ -106,7 +106,9 @@ describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']) }
     assert.ok(archive);
     truncateSync(archive, 100_000);
     const run = await renderOnce(dataDir, 'truncated');
+    assert.ok(await until(() => jvms(true).length === 1), 'a new archive is being made');
     await run.app.close();
+    assert.deepEqual(jvms(true), [], 'closing the server stops the training run');
     assert.equal(run.status, 200);
     assert.match(run.body, /truncated/);
     assert.ok(!run.args[0]!.includes('SharedArchiveFile'));

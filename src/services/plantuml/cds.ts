@@ -119,10 +119,14 @@ export class ClassArchive {
     child.on('exit', (code) => done(code === 0));
   }
 
-  /** Stops a training run (server shutdown). */
-  close(): void {
+  /** Stops a training run (server shutdown); resolves once it is gone. */
+  async close(): Promise<void> {
     this.closed = true;
-    this.training?.kill('SIGKILL');
+    const child = this.training;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await gone;
   }
 }
 

@@ -356,9 +356,8 @@ export class PlantumlEngine {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.archive?.close();
     if (this.prepared) await this.prepared.catch(() => null);
-    await this.pool?.close();
+    await Promise.all([this.pool?.close(), this.archive?.close()]);
     await this.cache.idle();
   }
 }

@@ -8,12 +8,12 @@ import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/p
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 
-/** PIDs of this test process's PlantUML worker JVMs. */
+/** PIDs of this test process's PlantUML worker JVMs (not the class-data archive's training run). */
 function workerPids(): number[] {
   const r = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
   return r.stdout
     .split('\n')
-    .filter((l) => l.includes('DevutilPlantumlWorker'))
+    .filter((l) => l.includes('DevutilPlantumlWorker') && !l.includes('-Ddevutil.train'))
     .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 
@@ -171,11 +171,15 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
   it('leaves no worker JVM behind when the app closes', async () => {
     const extra = await buildTestServer({ overrides: { server: { dataDir }, plantuml: { workers: 1 } } });
     const before = new Set(workerPids());
-    const r = await extra.inject({ url: '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
-    assert.equal(r.statusCode, 200);
-    const mine = workerPids().filter((p) => !before.has(p));
-    assert.equal(mine.length, 1);
-    await extra.close();
+    let mine: number[];
+    try {
+      const r = await extra.inject({ url: '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
+      assert.equal(r.statusCode, 200);
+      mine = workerPids().filter((p) => !before.has(p));
+      assert.equal(mine.length, 1);
+    } finally {
+      await extra.close();
+    }
     assert.ok(await until(() => !groupAlive(mine[0]!)));
   });
 });
