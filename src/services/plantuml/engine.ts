@@ -11,7 +11,7 @@ import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from '.
 import { ClassArchive } from './cds.ts';
 import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
-import { buildWorker, defaultJar, detectJava, type JavaInfo } from './java.ts';
+import { buildWorker, defaultJar, detectJavaCached, type JavaInfo } from './java.ts';
 import { WorkerPool } from './pool.ts';
 import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
 import { engineProfile, type FetchAnswer, JavaWorker, javaArgs, type WorkerOptions } from './worker.ts';
@@ -131,7 +131,7 @@ export class PlantumlEngine {
   }
 
   java(): Promise<JavaInfo> {
-    this.javaInfo ??= detectJava(this.cfg.java);
+    this.javaInfo ??= detectJavaCached(this.cfg.java, this.dataDir);
     return this.javaInfo;
   }
 

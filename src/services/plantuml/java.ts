@@ -2,8 +2,20 @@
 // JDK's javac. A JRE alone (no javac) or Java < 17 degrades to a clear "needs Java 17+ JDK" reason.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const WORKER_CLASS = 'DevutilPlantumlWorker';
@@ -78,6 +90,69 @@ export async function detectJava(java: string): Promise<JavaInfo> {
     return { ok: false, reason: `diagram rendering needs Java 17+ (found ${version || 'unknown'})`, version };
   const javac = findJavac(home);
   return { ok: true, version, major, ...(home ? { home } : {}), ...(javac ? { javac } : {}) };
+}
+
+/**
+ * detectJava, remembered in `<dataDir>/plantuml/java.json`: `java -version` is a whole JVM start
+ * (0.1-0.5 s on a busy machine) on the way to the first diagram. The entry holds while the
+ * launcher (resolved through PATH and symlinks) and the JDK's class image (lib/modules, replaced by
+ * every update) keep their size and mtime, and the javac it names still exists.
+ */
+export async function detectJavaCached(java: string, dataDir: string): Promise<JavaInfo> {
+  const file = join(dataDir, 'plantuml', 'java.json');
+  const launcher = fingerprint(resolveLauncher(java));
+  try {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as {
+      launcher: string;
+      image: string;
+      info: JavaInfo;
+    };
+    const { info } = saved;
+    if (
+      launcher &&
+      saved.launcher === launcher &&
+      info.ok &&
+      info.home &&
+      saved.image === fingerprint(join(info.home, 'lib', 'modules')) &&
+      (!info.javac || existsSync(info.javac))
+    )
+      return info;
+  } catch {} // none yet, or unreadable: detect
+  const info = await detectJava(java);
+  if (info.ok && info.home && launcher) {
+    try {
+      mkdirSync(dirname(file), { recursive: true });
+      const tmp = `${file}.tmp-${process.pid}`;
+      const image = fingerprint(join(info.home, 'lib', 'modules'));
+      writeFileSync(tmp, JSON.stringify({ launcher, image, info }));
+      renameSync(tmp, file);
+    } catch {} // a read-only data directory: detect again next time
+  }
+  return info;
+}
+
+/** The launcher's real path, looked up in PATH like spawn() does; undefined when not found. */
+function resolveLauncher(java: string): string | undefined {
+  const dirs = java.includes('/') ? [''] : (process.env['PATH'] ?? '').split(delimiter).filter(Boolean);
+  for (const d of dirs) {
+    try {
+      const p = realpathSync(d ? join(d, java) : java);
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {}
+  }
+  return undefined;
+}
+
+/** Path, size and mtime: '' when the file is missing. */
+function fingerprint(path: string | undefined): string {
+  if (!path) return '';
+  try {
+    const st = statSync(path);
+    return `${path}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return '';
+  }
 }
 
 function findJavac(home: string | undefined): string | undefined {
