@@ -102,11 +102,23 @@ public final class DevutilPlantumlWorker {
             return t;
         });
 
-        int warm = 0;
+        // Idle time warms the engine up (class loading, JIT) one small render at a time, on its own
+        // thread: a request that arrives meanwhile starts at once instead of waiting for the step
+        // in progress, and the next step waits until no request is running.
+        final Thread warm = new Thread(() -> {
+            for (int i = 0; i < WARM_UP.length * 2; i++) {
+                try {
+                    while (active.get() > 0) Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                warmUp(i);
+            }
+        }, "devutil-warm-up");
+        warm.setDaemon(true);
+        warm.start();
+
         while (true) {
-            // Idle time warms the engine up (class loading, JIT) one small render at a time, and
-            // stops as soon as work arrives: a fresh worker answers its first request at once.
-            while (warm < WARM_UP.length * 2 && active.get() == 0 && in.available() == 0) warmUp(warm++);
             final int len;
             try {
                 len = in.readInt();
