@@ -1,18 +1,22 @@
-// Diagram rendering (issue 7) against the engine's own PicoWeb server (`java -jar <same jar>
+// Diagram rendering (issues 7, 15) against the engine's own PicoWeb server (`java -jar <same jar>
 // -picoweb:PORT:127.0.0.1`), same corpus, same URLs (/plantuml/{svg,png}/<encoded> works on both):
-// uncached req/s and p99 at concurrency 1, 4, 16 (every request a new diagram; issue 15 targets
-// >= 1.0x, p99 no worse), peak RSS (devutil = node + every worker JVM), cold start to the first
-// diagram (<= 1.0x). Cached diagrams are compared with nginx serving the same bytes as static
-// files (the cache-hit target, >= 0.6x): PicoWeb has no cache, so comparing our cache with its
-// render would be met by construction.
+// cold start to the first diagram (target <= 1.0x), uncached req/s, p99 and CPU per diagram at
+// concurrency 1, 4, 16 (every request a new diagram; >= 1.0x, p99 no worse), peak RSS (devutil =
+// node + every worker JVM). Cached diagrams are compared with nginx serving the same bytes as
+// static files (>= 0.6x): PicoWeb has no cache, so comparing with its render is met by construction.
+// The machine is shared: every figure is the median of alternating rounds, printed with the load.
+//   BENCH_ROUNDS (3), BENCH_COLD_ROUNDS (5), BENCH_SECONDS (8)
+//   BENCH_PLANTUML_SHAPES="1x4,2x2": also run these pool shapes (JVMs x render threads) side by side
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
 import { defaultJar } from '../src/services/plantuml/java.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import {
+  header,
   invalid,
   type Proc,
   report,
@@ -21,17 +25,26 @@ import {
   startDevutil,
   startNginx,
   tempFile,
+  type WrkResult,
   wrk,
   wrkThreads,
 } from './lib.ts';
 
+const ROOT = new URL('..', import.meta.url).pathname;
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 8);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const COLD_ROUNDS = Number(process.env['BENCH_COLD_ROUNDS'] ?? 5);
 const CORPUS_DIR = new URL('../test/fixtures/plantuml/corpus/', import.meta.url).pathname;
 const corpus = readdirSync(CORPUS_DIR)
   .filter((f) => f.endsWith('.puml'))
   .map((f) => readFileSync(join(CORPUS_DIR, f), 'utf8'));
 const jar = defaultJar();
 const FORMATS = ['svg', 'png'];
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
 
 /** `n` distinct diagram URLs: the corpus round-robin, each with its own comment line. */
 function uniquePaths(tag: string, n: number): string[] {
@@ -84,10 +97,27 @@ function childPids(pid: number): number[] {
     .filter((n) => n > 0);
 }
 
+const tree = (p: number): number[] => [p, ...childPids(p).flatMap(tree)];
+
+/**
+ * CPU seconds of a process tree, per process (/proc/PID/stat, so threads that already ended count:
+ * PicoWeb runs each connection on its own thread), including reaped children (`dot`).
+ */
+function treeCpu(pid: number): number {
+  let sum = 0;
+  for (const p of tree(pid)) {
+    try {
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      sum += (Number(x[11]) + Number(x[12]) + Number(x[13]) + Number(x[14])) / 100;
+    } catch {} // exited meanwhile
+  }
+  return sum;
+}
+
 /** Samples the RSS of a process tree every 100 ms; returns a stop() giving the peak in MiB. */
 function rssPeak(pid: number): () => number {
   let peak = 0;
-  const tree = (p: number): number[] => [p, ...childPids(p).flatMap(tree)];
   const t = setInterval(() => {
     let sum = 0;
     for (const p of tree(pid)) {
@@ -104,17 +134,29 @@ function rssPeak(pid: number): () => number {
   };
 }
 
+async function status(url: string): Promise<number> {
+  try {
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    return r.status;
+  } catch {
+    return 0;
+  }
+}
+
 async function waitOk(url: string, ms = 120_000): Promise<void> {
   const until = Date.now() + ms;
-  for (;;) {
-    try {
-      const r = await fetch(url);
-      await r.arrayBuffer();
-      if (r.status === 200) return;
-    } catch {}
+  while ((await status(url)) !== 200) {
     if (Date.now() > until) throw new Error(`${url} gave no diagram in ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+function exitOf(proc: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) resolve();
+    else proc.once('exit', () => resolve());
+  });
 }
 
 async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
@@ -128,71 +170,257 @@ async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
     port,
     pid: proc.pid ?? 0,
     proc,
-    close: () =>
-      new Promise((resolve) => {
-        proc.once('exit', () => resolve());
-        proc.kill('SIGKILL');
-      }),
+    close: async () => {
+      proc.kill('SIGKILL');
+      await exitOf(proc);
+    },
   };
 }
 
-const HELLO = `/plantuml/svg/${encodeDiagram('Bob -> Alice : hello')}`;
+/** `devutil serve` as the Docker image runs it, on the data directory `dataDir`. */
+async function spawnDevutil(
+  dataDir: string,
+  env: Record<string, string>,
+): Promise<Proc & { proc: ChildProcess }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/root',
+      DEVUTIL_PORT: String(port),
+      DEVUTIL_HOST: '127.0.0.1',
+      DEVUTIL_DATA_DIR: dataDir,
+      DEVUTIL_LOG_LEVEL: 'warn',
+      DEVUTIL_RELAY_ENABLED: 'false',
+      ...env,
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    pid: proc.pid ?? 0,
+    proc,
+    close: async () => {
+      proc.kill('SIGTERM');
+      await exitOf(proc);
+    },
+  };
+}
 
-// Cold start: process start to the first rendered diagram.
-const t0 = Date.now();
-const pico = await startPicoweb();
-await waitOk(pico.url + HELLO);
-const picoCold = Date.now() - t0;
-// One data dir for both devutil starts: the first compiles the worker entry point, the second reuses it.
-const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
-// One client (wrk) drives all the load: its fair share of the render threads is all of them.
-const devEnv: Record<string, string> = { DEVUTIL_DATA_DIR: dataDir, DEVUTIL_PLANTUML_CLIENT_SHARE: '100' };
-// Tuning knobs pass through: DEVUTIL_PLANTUML_WORKERS=3 DEVUTIL_PLANTUML_WORKER_HEAP=1GiB npm run bench -- plantuml
-for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_PLANTUML_') && v) devEnv[k] = v;
-const t1 = Date.now();
-const dev = await startDevutil(devEnv);
-await waitOk(dev.url + HELLO);
-const devColdFresh = Date.now() - t1;
-console.log(`devutil cold start incl. the one-time worker compile (fresh data dir): ${devColdFresh} ms`);
-const devRss = rssPeak(dev.pid);
-const picoRss = rssPeak(pico.pid);
+interface Cold {
+  /** Process start to the first diagram. */
+  ms: number;
+  /** Process start to the first accepted connection. */
+  listenMs: number;
+  /** CPU seconds of the whole process tree by then. */
+  cpu: number;
+}
 
-// Sanity: every corpus diagram renders (200) on both servers before anything is measured.
-for (const p of uniquePaths('sanity', corpus.length * FORMATS.length)) {
-  for (const base of [dev.url, pico.url]) {
-    const r = await fetch(base + p);
-    await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`${base}${p.slice(0, 40)}… answered ${r.status}`);
+let coldSeq = 0;
+
+/** Resolves true once a TCP connection to `port` is accepted (polling every 10 ms), false if `proc` ends. */
+async function accepting(port: number, proc: ChildProcess): Promise<boolean> {
+  while (proc.exitCode === null && proc.signalCode === null) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return false;
+}
+
+/** Starts a server, asks for a diagram nobody asked for before every 10 ms until it answers 200. */
+async function coldStart(start: () => Promise<Proc & { proc: ChildProcess }>): Promise<Cold> {
+  const path = `/plantuml/svg/${encodeDiagram(`Carol -> Dave : cold start ${process.pid} ${coldSeq++}`)}`;
+  const t0 = performance.now();
+  const s = await start();
+  let listenMs = NaN;
+  void accepting(s.port, s.proc).then((ok) => {
+    if (ok) listenMs = performance.now() - t0;
+  });
+  try {
+    for (;;) {
+      if (s.proc.exitCode !== null) throw new Error(`server exited with ${s.proc.exitCode}`);
+      if ((await status(s.url + path)) === 200) break;
+      if (performance.now() - t0 > 120_000) throw new Error('no diagram in 120 s');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return { ms: performance.now() - t0, listenMs, cpu: treeCpu(s.pid) };
+  } finally {
+    await s.close();
   }
 }
 
+header(`PlantUML, ${corpus.length}-diagram corpus, svg+png, against PicoWeb (same jar)`);
+const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
+// One client (wrk) drives all the load: its fair share of the render threads is all of them.
+const devEnv: Record<string, string> = { DEVUTIL_PLANTUML_CLIENT_SHARE: '100' };
+// Tuning knobs pass through: DEVUTIL_PLANTUML_WORKERS=3 DEVUTIL_PLANTUML_WORKER_HEAP=1GiB npm run bench -- plantuml
+for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_PLANTUML_') && v) devEnv[k] = v;
+
+// ---- Cold start. The first start on a fresh data directory compiles the worker and makes the
+// class-data archive in the background (once per jar and Java): shown, not compared.
+const fresh = await coldStart(() => spawnDevutil(dataDir, devEnv));
+console.log(`devutil first start on a fresh data dir (worker compile): ${fresh.ms.toFixed(0)} ms`);
+const archiveMade = Date.now() + 300_000;
+const archived = () =>
+  readdirSync(join(dataDir, 'plantuml'))
+    .filter((d) => d.startsWith('worker-'))
+    .some((d) => readdirSync(join(dataDir, 'plantuml', d)).some((f) => f.endsWith('.jsa')));
+if (devEnv['DEVUTIL_PLANTUML_CLASS_ARCHIVE'] !== 'false') {
+  // The archive is trained by the server that compiled the worker; give it a server to finish in.
+  const trainer = await spawnDevutil(dataDir, devEnv);
+  while (!archived() && Date.now() < archiveMade) await new Promise((r) => setTimeout(r, 500));
+  await trainer.close();
+  console.log(archived() ? 'class-data archive made' : 'WARNING: no class-data archive after 5 minutes');
+}
+const coldVariants: [string, () => Promise<Proc & { proc: ChildProcess }>][] = [
+  ['picoweb', startPicoweb],
+  ['devutil', () => spawnDevutil(dataDir, devEnv)],
+  [
+    'devutil, no archive',
+    () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_PLANTUML_CLASS_ARCHIVE: 'false' }),
+  ],
+  ['devutil, no prestart', () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_PLANTUML_PRESTART: 'false' })],
+];
+const shapes = (process.env['BENCH_PLANTUML_SHAPES'] ?? '').split(',').filter(Boolean);
+const shapeEnv = (shape: string) => {
+  const [w, t] = shape.split('x');
+  return { DEVUTIL_PLANTUML_WORKERS: w!, DEVUTIL_PLANTUML_WORKER_THREADS: t! };
+};
+for (const s of shapes)
+  coldVariants.push([`devutil ${s}`, () => spawnDevutil(dataDir, { ...devEnv, ...shapeEnv(s) })]);
+const cold = new Map<string, Cold[]>(coldVariants.map(([n]) => [n, []]));
+const coldLoad = load();
+for (let r = 0; r < COLD_ROUNDS; r++) {
+  // Alternate the order, so a load change during the round does not favour one side.
+  const order = r % 2 ? [...coldVariants].reverse() : coldVariants;
+  for (const [name, start] of order) cold.get(name)!.push(await coldStart(start));
+}
+console.log(`\ncold start, ${COLD_ROUNDS} alternating rounds (load ${coldLoad} -> ${load()}), medians:`);
+for (const [name, runs] of cold) {
+  const listen = median(runs.map((c) => c.listenMs));
+  console.log(
+    `  ${name.padEnd(22)} first diagram ${median(runs.map((c) => c.ms)).toFixed(0)} ms` +
+      `${Number.isNaN(listen) ? '' : `, listening ${listen.toFixed(0)} ms`}` +
+      `, CPU ${median(runs.map((c) => c.cpu)).toFixed(2)} s  [${runs.map((c) => c.ms.toFixed(0)).join(' ')}]`,
+  );
+}
+const coldRows: Parameters<typeof report>[2] = [
+  {
+    metric: 'cold start to first diagram',
+    devutil: median(cold.get('devutil')!.map((c) => c.ms)),
+    anchor: median(cold.get('picoweb')!.map((c) => c.ms)),
+    unit: 'ms',
+    higherIsBetter: false,
+    target: 1.0,
+  },
+  {
+    metric: 'cold start CPU (process tree)',
+    devutil: median(cold.get('devutil')!.map((c) => c.cpu)),
+    anchor: median(cold.get('picoweb')!.map((c) => c.cpu)),
+    unit: 's',
+    higherIsBetter: false,
+  },
+];
+
+// ---- Uncached renders: devutil (default pool, and any BENCH_PLANTUML_SHAPES) and PicoWeb, all up at
+// once; each round runs every server in turn (alternating order), each request a new diagram.
+interface Server {
+  name: string;
+  proc: Proc;
+}
+const pico = await startPicoweb();
+const servers: Server[] = [{ name: 'picoweb', proc: pico }];
+const dev = await startDevutil({ ...devEnv, DEVUTIL_DATA_DIR: dataDir });
+servers.push({ name: 'devutil', proc: dev });
+for (const s of shapes) {
+  const env = { ...devEnv, DEVUTIL_DATA_DIR: dataDir, ...shapeEnv(s) };
+  servers.push({ name: `devutil ${s}`, proc: await startDevutil(env) });
+}
+const rss = new Map(servers.map((s) => [s.name, rssPeak(s.proc.pid)]));
+
+// Sanity: every corpus diagram renders (200) on every server before anything is measured.
+for (const p of uniquePaths('sanity', corpus.length * FORMATS.length)) {
+  for (const s of servers) {
+    const code = await status(s.proc.url + p);
+    if (code !== 200) throw new Error(`${s.name} ${p.slice(0, 40)}… answered ${code}`);
+  }
+}
+
+interface Run {
+  wrk: WrkResult;
+  /** CPU milliseconds of the server's process tree per answered request. */
+  cpuMs: number;
+}
+const runs = new Map<string, Run[]>();
+const n = 20_000;
+const uncachedLoad = load();
+let seq = 0;
+for (const c of [1, 4, 16]) {
+  const t = wrkThreads(c);
+  for (const s of servers) {
+    wrk(s.proc.url, {
+      connections: c,
+      durationSec: 2,
+      script: walker(uniquePaths(`warm${c}-${seq++}`, 400), t),
+      serverCloses: s.name === 'picoweb',
+    });
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of r % 2 ? [...servers].reverse() : servers) {
+      const cpu0 = treeCpu(s.proc.pid);
+      const w = wrk(s.proc.url, {
+        connections: c,
+        durationSec: SECONDS,
+        script: walker(uniquePaths(`run${c}-${seq++}`, n), t),
+        watch: { [s.name === 'picoweb' ? 'anchor' : 'devutil']: s.proc.pid },
+        // PicoWeb closes every connection after its answer: wrk's read errors there are not failures.
+        serverCloses: s.name === 'picoweb',
+      });
+      if (w.requests > n) throw new Error('more requests than distinct diagrams: some were cache hits');
+      const key = `${s.name} c=${c}`;
+      runs.set(key, [
+        ...(runs.get(key) ?? []),
+        { wrk: w, cpuMs: ((treeCpu(s.proc.pid) - cpu0) * 1000) / w.requests },
+      ]);
+    }
+  }
+}
+console.log(
+  `\nuncached, ${ROUNDS} alternating rounds of ${SECONDS} s (load ${uncachedLoad} -> ${load()}), medians:`,
+);
+const stat = (name: string, c: number) => {
+  const rs = runs.get(`${name} c=${c}`) ?? [];
+  return {
+    rps: median(rs.map((x) => x.wrk.rps)),
+    p99: median(rs.map((x) => x.wrk.p99ms)),
+    cpuMs: median(rs.map((x) => x.cpuMs)),
+    all: rs.map((x) => x.wrk.rps.toFixed(1)).join(' '),
+    invalid: invalid({ [name]: rs.map((x) => x.wrk) }),
+    last: rs.at(-1)?.wrk,
+  };
+};
 const rows: Parameters<typeof report>[2] = [];
 for (const c of [1, 4, 16]) {
-  const n = 20_000;
-  const t = wrkThreads(c);
-  const warm = walker(uniquePaths(`warm${c}`, 400), t);
-  wrk(dev.url, { connections: c, durationSec: 2, script: warm });
-  wrk(pico.url, { connections: c, durationSec: 2, script: warm, serverCloses: true });
-  const d = wrk(dev.url, {
-    connections: c,
-    durationSec: SECONDS,
-    script: walker(uniquePaths(`dev${c}`, n), t),
-    watch: { devutil: dev.pid },
-  });
-  const p = wrk(pico.url, {
-    connections: c,
-    durationSec: SECONDS,
-    script: walker(uniquePaths(`pico${c}`, n), t),
-    watch: { anchor: pico.pid },
-    serverCloses: true,
-  });
-  const bad =
-    d.requests > n || p.requests > n
-      ? 'more requests than distinct diagrams: some were cache hits'
-      : invalid({ devutil: d, picoweb: p });
-  // wrk counts PicoWeb's closing of every connection as a read error; those are not failures.
-  console.log(`c=${c}: devutil ${d.requests} req, picoweb ${p.requests} req`);
-  console.log(saturation(d, p, 'picoweb'));
+  for (const s of servers) {
+    const x = stat(s.name, c);
+    console.log(
+      `  c=${String(c).padEnd(2)} ${s.name.padEnd(14)} ${x.rps.toFixed(1).padStart(7)} req/s  p99 ${x.p99.toFixed(0).padStart(5)} ms` +
+        `  CPU ${x.cpuMs.toFixed(0).padStart(4)} ms/diagram  [${x.all}]${x.invalid ? `  NOT VALID: ${x.invalid}` : ''}`,
+    );
+  }
+  const d = stat('devutil', c);
+  const p = stat('picoweb', c);
+  if (d.last && p.last) console.log(`  last round: ${saturation(d.last, p.last, 'picoweb')}`);
+  const bad = [d.invalid, p.invalid].filter(Boolean).join(', ') || undefined;
   rows.push(
     {
       metric: `uncached c=${c}`,
@@ -205,12 +433,19 @@ for (const c of [1, 4, 16]) {
     },
     {
       metric: `uncached p99 c=${c}`,
-      devutil: d.p99ms,
-      anchor: p.p99ms,
+      devutil: d.p99,
+      anchor: p.p99,
       unit: 'ms',
       higherIsBetter: false,
       target: 1,
       invalid: bad,
+    },
+    {
+      metric: `uncached CPU c=${c}`,
+      devutil: d.cpuMs,
+      anchor: p.cpuMs,
+      unit: 'ms/diagram',
+      higherIsBetter: false,
     },
   );
 }
@@ -263,32 +498,16 @@ for (const c of [1, 4, 16]) {
 await ngx.close();
 rows.push({
   metric: 'peak RSS (node + pool vs JVM)',
-  devutil: devRss(),
-  anchor: picoRss(),
+  devutil: rss.get('devutil')!(),
+  anchor: rss.get('picoweb')!(),
   unit: 'MiB',
   higherIsBetter: false,
 });
-await dev.close();
-await pico.close();
-
-// Warm data dir: the worker class is compiled once per data dir and engine version.
-// A diagram not in the disk cache, so the first answer really comes from a JVM.
-const COLD = `/plantuml/svg/${encodeDiagram('Carol -> Dave : cold start')}`;
-const t2 = Date.now();
-const dev2 = await startDevutil(devEnv);
-await waitOk(dev2.url + COLD);
-const devCold = Date.now() - t2;
-await dev2.close();
-rows.push({
-  metric: 'cold start to first diagram',
-  devutil: devCold,
-  anchor: picoCold,
-  unit: 'ms',
-  higherIsBetter: false,
-  target: 1.0,
-});
+for (const s of shapes) console.log(`peak RSS devutil ${s}: ${rss.get(`devutil ${s}`)!().toFixed(0)} MiB`);
+for (const s of servers) await s.proc.close();
 rmSync(dataDir, { recursive: true, force: true });
 for (const d of scratch) rmSync(d, { recursive: true, force: true });
 
-report(`PlantUML, ${corpus.length}-diagram corpus, svg+png`, 'picoweb', rows);
+report(`PlantUML cold start (load ${coldLoad})`, 'picoweb', coldRows);
+report(`PlantUML, ${corpus.length}-diagram corpus, svg+png (load ${load()})`, 'picoweb', rows);
 report('PlantUML cache hits, the same bytes as static files', 'nginx static', cachedRows);
