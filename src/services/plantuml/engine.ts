@@ -211,8 +211,8 @@ export class PlantumlEngine {
           else if (this.earlyEvents.length < 64) this.earlyEvents.push(event);
         },
       });
-      // All workers start on first use, so the later ones warm up while the first one serves,
-      // instead of starting cold in the middle of the first burst.
+      // All workers start on first use (one after another), so the later ones warm up while the
+      // first one serves, instead of starting cold in the middle of the first burst.
       this.pool.warm();
       return this.pool;
     })();

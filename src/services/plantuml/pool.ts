@@ -41,6 +41,8 @@ export class WorkerPool {
   private queue: Job[] = [];
   private tick = 0;
   private closed = false;
+  /** warm() was called: keep starting workers, one at a time, up to the pool size. */
+  private warming = false;
 
   private readonly o: PoolOptions;
   constructor(o: PoolOptions) {
@@ -61,9 +63,16 @@ export class WorkerPool {
     return [...this.workers].flatMap((w) => (w.pid === undefined ? [] : [w.pid]));
   }
 
-  /** Starts workers up to the pool size without waiting for them. */
+  /**
+   * Starts workers up to the pool size, one after another: each once the one before it said hello.
+   * JVMs starting side by side share the cores (and those of the Node process starting beside
+   * them), so the first worker, the one that answers the first diagram, would come up later.
+   * Work that arrives meanwhile still starts more at once (pump).
+   */
   warm(): void {
-    while (!this.closed && this.workers.size < this.o.size) this.startWorker();
+    this.warming = true;
+    const starting = this.workers.size - this.ready.size;
+    if (!this.closed && starting === 0 && this.workers.size < this.o.size) this.startWorker();
   }
 
   run(req: WorkerRequest): Promise<WorkerReply> {
@@ -90,6 +99,7 @@ export class WorkerPool {
         if (!w.alive || this.closed) return;
         this.ready.set(w, 0);
         this.pump();
+        if (this.warming) this.warm();
       },
       () => {
         if (!this.closed && this.o.retryStart?.(w)) {
