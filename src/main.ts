@@ -1,23 +1,18 @@
 // Process entry: config -> buildServer -> listen; background listeners (relay); signals -> close.
 // With --workers N the primary forks N HTTP workers that share the port (node:cluster).
 import cluster from 'node:cluster';
-import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Background, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/logger.ts';
+import { prelaunch, workerCount } from './prelaunch.ts';
 import { type BuildOptions, buildServer } from './server.ts';
-import { isEnabled, type ServiceDef } from './services/define.ts';
-import { SERVICES } from './services/index.ts';
 
-/** Options an embedder passes through to buildServer (extra plugins). */
-export type ServeOptions = Pick<BuildOptions, 'plugins'>;
+/** Options an embedder passes through to buildServer (extra plugins), and the CLI's logger. */
+export type ServeOptions = Pick<BuildOptions, 'plugins'> & { logger?: Logger };
 
-export function workerCount(setting: string): number {
-  return setting === 'auto' ? availableParallelism() : Number(setting);
-}
+export { workerCount };
 
 /** Runs the server until SIGTERM/SIGINT; resolves with the exit code. */
 export async function serve(
@@ -25,7 +20,7 @@ export async function serve(
   warnings: string[] = [],
   opts: ServeOptions = {},
 ): Promise<number> {
-  const logger = createLogger(config.log.level, undefined, config.log.format);
+  const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   for (const w of warnings) logger.warn(w);
   const n = workerCount(config.server.workers);
   if (n > 1 && cluster.isPrimary) return runPrimary(n, logger, config);
@@ -70,18 +65,6 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
   return waitForSignal(app, background, config, logger);
-}
-
-/** Starts what the enabled utilities warm up in the background while the server is built. */
-async function prelaunch(config: Config, logger: Logger): Promise<void> {
-  const dataDir = resolve(config.server.dataDir);
-  const defs: readonly ServiceDef[] = SERVICES;
-  for (const def of defs) {
-    if (!def.prelaunch || !isEnabled(config, def)) continue;
-    await def.prelaunch({ config, dataDir, logger }).catch((err: unknown) => {
-      logger.warn({ err, svc: def.name }, 'prelaunch failed: starting on first use');
-    });
-  }
 }
 
 /** Errors of a machine (or container) without IPv6: `::` cannot be bound at all. */
