@@ -111,6 +111,15 @@ export class Cache<M> {
     return this.hit('disk', { ...found, tier: 'disk' });
   }
 
+  /**
+   * A memory-tier hit, synchronously (counted as one), or undefined (not counted: the caller goes on
+   * to get() or peek(), which count the outcome). The hot path of small cached answers: no await.
+   */
+  memory(key: string): CacheHit<M> | undefined {
+    const m = this.mem?.get(key);
+    return m ? this.hit('memory', { entry: m.entry, body: m.body, tier: 'memory' }) : undefined;
+  }
+
   /** Metadata only (for answers that may need no body: 304, HEAD, a decision to revalidate). */
   async peek(key: string): Promise<CacheEntry<M> | undefined> {
     const m = this.mem?.get(key);

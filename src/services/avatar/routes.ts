@@ -5,6 +5,7 @@ import { AppError, badRequest, forbidden, notFound, unavailable } from '../../er
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
+import { etagMatches, PreparedMemo } from '../../infra/prepared-response.ts';
 import { checkAdmin, readUpload } from './admin.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';
@@ -15,14 +16,6 @@ export const MAX_SIZE = 2048;
 
 type Route = { Params: { file?: string }; Querystring: Record<string, unknown> };
 type Req = FastifyRequest<Route>;
-
-/** Weak comparison (RFC 9110 13.1.2), as If-None-Match requires. */
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  const bare = etag.replace(/^W\//, '');
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
-}
 
 function notModified(req: Req, etag: string, lastModified: Date | null): boolean {
   const inm = req.headers['if-none-match'];
@@ -58,7 +51,34 @@ export function avatarRoutes(
     return expiresText;
   };
 
+  // A memory hit's headers are worked out once per rendered body and file name.
+  const prepared = new PreparedMemo();
+  const disposition = (name: string, contentType: string) =>
+    `inline; filename="${name}.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}"`;
+
   async function send(req: Req, reply: FastifyReply, out: Outcome, name: string): Promise<unknown> {
+    // 304s keep the path below: they never touch the cache (nor its counters).
+    if (out.kind === 'image' && !notModified(req, out.etag, out.lastModified)) {
+      const body = out.hit();
+      if (body) {
+        served(out.source);
+        reply.header('expires', expires());
+        const lm = out.lastModified?.getTime() ?? 0;
+        return prepared
+          .get(body, `${name}\n${out.source}\n${out.etag}\n${lm}`, () => ({
+            headers: {
+              'cache-control': cacheControl,
+              'access-control-allow-origin': '*',
+              etag: out.etag,
+              ...(out.lastModified ? { 'last-modified': out.lastModified.toUTCString() } : {}),
+              'x-avatar-source': out.source,
+              'content-disposition': disposition(name, out.contentType),
+              'content-type': out.contentType,
+            },
+          }))
+          .sendBody(reply);
+      }
+    }
     reply.header('cache-control', cacheControl);
     reply.header('expires', expires());
     reply.header('access-control-allow-origin', '*');
@@ -76,8 +96,7 @@ export function avatarRoutes(
     reply.header('x-avatar-source', out.source);
     if (notModified(req, out.etag, out.lastModified)) return reply.code(304).send();
     const body = await out.body();
-    const ext = out.contentType.slice('image/'.length).replace('jpeg', 'jpg');
-    reply.header('content-disposition', `inline; filename="${name}.${ext}"`);
+    reply.header('content-disposition', disposition(name, out.contentType));
     return reply.code(200).type(out.contentType).send(body);
   }
 

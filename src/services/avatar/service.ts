@@ -33,6 +33,8 @@ export type Outcome =
       lastModified: Date | null;
       /** Renders (or reads from cache) the bytes; skipped for 304s. */
       body(): Promise<Buffer>;
+      /** The bytes if the memory tier has them, synchronously (the hot path); else undefined. */
+      hit(): Buffer | undefined;
     }
   | { kind: 'redirect'; location: string }
   | { kind: 'not_found' };
@@ -190,6 +192,13 @@ export class AvatarService {
       body: () => {
         if (upload) this.track(upload, key);
         return this.bytes(key, client, render);
+      },
+      hit: () => {
+        const h = this.d.cache.memory(key);
+        if (!h) return undefined;
+        if (upload) this.track(upload, key);
+        this.d.onCache?.('memory');
+        return h.body;
       },
     };
   }

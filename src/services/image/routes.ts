@@ -6,6 +6,7 @@ import { alreadyLogged, badRequest, notFound, unavailable } from '../../errors.t
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
+import { PreparedMemo } from '../../infra/prepared-response.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
 import { type ImageService, UnknownCategoryError } from './service.ts';
 
@@ -61,8 +62,10 @@ export async function imageRoutes(
   const cfg = ctx.config.image;
   // No hook at all when the limit is off: the cached path is hot enough for a no-op hook to show.
   const limited = cfg.rateLimit.limit > 0 ? { onRequest: ctx.limiter.hook('image', cfg.rateLimit) } : {};
-  // Header values that are fixed for one cached body, worked out once per body.
-  const fixed = new WeakMap<Buffer, Record<string, string>>();
+  // The answer for one cached body, worked out once per body and kind (random, by id, fallback).
+  const prepared = new PreparedMemo();
+  const maxAge = (degraded: boolean) =>
+    `public, max-age=${degraded ? Math.min(60, cfg.maxAgeSec) : cfg.maxAgeSec}`;
 
   app.get<Q>(
     '/rest/api/v1/image',
@@ -95,38 +98,34 @@ export async function imageRoutes(
           unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),
         );
       }
-      let headers = fixed.get(r.body);
-      if (!headers) {
-        const name = `${safeName(r.id)}-${r.width}x${r.height}${o.blur ? `-blur_${o.blur}` : ''}${o.grayscale ? '-grayscale' : ''}.${EXTENSIONS[o.format]}`;
-        headers = {
-          'content-type': r.contentType,
-          'content-disposition': `inline; filename="${name}"`,
-          'image-id': encodeURIComponent(r.id),
-          'image-source': r.source,
-          'access-control-allow-origin': '*',
-          'access-control-expose-headers': 'Content-Type, Image-Id, Image-Source',
-          'timing-allow-origin': '*',
-        };
-        fixed.set(r.body, headers);
-      }
-      reply.headers(headers).header('x-cache', r.cache === 'miss' ? 'MISS' : 'HIT');
-      if (o.id === null) {
-        // A random pick: the next request must not be answered from a cache (Picsum users' pain).
-        reply.header('cache-control', 'no-store');
-        return reply.send(r.body);
-      }
-      reply.header('etag', r.etag);
-      // A fallback answer may change once the preferred source is back, so it is cached briefly.
-      reply.header(
-        'cache-control',
-        `public, max-age=${r.degraded ? Math.min(60, cfg.maxAgeSec) : cfg.maxAgeSec}`,
-      );
-      const inm = req.headers['if-none-match'];
-      if (typeof inm === 'string' && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === r.etag)) {
-        reply.removeHeader('content-type');
-        return reply.code(304).send();
-      }
-      return reply.send(r.body);
+      const random = o.id === null;
+      const cache = r.cache === 'miss' ? 'MISS' : 'HIT';
+      const variant = `${random ? 'random' : r.degraded ? 'fallback' : 'id'} ${cache}`;
+      return prepared
+        .get(r.body, variant, () => {
+          const name = `${safeName(r.id)}-${r.width}x${r.height}${o.blur ? `-blur_${o.blur}` : ''}${o.grayscale ? '-grayscale' : ''}.${EXTENSIONS[o.format]}`;
+          return {
+            headers: {
+              'content-type': r.contentType,
+              'content-disposition': `inline; filename="${name}"`,
+              'image-id': encodeURIComponent(r.id),
+              'image-source': r.source,
+              'access-control-allow-origin': '*',
+              'access-control-expose-headers': 'Content-Type, Image-Id, Image-Source',
+              'timing-allow-origin': '*',
+              'x-cache': cache,
+              // A random pick: the next request must not be answered from a cache (Picsum users' pain).
+              ...(random
+                ? { 'cache-control': 'no-store' }
+                : // A fallback answer may change once the preferred source is back: cached briefly.
+                  { etag: r.etag, 'cache-control': maxAge(r.degraded) }),
+            },
+            etagMatch: 'list',
+            modifiedSince: false,
+            omitOn304: ['content-type', 'content-length'],
+          };
+        })
+        .send(reply, req.headers);
     },
   );
 

@@ -107,7 +107,8 @@ export class ImageService {
       try {
         const entry = src.pick(o.id, category);
         const key = `${entry.key}|${optionsKey(o)}|${this.fingerprint}`;
-        const found = await this.cache.get(key);
+        // A memory hit is answered without an await; only the other tiers go through get().
+        const found = this.cache.memory(key) ?? (await this.cache.get(key));
         const cache: Served['cache'] = found?.tier ?? 'miss';
         let hit = found && { body: found.body, meta: found.entry.meta as Meta };
         if (!hit) {

@@ -4,11 +4,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
 import { addressGroup } from '../../infra/client-ip.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
+import { PreparedMemo } from '../../infra/prepared-response.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
 import type { FormatSpec } from './formats.ts';
 import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
 const MAX_AGE = 432_000; // 5 days, as the server
+/** Prepared answers of cached diagrams, one per body and content type (infra/prepared-response.ts). */
+const prepared = new PreparedMemo();
 
 export interface ReplyOptions {
   cacheHeaders: boolean;
@@ -109,6 +112,32 @@ export async function sendDiagram(
     throw httpError(err);
   }
   const ok = r.status === 'ok';
+  if (r.cached && ok && !fmt.base64 && engine.facts) {
+    // A cache hit: its headers (ETag hashing included) were worked out on its first hit.
+    const facts = engine.facts;
+    if (o.cacheHeaders) reply.header('expires', httpDate(Date.now() + MAX_AGE * 1000));
+    return prepared
+      .get(r.body, `${fmt.contentType}\n${o.cacheHeaders}\n${facts.version}`, () => {
+        const tag = engine.etag(source, r.includes);
+        return {
+          headers: {
+            'access-control-allow-origin': '*',
+            'cache-control': o.cacheHeaders ? `public, max-age=${MAX_AGE}` : 'no-cache',
+            ...(o.cacheHeaders
+              ? {
+                  'last-modified': httpDate(Math.floor(facts.compileTime / 60_000) * 60_000),
+                  ...(tag ? { etag: tag } : {}),
+                }
+              : {}),
+            'x-plantuml-diagram-description': headerText(r.description),
+            'x-powered-by': `PlantUML Version ${facts.version}`,
+            'x-plantuml-cache': 'hit',
+            'content-type': fmt.contentType,
+          },
+        };
+      })
+      .sendBody(reply);
+  }
   const tag = engine.etag(source, r.includes);
   cacheHeaders(reply, engine, tag, ok, o);
   reply.header('x-plantuml-diagram-description', headerText(r.description));

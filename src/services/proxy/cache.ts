@@ -6,6 +6,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Cache, type CacheEntry } from '../../infra/cache.ts';
 import { ByteLru } from '../../infra/lru.ts';
+import { PreparedMemo } from '../../infra/prepared-response.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 
@@ -118,6 +119,7 @@ function waitAtMost(p: Promise<unknown>, ms: number): Promise<void> {
 export class DiskCache implements ProxyCache {
   private fills = new Map<string, Promise<boolean>>();
   private varies = new ByteLru<string[]>(VARY_URLS, () => 1, 1);
+  private prepared = new PreparedMemo();
 
   readonly store: Cache<Stored>;
   private ttlMs: number;
@@ -171,6 +173,27 @@ export class DiskCache implements ProxyCache {
     return { status: 200, headers, body: null, offloaded: a.end - a.start + 1, url: r.url };
   }
 
+  /**
+   * A whole small object from memory, without an await: its 200 and 304 headers are prepared once
+   * per stored body (answer() does the same per request for the other cases: Range, HEAD, disk).
+   * Revalidated objects take the slow path, which checks their freshness first.
+   */
+  private hot(key: string, r: ForwardRequest): Upstream | undefined {
+    if (r.method !== 'GET' || r.route.cache === 'revalidate' || r.headers.range !== undefined)
+      return undefined;
+    const hit = this.store.memory(key);
+    if (!hit) return undefined;
+    const p = this.prepared.get(hit.body, '', () => ({
+      headers: { ...hit.entry.meta.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' },
+      etagMatch: 'exact',
+      omitOn304: ['content-length'],
+    }));
+    if (p.notModified(r.headers))
+      return { status: 304, headers: p.notModifiedHeaders, body: null, url: r.url };
+    this.stats.onBytes('cache', p.body.length);
+    return { status: 200, headers: p.headers, body: null, text: p.body, url: r.url };
+  }
+
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {
     if (r.route.cache === 'none' || (r.method !== 'GET' && r.method !== 'HEAD')) return null;
     if (r.headers.authorization) return null;
@@ -198,6 +221,11 @@ export class DiskCache implements ProxyCache {
     if (pending) {
       await waitAtMost(pending, COALESCE_WAIT_MS);
       key = this.variant(base, r); // the fill may have learnt that the URL varies
+    }
+    const hot = this.hot(key, r);
+    if (hot) {
+      this.stats.onResult('hit');
+      return hot;
     }
     let e = await this.store.peek(key);
     if (e && r.route.cache === 'revalidate' && !(await this.fresh(e, r, o, log))) e = undefined;
