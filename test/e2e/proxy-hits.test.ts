@@ -32,7 +32,8 @@ describe('proxy: memory-tier hits', { skip: toolSkip('curl') }, () => {
       const etag = `"r${release.length}"`;
       if (req.headers['if-none-match'] === etag) {
         res.writeHead(304, { etag });
-        return res.end();
+        res.end();
+        return;
       }
       res.writeHead(200, {
         'content-type': 'text/plain',

@@ -15,7 +15,8 @@ const without = (h: Record<string, unknown>, drop: string[]) =>
 
 describe('avatar cache hits (prepared answers)', () => {
   let app: FastifyInstance;
-  const memoryHits = () => app.ctx.metrics.caches.find((c) => c.name === 'avatar')?.stats().memoryHits ?? 0;
+  const memoryHits = () =>
+    app.ctx.metrics.caches.map((c) => c.stats()).find((s) => s.name === 'avatar')?.memoryHits ?? 0;
   before(async () => {
     app = await buildTestServer({ overrides: { avatar: { upstream: 'none', adminToken: TOKEN } } });
   });

@@ -10,7 +10,8 @@ const without = (h: Record<string, unknown>, drop: string[]) =>
 
 describe('image cache hits (prepared answers)', () => {
   let app: FastifyInstance;
-  const memoryHits = () => app.ctx.metrics.caches.find((c) => c.name === 'image')?.stats().memoryHits ?? 0;
+  const memoryHits = () =>
+    app.ctx.metrics.caches.map((c) => c.stats()).find((s) => s.name === 'image')?.memoryHits ?? 0;
   before(async () => {
     app = await buildTestServer();
   });
