@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { request } from 'undici';
-import { BodyTooLarge, capStream, readCapped } from './capped-body.ts';
+import { BodyTooLarge, capStream, readCapped, readSmall } from './capped-body.ts';
 
 /** A stream of `n` chunks of `size` bytes that records how many chunks were pulled. */
 function counted(n: number, size: number) {
@@ -88,5 +88,36 @@ describe('capped body reader', () => {
       /too big for the proxy/,
     );
     assert.ok(seen.destroyed);
+  });
+});
+
+describe('small body reader', () => {
+  it('returns the whole body, byte for byte', async () => {
+    const { s } = counted(3, 100);
+    const b = await readSmall(s, 300);
+    assert.equal(b.length, 300);
+    assert.deepEqual([b[0], b[100], b[299]], [1, 2, 3]);
+  });
+
+  it('refuses a body past the cap and closes the source', async () => {
+    const { s, seen } = counted(1000, 100);
+    await assert.rejects(
+      readSmall(s, 250, 'upstream response'),
+      (e: unknown) => e instanceof BodyTooLarge && /upstream response exceeds 250/.test(e.message),
+    );
+    assert.ok(seen.destroyed);
+    assert.ok(seen.pulled < 10);
+  });
+
+  it('fails when the source errors or closes before its end', async () => {
+    const failing = new Readable({ read() {} });
+    failing.push(Buffer.from('part'));
+    const r1 = readSmall(failing, 100);
+    failing.destroy(new Error('reset'));
+    await assert.rejects(r1, /reset/);
+    const closed = new Readable({ read() {} });
+    const r2 = readSmall(closed, 100);
+    closed.destroy();
+    await assert.rejects(r2, /closed before its end/);
   });
 });

@@ -44,6 +44,34 @@ export async function readCapped(body: BodySource, max: number, o: CapOptions = 
 }
 
 /**
+ * readCapped for a Node stream known to be small (a declared length): listeners instead of an async
+ * iterator, one promise per body. A stream that closes before its end fails like an aborted one.
+ */
+export function readSmall(src: Readable, max: number, what?: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: Error) => {
+      src.removeListener('data', onData);
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        fail(new BodyTooLarge(max, what));
+        src.destroy();
+      } else chunks.push(chunk);
+    };
+    src.on('data', onData);
+    src.once('error', fail);
+    src.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    src.once('close', () => {
+      if (!src.readableEnded) fail(new Error('body closed before its end'));
+    });
+  });
+}
+
+/**
  * `src` passed through unbuffered, failing with `tooLarge()` (BodyTooLarge by default) once more
  * than `max` bytes went by; an error on either side destroys both.
  */

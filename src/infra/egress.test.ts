@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type Dispatcher, errors } from 'undici';
-import { BlockedAddressError, createEgress, guardedLookup, isBlocked } from './egress.ts';
+import { BlockedAddressError, createEgress, guardedLookup, isBlocked, RequestAbort } from './egress.ts';
 import { isBlockedAddress, parseResolve } from './netguard.ts';
 
 describe('address guard', () => {
@@ -105,6 +105,16 @@ describe('egress client', () => {
   it('gives up on headers that take longer than headersTimeoutMs', async () => {
     const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`], headersTimeoutMs: 200 });
     await assert.rejects(get(d, 'http://fixture.test/slow'), errors.HeadersTimeoutError);
+  });
+
+  it('aborts a request waiting for headers through a RequestAbort, as RequestAbortedError', async () => {
+    const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`] });
+    const ac = new RequestAbort();
+    const pending = d.request({ origin: 'http://fixture.test', path: '/slow', method: 'GET', signal: ac });
+    setTimeout(() => ac.abort(), 100);
+    // Not aborted, the request would answer 200 "late".
+    await assert.rejects(pending, errors.RequestAbortedError);
+    assert.equal(ac.listenerCount('abort'), 0, 'undici let go of the handle');
   });
 
   it('parses overrides like curl --resolve', () => {

@@ -6,6 +6,7 @@
 // literals that point inward are refused on every hop. The only way to reach loopback is a
 // `host=address:port` override (curl --resolve), which is how tests reach their fixture servers.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
@@ -111,4 +112,18 @@ export function createEgress(o: EgressOptions): Dispatcher {
 export function isBlocked(err: unknown): boolean {
   const cause = (err as { cause?: unknown } | null)?.cause;
   return err instanceof BlockedAddressError || cause instanceof BlockedAddressError;
+}
+
+/**
+ * An abort handle for one exchange, passed to undici as `signal` (it takes an EventEmitter as well
+ * as an AbortSignal). Cheaper per request than an AbortController and its event-target listener,
+ * and undici reports the abort as its own RequestAbortedError.
+ */
+export class RequestAbort extends EventEmitter {
+  aborted = false;
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
 }

@@ -55,8 +55,26 @@ export class Metrics {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 
-  gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
-    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  /** `collect`, when given, sets the value at scrape time (for values too costly to keep current). */
+  gauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[] = [],
+    collect?: (g: Gauge<L>) => void,
+  ): Gauge<L> {
+    return new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(collect
+        ? {
+            collect(this: Gauge<L>) {
+              collect(this);
+            },
+          }
+        : {}),
+    });
   }
 
   histogram<L extends string>(

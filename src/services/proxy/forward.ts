@@ -51,7 +51,8 @@ export interface ForwardRequest {
   route: Route;
   headers: IncomingHttpHeaders;
   body: Readable | null;
-  signal: AbortSignal;
+  /** Aborts the upstream exchange (the client left): an AbortSignal or infra/egress RequestAbort. */
+  signal: Dispatcher.RequestOptions['signal'];
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -73,7 +74,8 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
     if (len > o.maxRequestBytes) throw new ProxyError(413, `request body exceeds ${o.maxRequestBytes} bytes`);
     body = Number.isNaN(len) ? capped(r.body, o.maxRequestBytes, 'request body') : r.body;
   }
-  let url = new URL(r.route.path ? `${r.url.origin}${r.route.path}${r.url.search}` : r.url.href);
+  // r.url is never changed here: without a path mapping it is used as is, not parsed again.
+  let url = r.route.path ? new URL(`${r.url.origin}${r.route.path}${r.url.search}`) : r.url;
   const firstHost = url.hostname;
   let htmlGuard = r.route.htmlGuard;
   for (let hop = 0; ; hop++) {

@@ -64,15 +64,20 @@ function first(v: string | string[] | undefined): string | undefined {
  * proxy forwards as-is; chunked bodies are re-framed by undici.
  */
 export function requestHeaders(h: IncomingHttpHeaders, opts: { withBody: boolean }): HeaderMap {
-  const named = new Set(
-    (first(h.connection) ?? '')
-      .toLowerCase()
-      .split(',')
-      .map((s) => s.trim()),
-  );
+  // Most requests name no header in Connection: no set is built for them.
+  const conn = first(h.connection);
+  const named = conn
+    ? new Set(
+        conn
+          .toLowerCase()
+          .split(',')
+          .map((s) => s.trim()),
+      )
+    : null;
   const out: HeaderMap = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (!REQUEST_KEEP.has(k) || named.has(k) || v === undefined) continue;
+  for (const k in h) {
+    const v = h[k];
+    if (v === undefined || !REQUEST_KEEP.has(k) || named?.has(k)) continue;
     if (!opts.withBody && (k === 'content-length' || k === 'content-encoding' || k === 'content-type'))
       continue;
     out[k] = first(v) as string;
@@ -83,7 +88,8 @@ export function requestHeaders(h: IncomingHttpHeaders, opts: { withBody: boolean
 /** Response headers relayed to the client, plus the proxy's own safety headers. */
 export function responseHeaders(h: Record<string, string | string[] | undefined>): HeaderMap {
   const out: HeaderMap = {};
-  for (const [k, v] of Object.entries(h)) {
+  for (const k in h) {
+    const v = h[k];
     if (v === undefined || !RESPONSE_KEEP.has(k)) continue;
     out[k] = first(v) as string;
   }

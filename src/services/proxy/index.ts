@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { budgetMetrics, createByteBudget } from '../../infra/byte-budget.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { createEgress } from '../../infra/egress.ts';
-import { createStore, DiskCache } from './cache.ts';
+import { type CacheStats, createStore, DiskCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
@@ -44,7 +44,17 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'result',
   ]);
   const bytes = ctx.metrics.counter('devutil_proxy_bytes_total', 'proxied body bytes by source', ['source']);
-  const used = ctx.metrics.gauge('devutil_proxy_cache_bytes', 'bytes held by the proxy cache');
+  // Label children bound once: these count on every proxied request.
+  const bySource = {
+    cache: bytes.labels({ source: 'cache' }),
+    upstream: bytes.labels({ source: 'upstream' }),
+  };
+  const byResult = Object.fromEntries(
+    (['hit', 'miss', 'revalidated', 'stale', 'bypass'] as const).map((r) => [
+      r,
+      results.labels({ result: r }),
+    ]),
+  ) as Record<Parameters<CacheStats['onResult']>[0], { inc(): void }>;
   const store =
     cfg.cacheMaxBytes > 0
       ? createStore(
@@ -59,6 +69,10 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             ),
         )
       : null;
+  // Read when scraped: the cache's size changes with fills and evictions, not with each request.
+  ctx.metrics.gauge('devutil_proxy_cache_bytes', 'bytes held by the proxy cache', [], (g) =>
+    g.set(store?.stats().bytes ?? 0),
+  );
   if (store) {
     ctx.metrics.caches.push(store);
     app.addHook('onClose', async () => store.idle());
@@ -68,11 +82,8 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         store,
         cfg.indexTtlSec * 1000,
         {
-          onResult: (result) => results.inc({ result }),
-          onBytes: (source, n) => {
-            bytes.inc({ source }, n);
-            used.set(store.stats().bytes);
-          },
+          onResult: (result) => byResult[result].inc(),
+          onBytes: (source, n) => bySource[source].inc(n),
         },
         cfg.accelRedirect,
       )

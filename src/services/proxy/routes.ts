@@ -1,10 +1,17 @@
 // HTTP layer of the proxy: access checks, target parsing, policy, then forward() and relay. The
 // raw request URL is parsed here (never a decoded or normalised one; digest §1).
-import type { Readable, Writable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  onRequestHookHandler,
+} from 'fastify';
 import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
 import type { ByteBudget } from '../../infra/byte-budget.ts';
+import { readSmall } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
+import { RequestAbort } from '../../infra/egress.ts';
 import { FileRangeStream } from '../../infra/file-read.ts';
 import { docOnly } from '../../infra/openapi.ts';
 import { socketBytes } from '../../infra/usage.ts';
@@ -13,6 +20,7 @@ import { MOUNT } from './definition.ts';
 import { classify, codeOf } from './errors.ts';
 import { type ForwardOptions, forward, type Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
+import { meter, SMALL_BODY } from './meter.ts';
 import { decide } from './policy.ts';
 import { subjectsOf } from './subjects.ts';
 import { type AllowList, parseTarget } from './target.ts';
@@ -49,7 +57,15 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
   app.get(`${MOUNT}/_/health`, doc('Proxy liveness for load balancers on the proxy host'), info('ok\n'));
 
   const active = new Map<string, number>();
-  const limit = ctx.limiter.hook('proxy', () => cfg.rateLimit);
+  // Only the checks that are on: an async hook costs a promise and a tick on every request.
+  const onRequest: (onRequestHookHandler | onRequestAsyncHookHandler)[] = [];
+  if (cfg.clients.length)
+    onRequest.push((req, _reply, done) =>
+      done(
+        deps.clientAllowed(req.clientIp) ? undefined : forbidden('this proxy is not open to your address'),
+      ),
+    );
+  if (cfg.rateLimit.limit > 0) onRequest.push(ctx.limiter.hook('proxy', cfg.rateLimit));
 
   app.route({
     method: ALL,
@@ -80,12 +96,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         `${MOUNT}/{target}`,
       ),
     },
-    onRequest: [
-      async (req) => {
-        if (!deps.clientAllowed(req.clientIp)) throw forbidden('this proxy is not open to your address');
-      },
-      limit,
-    ],
+    onRequest,
     handler: async (req, reply) => {
       let raw = (req.raw.url ?? '/').slice(MOUNT.length);
       if (cfg.secret) {
@@ -123,7 +134,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       const n = active.get(ip) ?? 0;
       if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
       active.set(ip, n + 1);
-      const ac = new AbortController();
+      const ac = new RequestAbort();
       const started = performance.now();
       let upstreamStatus = 0;
       // An upstream failure (before or during the body) is reported once, on the exchange line.
@@ -162,14 +173,22 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         route: d.route,
         headers: req.headers,
         body,
-        signal: ac.signal,
+        signal: ac,
       };
       let up: Upstream;
+      let small: Buffer | undefined;
       try {
         up = deps.cache ? await deps.cache.serve(fr, deps.fwd, req.log) : await forward(deps.fwd, fr);
+        upstreamStatus = up.status;
+        // A small body is read whole and sent with its headers in one write: no stream plumbing per
+        // request, and a failure before its end is still a clean 502/504 rather than a cut answer.
+        const len = Number(up.headers['content-length'] ?? Number.NaN);
+        // (Cached files keep their own pooled copy into the response.)
+        if (up.body && len < SMALL_BODY && !(up.body instanceof FileRangeStream))
+          small = await readSmall(up.body, len, 'upstream response');
       } catch (err) {
         const f = classify(err);
-        if (f.status === 499 || ac.signal.aborted) {
+        if (f.status === 499 || ac.aborted) {
           reply.raw.destroy();
           return reply;
         }
@@ -178,8 +197,14 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         failure = { reason: f.message, code: codeOf(err) || undefined };
         throw alreadyLogged(e);
       }
-      upstreamStatus = up.status;
       reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
+      if (small) {
+        // Charged, not written to the store at once: the budget's batch does that within its
+        // interval (a store write per small answer would cost more than the answer), and this
+        // instance counts its unwritten charges in its own checks.
+        budget?.charge(ip, small.length);
+        return reply.send(small);
+      }
       if (up.offloaded !== undefined) {
         // nginx sends the body (X-Accel-Redirect): charged now, as what it is about to send.
         if (budget) {
@@ -201,25 +226,11 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
           failure = { reason: classify(err).message, code: codeOf(err) || undefined };
           alreadyLogged(err);
         });
-        if (budget) meter(reply.raw, budget, ip);
+        meter(reply.raw, budget, ip);
         return reply.send(up.body);
       }
       return reply.send();
     },
-  });
-}
-
-/**
- * Charges the body's bytes to the client as they are handed to the response. Listening where the
- * body is piped adds no stream hop (a Transform would hold the first chunk back a tick, so an
- * upstream failure right after it would turn a cut transfer into a different answer).
- */
-function meter(res: Writable, budget: ByteBudget, ip: string): void {
-  res.once('pipe', (body: Readable) => {
-    // A cached file copies into the response through reused buffers: a 'data' listener would undo that.
-    if (body instanceof FileRangeStream) body.onBytes = (n) => budget.charge(ip, n);
-    else body.on('data', (chunk: Buffer) => budget.charge(ip, chunk.length));
-    body.once('close', () => void budget.flush());
   });
 }
 
