@@ -1,6 +1,5 @@
 // AppError and the one error / not-found handler. Each route family answers in its own envelope
 // (CONVENTIONS.md "Public interface first"); clients never see a stack, a path or a secret.
-import { METHODS } from 'node:http';
 import {
   type FastifyError,
   type FastifyInstance,
@@ -11,6 +10,9 @@ import {
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
 import { redact } from './infra/logger.ts';
+import { nodeHttp } from './infra/node-http.ts';
+
+const { METHODS } = nodeHttp;
 
 export interface AppErrorOptions {
   cause?: unknown;

@@ -5,8 +5,8 @@
 // since a Writable may keep the chunks it was given.
 import { read } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { ServerResponse } from 'node:http';
 import { Readable, type Writable } from 'node:stream';
+import { nodeHttp } from './node-http.ts';
 
 export const READ_CHUNK_BYTES = 512 * 1024;
 /** Idle buffers kept for the next download (4 MiB); more are left to the garbage collector. */
@@ -72,7 +72,7 @@ export class FileRangeStream extends Readable {
 
   override pipe<T extends NodeJS.WritableStream>(dest: T, opts?: { end?: boolean }): T {
     const untouched = this.readableFlowing === null && this.readableLength === 0 && !this.readableDidRead;
-    if (this.fast || !untouched || !(dest instanceof ServerResponse)) return super.pipe(dest, opts);
+    if (this.fast || !untouched || !(dest instanceof nodeHttp.ServerResponse)) return super.pipe(dest, opts);
     this.fast = true;
     dest.emit('pipe', this); // as pipe() does: listeners (a byte counter) learn their source
     this.copyTo(dest, opts?.end !== false);

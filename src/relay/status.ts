@@ -1,6 +1,7 @@
 // strelaysrv's /status endpoint (digest §11): the same field names, sorted keys, 4-space JSON,
 // CORS open, no keep-alive; plus the 10 s rate sampler behind kbps10s1m5m15m30m60m.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { nodeHttp } from '../infra/node-http.ts';
 
 const WINDOWS_S = [10, 60, 300, 900, 1800, 3600];
 const SAMPLE_S = 10;
@@ -56,7 +57,7 @@ export function statusJson(status: object): string {
 }
 
 export function createStatusServer(status: () => object): Server {
-  const server = createServer((req, res) => {
+  const server = nodeHttp.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     res.setHeader('Connection', 'close');
     if (path !== '/status') {
