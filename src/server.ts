@@ -65,7 +65,11 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
 
   const ownRedis = opts.redis === undefined && config.redis.url !== '';
   const redis =
-    opts.redis !== undefined ? opts.redis : config.redis.url ? connectRedis(config.redis.url, logger) : null;
+    opts.redis !== undefined
+      ? opts.redis
+      : config.redis.url
+        ? await connectRedis(config.redis.url, logger)
+        : null;
   const metrics = new Metrics();
   const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [
     'mode',

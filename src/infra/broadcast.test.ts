@@ -38,7 +38,7 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
   const conns: Redis[] = [];
   const buses: Broadcast[] = [];
   const instance = async () => {
-    const redis = connectRedis(server.url, log);
+    const redis = await connectRedis(server.url, log);
     conns.push(redis);
     await redisReady(redis);
     const bus = createBroadcast(redis, 'test:', log);

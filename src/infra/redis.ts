@@ -1,11 +1,13 @@
 // The shared Redis connection (only when DEVUTIL_REDIS_URL is set). Commands fail fast while it is
 // down instead of queueing, so callers can apply their fail-open / fail-closed policy; ioredis
-// reconnects in the background and the limiter recovers by itself.
-import { Redis } from 'ioredis';
+// reconnects in the background and the limiter recovers by itself. ioredis itself is loaded only
+// here, when a URL is configured: a server without Redis does not pay for loading it at start-up.
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { redact } from './logger.ts';
 
-export function connectRedis(url: string, logger: Logger): Redis {
+export async function connectRedis(url: string, logger: Logger): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     lazyConnect: false,
     enableOfflineQueue: false,
