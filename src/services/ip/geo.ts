@@ -1,10 +1,11 @@
 // Country and network (ASN, organisation) of a caller, offline, from databases that ship as npm
 // packages (ip-location-db), so `npm update` refreshes them. Opened once, on the first request that
-// needs them (a plain /rest/api/v1/ip never pays for them), and shared by every request after.
+// needs them (a plain /rest/api/v1/ip never pays for them, nor loads mmdb-lib), and shared by every
+// request after.
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, extname, join } from 'node:path';
-import { Reader, type Response } from 'mmdb-lib';
+import type { Response } from 'mmdb-lib';
 import type { Logger } from 'pino';
 import { RangeTable } from './ranges.ts';
 import { type Scope, scopeOf } from './scope.ts';
@@ -48,6 +49,7 @@ type Opened = { lookup: Lookup; rows?: number; skipped?: number; clipped?: numbe
 
 async function open(kind: Kind, path: string): Promise<Opened> {
   if (extname(path).toLowerCase() === '.mmdb') {
+    const { Reader } = await import('mmdb-lib');
     const reader = new Reader<Response>(await readFile(path));
     const columns = MMDB_COLUMNS[kind];
     return {
