@@ -4,8 +4,15 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { type Dispatcher, errors } from 'undici';
-import { BlockedAddressError, createEgress, guardedLookup, isBlocked, RequestAbort } from './egress.ts';
+import { errors } from 'undici';
+import {
+  BlockedAddressError,
+  createEgress,
+  type Egress,
+  guardedLookup,
+  isBlocked,
+  RequestAbort,
+} from './egress.ts';
 import { isBlockedAddress, parseResolve } from './netguard.ts';
 
 describe('address guard', () => {
@@ -47,7 +54,7 @@ describe('egress client', () => {
   let server: Server;
   let port = 0;
   let hits = 0;
-  const clients: Dispatcher[] = [];
+  const clients: Egress[] = [];
   before(async () => {
     server = createServer((req, res) => {
       hits++;
@@ -69,7 +76,7 @@ describe('egress client', () => {
     clients.push(d);
     return d;
   };
-  const get = async (d: Dispatcher, url: string) => {
+  const get = async (d: Egress, url: string) => {
     const res = await d.request({ origin: new URL(url).origin, path: new URL(url).pathname, method: 'GET' });
     return { status: res.statusCode, text: await res.body.text() };
   };

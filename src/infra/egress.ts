@@ -5,12 +5,13 @@
 // addresses only, checked on the addresses actually dialled, so DNS rebinding, redirects and IP
 // literals that point inward are refused on every hop. The only way to reach loopback is a
 // `host=address:port` override (curl --resolve), which is how tests reach their fixture servers.
+// undici itself (some 100 modules) is loaded on the first outbound request, not at start-up.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
-import { createSecureContext, rootCertificates } from 'node:tls';
-import { Agent, buildConnector, type Dispatcher, ProxyAgent } from 'undici';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import type { Dispatcher } from 'undici';
 import { isBlockedAddress, isLoopback, parseResolve } from './netguard.ts';
 
 /** The target resolves (or is overridden) to an address outbound requests may not reach. */
@@ -65,12 +66,41 @@ export interface EgressOptions {
   guard?: boolean;
 }
 
-/** An undici dispatcher with the policy above; close it with the utility. */
-export function createEgress(o: EgressOptions): Dispatcher {
+/** What the utilities use of an undici dispatcher: promise-style requests, and close. */
+export interface Egress {
+  request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>;
+  close(): Promise<void>;
+}
+
+/**
+ * The outbound client with the policy above; close it with the utility. The CA file is read now,
+ * so a bad one still stops start-up; the dispatcher is built on the first request.
+ */
+export function createEgress(o: EgressOptions): Egress {
   // One secure context for every connection: passing `ca` to each tls.connect would parse the
   // whole root store per handshake (it dominated CPU under load).
   const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
   const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
+  let made: Promise<Dispatcher> | undefined;
+  let closed = false;
+  const dispatcher = () => (made ??= import('undici').then((undici) => build(undici, o, tls)));
+  return {
+    async request(options) {
+      if (closed && !made) throw new (await import('undici')).errors.ClientClosedError();
+      return (await dispatcher()).request(options);
+    },
+    async close() {
+      closed = true;
+      if (made) await (await made).close();
+    },
+  };
+}
+
+function build(
+  { Agent, buildConnector, ProxyAgent }: typeof import('undici'),
+  o: EgressOptions,
+  tls: { secureContext?: SecureContext },
+): Dispatcher {
   const timeout = o.timeoutMs ?? 10_000;
   const connectTimeout = o.connectTimeoutMs ?? timeout;
   const common = {
@@ -106,6 +136,15 @@ export function createEgress(o: EgressOptions): Dispatcher {
       return guarded(opts, cb);
     },
   });
+}
+
+/**
+ * undici's error code of `err` (UND_ERR_HEADERS_TIMEOUT, ...): undici's error classes compared by
+ * code, so code that only classifies failures does not load undici.
+ */
+export function undiciCode(err: unknown): string | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' && c.startsWith('UND_ERR_') ? c : undefined;
 }
 
 /** True when `err` (or its cause) is the guard refusing a target. */

@@ -97,6 +97,33 @@ describe('devutil process', () => {
     }
   });
 
+  it('loads sharp, undici, ioredis, mmdb-lib and the AWS SDK only once something needs them', {
+    skip: !HAS_HOOKS && 'no module.registerHooks on this runtime',
+  }, async () => {
+    const log = join(tempDir(), 'loads.txt');
+    const p = await startDevutilProcess({
+      NODE_OPTIONS: `--import=${RECORDER}`,
+      DEVUTIL_LOAD_LOG: log,
+      DEVUTIL_PLANTUML_PRESTART: 'false',
+    });
+    try {
+      const lazy = /\/node_modules\/(sharp|undici|ioredis|mmdb-lib|@aws-sdk\/[^/]+)\//;
+      const loaded = () =>
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((u) => lazy.test(u));
+      assert.ok(readFileSync(log, 'utf8').includes('/src/server.ts'), 'the record covers the server');
+      assert.deepEqual(loaded(), [], 'loaded before any request needed them');
+      assert.equal((await get(p.port, '/rest/api/v1/image')).status, 200);
+      assert.ok(
+        loaded().some((u) => u.includes('/node_modules/sharp/')),
+        'the first image loads sharp',
+      );
+    } finally {
+      assert.equal(await p.stop(), 0);
+    }
+  });
+
   it('prints help and the effective config with secrets masked', async () => {
     const help = await run(process.execPath, [BIN, '--help']);
     assert.match(help.stdout, /--data-dir/);

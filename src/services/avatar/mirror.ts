@@ -5,11 +5,10 @@
 // flood of random hashes cannot fill the disk. Originals live in the shared cache (infra/cache.ts,
 // disk only), their freshness as the entry's expiresAt.
 import type { Logger } from 'pino';
-import sharp from 'sharp';
-import type { Dispatcher } from 'undici';
 import { Cache, type CacheEntry } from '../../infra/cache.ts';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress.ts';
+import { loadSharp } from '../../infra/sharp.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
 import type { Rating } from './request.ts';
 
@@ -66,7 +65,7 @@ export class Mirror {
   private negative = new Map<string, number>();
   private backoff = new Map<string, number>();
   private readonly flights = new SingleFlight<Fetched>();
-  private readonly http: Dispatcher;
+  private readonly http: Egress;
 
   private readonly o: MirrorOptions;
   constructor(o: MirrorOptions) {
@@ -206,6 +205,7 @@ export class Mirror {
       }
       // Only decodable images of a known format are kept: the upstream is trusted to be Gravatar,
       // not to always answer with an image.
+      const sharp = await loadSharp();
       const info = await sharp(body, { limitInputPixels: this.o.maxPixels }).metadata();
       if (!['jpeg', 'png', 'gif', 'webp'].includes(info.format ?? '')) return { kind: 'error' };
       const ttl = Math.min(

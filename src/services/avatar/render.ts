@@ -1,6 +1,7 @@
 // Pixels out: generator art and stored/mirrored originals become exactly size x size in the
 // requested format. Outputs carry no metadata (sharp strips EXIF/ICC unless asked to keep it).
-import sharp, { type Sharp } from 'sharp';
+import type { Sharp } from 'sharp';
+import { loadSharp } from '../../infra/sharp.ts';
 import type { Art } from './gen/art.ts';
 
 export type Format = 'png' | 'jpeg' | 'webp' | 'gif';
@@ -27,7 +28,8 @@ function encode(img: Sharp, format: Format): Promise<Buffer> {
 }
 
 /** Renders generator art drawn for `size` (SVG at 72 dpi is 1 user px = 1 px). */
-export function renderArt(art: Art, size: number, format: Format): Promise<Buffer> {
+export async function renderArt(art: Art, size: number, format: Format): Promise<Buffer> {
+  const sharp = await loadSharp();
   const img =
     art.kind === 'svg'
       ? sharp(Buffer.from(art.svg))
@@ -36,7 +38,13 @@ export function renderArt(art: Art, size: number, format: Format): Promise<Buffe
 }
 
 /** Scales a stored square original (upload or mirror) to size x size, cropping if it is not square. */
-export function resizeImage(input: Buffer, size: number, format: Format, maxPixels: number): Promise<Buffer> {
+export async function resizeImage(
+  input: Buffer,
+  size: number,
+  format: Format,
+  maxPixels: number,
+): Promise<Buffer> {
+  const sharp = await loadSharp();
   const img = sharp(input, { limitInputPixels: maxPixels, failOn: 'error' })
     .rotate()
     .resize(size, size, { fit: 'cover', position: 'attention', kernel: 'lanczos3' });

@@ -6,8 +6,9 @@
 // every instance forgets its lookup at once, and the remembering only bounds a lost announcement.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import sharp, { type Metadata, type OutputInfo } from 'sharp';
+import type { Metadata, OutputInfo } from 'sharp';
 import type { BlobStore } from '../../infra/blob-store.ts';
+import { loadSharp } from '../../infra/sharp.ts';
 import type { Rating } from './request.ts';
 import { emailHashes, type HashKind } from './seed.ts';
 
@@ -177,6 +178,8 @@ export async function normalise(
   input: Buffer,
   maxPixels: number,
 ): Promise<{ data: Buffer; info: OutputInfo }> {
+  // Outside the try below: a server without sharp answers that, not "not an image".
+  const sharp = await loadSharp();
   let meta: Metadata;
   try {
     // Header only (no decode), so the pixel limit is checked below with a clear answer.

@@ -1,6 +1,7 @@
 // The sharp (libvips) pipeline: decode with pixel caps, resize/crop, effects, encode. Metadata
 // (EXIF, XMP, ICC) is dropped because sharp only keeps it when asked to.
-import sharp, { type Metadata, type Sharp } from 'sharp';
+import type { Metadata, Sharp } from 'sharp';
+import { loadSharp, type SharpFn } from '../../infra/sharp.ts';
 import { type Format, type ImageOptions, type Limits, outputSize } from './params.ts';
 import { rngFrom } from './rng.ts';
 import { type Loaded, SourceError } from './source.ts';
@@ -34,7 +35,7 @@ function grain(side: number): Buffer {
   return grainNoise.subarray(0, side * side);
 }
 
-function position(crop: RenderConfig['crop']): string | number {
+function position(sharp: SharpFn, crop: RenderConfig['crop']): string | number {
   if (crop === 'attention') return sharp.strategy.attention;
   if (crop === 'entropy') return sharp.strategy.entropy;
   return 'centre';
@@ -54,7 +55,12 @@ function encode(img: Sharp, format: Format, quality: number): Sharp {
   }
 }
 
-async function fromBytes(data: Buffer, o: ImageOptions, c: RenderConfig): Promise<[Sharp, number, number]> {
+async function fromBytes(
+  sharp: SharpFn,
+  data: Buffer,
+  o: ImageOptions,
+  c: RenderConfig,
+): Promise<[Sharp, number, number]> {
   const img = sharp(data, { limitInputPixels: c.maxSourcePixels, autoOrient: true, failOn: 'error' });
   let meta: Metadata;
   try {
@@ -68,10 +74,11 @@ async function fromBytes(data: Buffer, o: ImageOptions, c: RenderConfig): Promis
   if (!sw || !sh) throw new SourceError('source has no size');
   if (sw * sh > c.maxSourcePixels) throw new SourceError(`source has ${sw * sh} pixels, over the cap`);
   const [w, h] = outputSize(o, sw, sh, c);
-  return [img.resize(w, h, { fit: 'cover', position: position(c.crop) }), w, h];
+  return [img.resize(w, h, { fit: 'cover', position: position(sharp, c.crop) }), w, h];
 }
 
 function fromArt(
+  sharp: SharpFn,
   art: Extract<Loaded, { kind: 'art' }>,
   o: ImageOptions,
   c: RenderConfig,
@@ -90,8 +97,9 @@ function fromArt(
 }
 
 export async function render(loaded: Loaded, o: ImageOptions, c: RenderConfig): Promise<Rendered> {
+  const sharp = await loadSharp();
   let [img, width, height] =
-    loaded.kind === 'bytes' ? await fromBytes(loaded.data, o, c) : fromArt(loaded, o, c);
+    loaded.kind === 'bytes' ? await fromBytes(sharp, loaded.data, o, c) : fromArt(sharp, loaded, o, c);
   if (o.grayscale) img = img.grayscale();
   if (o.blur > 0) img = img.blur(o.blur);
   const body = await encode(img, o.format, c.quality).toBuffer();

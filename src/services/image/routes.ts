@@ -2,7 +2,7 @@
 // the v1 envelope), both with ?category=<subdirectory>. Thin: validate, ask the ImageService, set
 // caching headers.
 import type { FastifyInstance } from 'fastify';
-import { alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
+import { AppError, alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
@@ -93,6 +93,7 @@ export async function imageRoutes(
         if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
         if (err instanceof UnknownCategoryError) throw unknownCategory();
+        if (err instanceof AppError) throw err;
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw alreadyLogged(
           unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),

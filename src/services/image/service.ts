@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { AppError } from '../../errors.ts';
 import { Cache } from '../../infra/cache.ts';
 import { FairQueue, QueueFull, type QueueStats } from '../../infra/fair-queue.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
@@ -147,7 +148,8 @@ export class ImageService {
           degraded: i > 0,
         };
       } catch (err) {
-        if (err instanceof QueueFull) throw err;
+        // AppError: the server cannot render at all (no sharp); another source would fail the same way.
+        if (err instanceof QueueFull || err instanceof AppError) throw err;
         this.events.sourceFailed?.(src.name, err);
         this.logger.warn(
           { source: src.name, err: { message: (err as Error).message } },

@@ -6,7 +6,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import type { Logger } from 'pino';
-import sharp from 'sharp';
+import { loadSharp } from '../../infra/sharp.ts';
 import { RASTER } from './render.ts';
 import {
   type Catalogue,
@@ -170,6 +170,8 @@ export class DirSource implements ImageSource {
       this.o.logger.warn({ file: rel, size }, 'image skipped: file over the size cap');
       return undefined;
     }
+    // Outside the try: a server without sharp fails the scan with that reason, not every file.
+    const sharp = await loadSharp();
     try {
       const m = await sharp(path, { limitInputPixels: this.o.maxSourcePixels }).metadata();
       const w = m.autoOrient?.width ?? m.width;

@@ -3,7 +3,7 @@
 // followed by hand so every hop is checked), and kept in the disk cache so an id stays byte-stable.
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
 import type { ImageCache } from './service.ts';
 import {
@@ -38,7 +38,7 @@ export class UpstreamSource implements ImageSource {
   readonly remote = true;
   private readonly hosts: Set<string>;
   private readonly flights = new SingleFlight<Buffer>();
-  private readonly http: Dispatcher;
+  private readonly http: Egress;
 
   private readonly o: UpstreamOptions;
   constructor(o: UpstreamOptions) {

@@ -3,17 +3,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import type { Dispatcher } from 'undici';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress.ts';
 import { IncludeFetcher, type IncludeOptions } from './includes.ts';
 
 const INC = 'http://include.test';
 
 describe('URL includes fetched by the server', () => {
   let inc: IncludeServer;
-  let http: Dispatcher;
+  let http: Egress;
   const warnings: string[] = [];
   const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
   before(async () => {

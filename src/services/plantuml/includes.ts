@@ -6,16 +6,15 @@
 // those with each entry, so a changed include re-renders the diagram (plantuml-server#261).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { isBlocked } from '../../infra/egress.ts';
+import { type Egress, isBlocked } from '../../infra/egress.ts';
 import { ByteLru } from '../../infra/lru.ts';
 import { SingleFlight } from '../../infra/single-flight.ts';
 import type { IncludeRecord } from './protocol.ts';
 import type { FetchAnswer } from './worker.ts';
 
 export interface IncludeOptions {
-  http: Dispatcher;
+  http: Egress;
   /** Engine profile (worker.ts engineProfile): ALLOWLIST confines URLs to `allowlist`, SANDBOX refuses all. */
   profile: string;
   allowlist: readonly string[];

@@ -3,11 +3,10 @@
 // keeps the server's URL guards (digest section 2: http(s) only, no userinfo, exact hosts) and
 // fetches through the egress client, whose address guard refuses hosts that point inward.
 import type { FastifyInstance } from 'fastify';
-import { errors as undiciErrors } from 'undici';
 import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress, isBlocked } from '../../infra/egress.ts';
+import { createEgress, isBlocked, undiciCode } from '../../infra/egress.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -66,9 +65,9 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
       if (isBlocked(err)) throw badGateway('the diagram source host has a non-public address');
       if (
         (err instanceof Error && err.name === 'TimeoutError') ||
-        err instanceof undiciErrors.HeadersTimeoutError ||
-        err instanceof undiciErrors.BodyTimeoutError ||
-        err instanceof undiciErrors.ConnectTimeoutError
+        ['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'].includes(
+          undiciCode(err) ?? '',
+        )
       )
         throw gatewayTimeout('diagram source fetch timed out');
       if (err instanceof AppError) throw err;

@@ -1,6 +1,5 @@
 // Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
-import { errors as undiciErrors } from 'undici';
-import { isBlocked } from '../../infra/egress.ts';
+import { isBlocked, undiciCode } from '../../infra/egress.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
 
@@ -22,10 +21,11 @@ export function classify(err: unknown): Failure {
   const cause = (err as { cause?: unknown })?.cause;
   if (isBlocked(err)) return { status: 502, message: 'upstream address is not allowed' };
   if (cause instanceof ProxyError) return { status: cause.status, message: cause.message };
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError)
+  const und = undiciCode(err);
+  if (und === 'UND_ERR_HEADERS_TIMEOUT' || und === 'UND_ERR_CONNECT_TIMEOUT')
     return { status: 504, message: 'upstream timed out' };
-  if (err instanceof undiciErrors.BodyTimeoutError) return { status: 504, message: 'upstream stalled' };
-  if (err instanceof undiciErrors.RequestAbortedError) return { status: 499, message: 'client went away' };
+  if (und === 'UND_ERR_BODY_TIMEOUT') return { status: 504, message: 'upstream stalled' };
+  if (und === 'UND_ERR_ABORTED') return { status: 499, message: 'client went away' };
   const code = codeOf(err);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
     return { status: 502, message: 'upstream host not found' };

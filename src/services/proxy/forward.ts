@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, capStream, readCapped } from '../../infra/capped-body.ts';
+import type { Egress } from '../../infra/egress.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type Route } from './policy.ts';
@@ -35,7 +36,7 @@ export interface Upstream {
 
 export interface ForwardOptions {
   /** The proxy's egress dispatcher (infra/egress.ts): address guard, timeouts, keep-alive. */
-  agent: Dispatcher;
+  agent: Egress;
   links: Links;
   maxRedirects: number;
   maxResponseBytes: number;

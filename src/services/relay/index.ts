@@ -3,11 +3,10 @@
 // only, so other workers answer from the stored identity and read the stats from the relay's
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
-import type { Dispatcher } from 'undici';
 import { unavailable } from '../../errors.ts';
 import { readCapped } from '../../infra/capped-body.ts';
 import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress.ts';
 import { readIdentity } from '../../relay/identity.ts';
 import { relaySettings } from '../../relay/index.ts';
 import { relayUri } from '../../relay/relay.ts';
@@ -29,7 +28,7 @@ function pick(status: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Stats from the status port of the relay in another worker; null when off or unreachable. */
-async function remoteStats(ctx: ServiceContext, http: Dispatcher): Promise<Record<string, unknown> | null> {
+async function remoteStats(ctx: ServiceContext, http: Egress): Promise<Record<string, unknown> | null> {
   const { statusPort, host } = ctx.config.relay;
   if (statusPort === 0) return null;
   const h = host === '' || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;

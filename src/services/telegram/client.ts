@@ -3,7 +3,7 @@
 // nothing that leaves this file carries the URL or an unscrubbed error message.
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress.ts';
 import { scrubKey } from './key.ts';
 
 export interface BotApiOptions {
@@ -36,7 +36,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export class BotApiClient {
-  private readonly dispatcher: Dispatcher;
+  private readonly dispatcher: Egress;
   private readonly origin: string;
   private readonly prefix: string;
 
