@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { type PicsumFixture, startPicsumFixture } from '../../../test/fixtures/image/picsum.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
+import { loadUndici } from '../../infra/egress.ts';
 
 const URL_ = '/rest/api/v1/image';
 
@@ -21,6 +22,9 @@ describe('upstream source against a local Picsum-style origin', () => {
   let app: FastifyInstance;
   const logs = new LogCapture();
   before(async () => {
+    // undici is loaded by the first outbound request, inside its deadline (800 ms here, kept short
+    // for the stall cases): on a loaded machine under tsx that load alone can pass it.
+    await loadUndici();
     fx = await startPicsumFixture({ hugeBytes: 150_000 });
     app = await buildTestServer({
       logs,
