@@ -29,6 +29,9 @@ async function once(cmd: string, args: string[], dataDir: string): Promise<numbe
   const child: ChildProcess = spawn(cmd, args, {
     cwd: ROOT,
     stdio: 'ignore',
+    // Its own process group, stopped as a whole: SIGTERM to `npm start` alone left the server it
+    // started (and the server's PlantUML JVM) running after every round.
+    detached: true,
     env: {
       ...process.env,
       PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env['PATH'] ?? ''}`,
@@ -47,8 +50,12 @@ async function once(cmd: string, args: string[], dataDir: string): Promise<numbe
       await new Promise((r) => setTimeout(r, 5));
     }
   } finally {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
+    const exited = child.exitCode === null ? new Promise((r) => child.once('exit', r)) : null;
+    try {
+      process.kill(-(child.pid as number), 'SIGTERM');
+    } catch {
+      // the whole group has exited already
+    }
     await exited;
   }
 }
