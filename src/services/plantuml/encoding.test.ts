@@ -134,6 +134,34 @@ describe('worker protocol', () => {
     assert.equal(r.body.toString(), 'IMG');
   });
 
+  it('returns each frame with the chunk that completes it, whatever the chunk size', () => {
+    const frameOf = (n: number) => {
+      const f = Buffer.alloc(4 + n);
+      f.writeUInt32BE(n, 0);
+      for (let i = 0; i < n; i++) f[4 + i] = (n + i) & 0xff;
+      return f;
+    };
+    const sizes = [300, 0, 5, 1000, 2];
+    const stream = Buffer.concat(sizes.map(frameOf));
+    const ends = sizes.map((_, k) => sizes.slice(0, k + 1).reduce((a, n) => a + 4 + n, 0));
+    // Split inside length prefixes too (steps 1-3), and across several frames at once.
+    for (const step of [1, 2, 3, 7, 64, 301, stream.length]) {
+      const reader = new FrameReader(4096);
+      const got: Buffer[] = [];
+      for (let at = 0; at < stream.length; at += step) {
+        got.push(...reader.push(stream.subarray(at, at + step)));
+        const complete = ends.filter((e) => e <= at + step).length;
+        assert.equal(got.length, complete, `chunks of ${step}, after byte ${at + step}`);
+      }
+      assert.deepEqual(
+        got.map((f) => f.length),
+        sizes,
+      );
+      for (const [k, n] of sizes.entries())
+        assert.ok(got[k]!.equals(frameOf(n).subarray(4)), `frame ${k}, chunks of ${step}`);
+    }
+  });
+
   it('refuses an oversized frame instead of buffering it', () => {
     const head = Buffer.alloc(4);
     head.writeUInt32BE(10_000);

@@ -104,10 +104,16 @@ export function parseReply(frame: Buffer): WorkerReply {
   return reply;
 }
 
-/** Splits a byte stream into frames; `push` returns every frame completed by the chunk. */
+/**
+ * Splits a byte stream into frames; `push` returns every frame completed by the chunk. The chunks
+ * of a frame are joined once, when its last one arrives (not on every chunk: a 4 MiB PNG arrives
+ * in 64 KiB pipe reads, and joining each time would copy it 64 times over).
+ */
 export class FrameReader {
   private chunks: Buffer[] = [];
   private size = 0;
+  /** Bytes the frame at the head needs (length prefix included); 0 until its prefix is here. */
+  private need = 0;
 
   private readonly maxFrame: number;
   constructor(maxFrame: number) {
@@ -119,12 +125,14 @@ export class FrameReader {
     this.size += chunk.length;
     const frames: Buffer[] = [];
     for (;;) {
-      if (this.size < 4) break;
+      if (this.size < Math.max(4, this.need)) break;
       let buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       this.chunks = [buf];
       const len = buf.readUInt32BE(0);
       if (len > this.maxFrame) throw new Error(`worker frame too large: ${len}`);
-      if (this.size < 4 + len) break;
+      this.need = 4 + len;
+      if (this.size < this.need) break;
+      this.need = 0;
       frames.push(buf.subarray(4, 4 + len));
       buf = buf.subarray(4 + len);
       this.chunks = buf.length ? [buf] : [];
