@@ -105,15 +105,21 @@ describe('kill -9 during uploads', () => {
         const killAt = Math.floor(Math.random() * (big.length + 512 * 1024));
         interrupted.push({ key, hash: sha(big) });
         const p = proc;
-        let killed = false;
+        let kill: Promise<void> | undefined;
         const status = streamUpload(port, key, big, (sent) => {
-          if (!killed && sent >= killAt) {
-            killed = true;
-            void p.kill9();
-          }
+          if (kill || sent < killAt) return;
+          // A kill meant to land mid-body waits (bounded) until the server has started its
+          // temporary file: on a loaded machine the server can lag megabytes behind the client,
+          // and a kill before its first write would test nothing.
+          kill = (async () => {
+            const until = Date.now() + 2000;
+            while (killAt < big.length && readdirSync(tmp).length === 0 && Date.now() < until)
+              await new Promise((r) => setTimeout(r, 2));
+            await p.kill9();
+          })();
         });
         const s = await status;
-        if (!killed) await p.kill9();
+        await (kill ?? p.kill9());
         if (s === 200) completed.set(key, sha(big));
         leftBehind += readdirSync(join(dataDir, 'blobs', '.tmp')).length;
       }
