@@ -82,6 +82,8 @@ export class PlantumlEngine {
   private readonly flights = new SingleFlight<RenderResult>();
   private languageText: Promise<string> | null = null;
   facts: EngineFacts | null = null;
+  /** [engine version, md5 hex of it] for ETags. */
+  private versionTag: [string, string] | undefined;
   /** Why prepare() failed, for /readyz. */
   prepareError: string | null = null;
   private closed = false;
@@ -256,7 +258,10 @@ export class PlantumlEngine {
    */
   etag(source: string, includes?: readonly IncludeRecord[]): string | null {
     if (!this.facts) return null;
-    const v = createHash('md5').update(this.facts.version).digest('hex');
+    // The engine part is the same for every answer: hashed once per engine version.
+    if (this.versionTag?.[0] !== this.facts.version)
+      this.versionTag = [this.facts.version, createHash('md5').update(this.facts.version).digest('hex')];
+    const v = this.versionTag[1];
     const h = createHash('md5').update(source);
     for (const i of includes ?? []) h.update(`\n${i.url}\n${i.hash}`);
     return `"${v}${encode64(h.digest())}"`;
