@@ -139,18 +139,23 @@ export class DiskTier<M> {
   /** Whole entry: the record (unless indexed), then one read of the body file. */
   async read(key: string): Promise<{ entry: CacheEntry<M>; body: Buffer } | undefined> {
     const h = this.hash(key);
-    const seen = this.index.get(h);
-    const found = await this.load(h, key, seen);
-    if (!found) return undefined;
-    let body: Buffer;
-    try {
-      body = await readFile(this.path(bodyPath(h, found.version)));
-    } catch (err) {
-      return this.lost(h, seen, err);
+    for (let attempt = 0; ; attempt++) {
+      const seen = this.index.get(h);
+      const found = await this.load(h, key, seen);
+      if (!found) return undefined;
+      let body: Buffer;
+      try {
+        body = await readFile(this.path(bodyPath(h, found.version)));
+      } catch (err) {
+        // Replaced between the record and the body read (the old body is unlinked once the new
+        // record is in): the index names the newer version, so read that one instead of a miss.
+        if (attempt < 3 && isErr(err, 'ENOENT') && this.index.get(h) !== seen) continue;
+        return this.lost(h, seen, err);
+      }
+      if (body.length !== found.entry.size) return this.lost(h, seen, null, true);
+      this.adopt(h, seen, found);
+      return { entry: found.entry, body };
     }
-    if (body.length !== found.entry.size) return this.lost(h, seen, null, true);
-    this.adopt(h, seen, found);
-    return { entry: found.entry, body };
   }
 
   /** Metadata only: from the index, or the record the first time after a scan. */
