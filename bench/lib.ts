@@ -4,7 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNginx as startNginxProcess } from '../test/helpers/nginx.ts';
+import { startNginx as startNginxProcess, waitHttp } from '../test/helpers/nginx.ts';
 import { startDevutilProcess } from '../test/helpers/process.ts';
 
 export interface WrkResult {
@@ -227,21 +227,6 @@ export interface Proc {
   close(): Promise<void>;
 }
 
-async function waitHttp(url: string, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    try {
-      const r = await fetch(url);
-      await r.arrayBuffer();
-      if (r.status < 500) return;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > until) throw new Error(`${url} did not come up in ${ms}ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * Starts `devutil serve` as a child process (test/helpers/process.ts: temp data dir, relay off) at
  * log level warn with DEVUTIL_* `env`; `readyPath` is polled until it answers. One load generator
@@ -253,7 +238,7 @@ export async function startDevutil(env: Record<string, string> = {}, readyPath =
     DEVUTIL_MAX_CONNECTIONS_PER_CLIENT: '0',
     ...env,
   });
-  if (readyPath !== '/healthz') await waitHttp(p.url + readyPath);
+  if (readyPath !== '/healthz') await waitHttp(p.url + readyPath, 30_000);
   return {
     url: p.url,
     port: p.port,

@@ -27,13 +27,29 @@ export interface PreparedInit {
 
 /** Weak comparison (RFC 9110 13.1.2) of an If-None-Match list against one entity tag. */
 export function etagMatches(header: string, etag: string, star = true): boolean {
-  if (star && header.trim() === '*') return true;
   const bare = etag.startsWith('W/') ? etag.slice(2) : etag;
   for (const t of header.split(',')) {
     const s = t.trim();
-    if ((s.startsWith('W/') ? s.slice(2) : s) === bare) return true;
+    if ((star && s === '*') || (s.startsWith('W/') ? s.slice(2) : s) === bare) return true;
   }
   return false;
+}
+
+/**
+ * If-None-Match (weak comparison, `*` included) against any of `etags` or, when absent,
+ * If-Modified-Since against `lastModifiedMs` to the second: true means answer 304 (RFC 9110 13.2.2).
+ */
+export function requestNotModified(
+  h: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined },
+  etags: readonly string[],
+  lastModifiedMs: number | null,
+): boolean {
+  const inm = h['if-none-match'];
+  if (inm !== undefined) return etags.some((e) => etagMatches(inm, e));
+  const ims = h['if-modified-since'];
+  if (ims === undefined || lastModifiedMs === null) return false;
+  const since = Date.parse(ims);
+  return !Number.isNaN(since) && Math.floor(lastModifiedMs / 1000) <= Math.floor(since / 1000);
 }
 
 export class PreparedResponse {

@@ -15,7 +15,8 @@ export interface Nginx {
   close(): Promise<void>;
 }
 
-async function waitHttp(url: string, ms: number): Promise<void> {
+/** Polls `url` until it answers below 500 (up), failing after `ms`. */
+export async function waitHttp(url: string, ms: number): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     try {

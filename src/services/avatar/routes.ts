@@ -5,7 +5,7 @@ import { AppError, badRequest, forbidden, notFound, unavailable } from '../../er
 import { addressGroup } from '../../infra/client-ip.ts';
 import type { ServiceContext } from '../../infra/context.ts';
 import { QueueFull } from '../../infra/fair-queue.ts';
-import { etagMatches, PreparedMemo } from '../../infra/prepared-response.ts';
+import { PreparedMemo, requestNotModified } from '../../infra/prepared-response.ts';
 import { checkAdmin, readUpload } from './admin.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';
@@ -18,12 +18,7 @@ type Route = { Params: { file?: string }; Querystring: Record<string, unknown> }
 type Req = FastifyRequest<Route>;
 
 function notModified(req: Req, etag: string, lastModified: Date | null): boolean {
-  const inm = req.headers['if-none-match'];
-  if (inm !== undefined) return etagMatches(inm, etag);
-  const ims = req.headers['if-modified-since'];
-  if (!ims || !lastModified) return false;
-  const since = Date.parse(ims);
-  return !Number.isNaN(since) && Math.floor(lastModified.getTime() / 1000) * 1000 <= since;
+  return requestNotModified(req.headers, [etag], lastModified?.getTime() ?? null);
 }
 
 export function avatarRoutes(

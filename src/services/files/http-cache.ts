@@ -1,5 +1,6 @@
 // Conditional and range requests for downloads (RFC 9110 sections 13 and 14): ETag/If-None-Match,
 // If-Modified-Since, If-Range and a single byte range; multiple ranges are answered with the whole.
+import { requestNotModified } from '../../infra/prepared-response.ts';
 
 export type RangeResult =
   | { kind: 'none' }
@@ -25,27 +26,13 @@ export function parseRange(header: string | undefined, size: number): RangeResul
   return { kind: 'range', start, end };
 }
 
-function etagList(header: string): string[] {
-  return header.split(',').map((t) => t.trim().replace(/^W\//, ''));
-}
-
 /** If-None-Match (weak comparison) or, without it, If-Modified-Since: true means answer 304. */
 export function notModified(
   h: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined },
   etags: string[],
   lastModified: Date,
 ): boolean {
-  const inm = h['if-none-match'];
-  if (inm !== undefined) {
-    const list = etagList(inm);
-    return list.includes('*') || etags.some((e) => list.includes(e.replace(/^W\//, '')));
-  }
-  const ims = h['if-modified-since'];
-  if (ims !== undefined) {
-    const t = Date.parse(ims);
-    return !Number.isNaN(t) && Math.floor(lastModified.getTime() / 1000) <= Math.floor(t / 1000);
-  }
-  return false;
+  return requestNotModified(h, etags, lastModified.getTime());
 }
 
 /** If-Range: the range applies only when the validator still matches (strong ETag or exact date). */
