@@ -1,7 +1,7 @@
 // Listeners that live beside the HTTP server in the same process (the Syncthing relay): a service
 // definition's `background`. They start after the HTTP server listens and close with it on
 // shutdown. In cluster mode worker 1 owns them.
-import type { ServiceContext } from './infra/context.ts';
+import type { ServiceContext } from './context.ts';
 import { isEnabled } from './services/define.ts';
 
 export interface Background {

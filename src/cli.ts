@@ -101,7 +101,7 @@ export async function main(
     return 0;
   }
   // The worker JVMs start before the server's modules load (~0.1-0.3 s on a small machine).
-  const { createLogger } = await import('./infra/logger.ts');
+  const { createLogger } = await import('./infra/observe/logger.ts');
   const { config } = loaded;
   const logger = createLogger(config.log.level, undefined, config.log.format);
   const { prelaunch } = await import('./prelaunch.ts');

@@ -1,8 +1,8 @@
 // The shared sections of the config schema: HTTP server, log, Redis, metrics, outbound requests and
 // the blob store (files and avatars). Each utility's own section lives in its folder (services/<name>/config.ts).
 import { isIP } from 'node:net';
-import { resolveItem } from './infra/netguard.ts';
-import { bool, bytes, duration, int, list, oneOf, type Section, str, url } from './infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, type Section, str, url } from './infra/config/schema.ts';
+import { resolveItem } from './infra/egress/netguard.ts';
 
 const TRUST_KEYWORDS = ['loopback', 'private', 'linklocal', 'uniquelocal'];
 

@@ -12,7 +12,7 @@ import {
   serverSection,
   storageSection,
 } from './config-sections.ts';
-import type { Field, Section, SectionValue } from './infra/schema.ts';
+import type { Field, Section, SectionValue } from './infra/config/schema.ts';
 import type { ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 

@@ -9,8 +9,8 @@ import {
   type preParsingHookHandler,
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
-import { redact } from './infra/logger.ts';
-import { nodeHttp } from './infra/node-http.ts';
+import { nodeHttp } from './infra/http/node-http.ts';
+import { redact } from './infra/observe/logger.ts';
 
 const { METHODS } = nodeHttp;
 

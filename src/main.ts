@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Background, startBackground } from './background.ts';
 import type { Config } from './config.ts';
-import { createLogger } from './infra/logger.ts';
+import { createLogger } from './infra/observe/logger.ts';
 import { prelaunch, workerCount } from './prelaunch.ts';
 import { type BuildOptions, buildServer } from './server.ts';
 

@@ -9,25 +9,25 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
+import { Readiness, type ServiceContext } from './context.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
-import { createBlobStore } from './infra/blob-store.ts';
-import { createBroadcast } from './infra/broadcast.ts';
-import { clientIp, trustList } from './infra/client-ip.ts';
-import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/conn-budget.ts';
-import { Readiness, type ServiceContext } from './infra/context.ts';
-import { hostRewriter, hostRoutes, publicUrls } from './infra/hosts.ts';
-import { installJsonParser } from './infra/json-body.ts';
-import { lazyChildFactory } from './infra/lazy-logger.ts';
-import { createLogger, protectSecrets } from './infra/logger.ts';
-import { Metrics } from './infra/metrics.ts';
-import { openapiOptions } from './infra/openapi.ts';
-import { opsPlugin } from './infra/ops.ts';
-import { MemoryStore, RateLimiter, RedisStore } from './infra/rate-limit.ts';
-import { connectRedis } from './infra/redis.ts';
-import { bodyDeadline, lingerUnreadBody } from './infra/request-bodies.ts';
-import { socketBytes, UsageRecorder } from './infra/usage.ts';
-import { MemorySink } from './infra/usage-memory.ts';
-import { RedisSink } from './infra/usage-redis.ts';
+import { clientIp, trustList } from './infra/http/client-ip.ts';
+import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
+import { installJsonParser } from './infra/http/json-body.ts';
+import { openapiOptions } from './infra/http/openapi.ts';
+import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
+import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
+import { MemoryStore, RateLimiter, RedisStore } from './infra/limits/rate-limit.ts';
+import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
+import { createLogger, protectSecrets } from './infra/observe/logger.ts';
+import { Metrics } from './infra/observe/metrics.ts';
+import { opsPlugin } from './infra/observe/ops.ts';
+import { MemorySink } from './infra/observe/usage/memory.ts';
+import { RedisSink } from './infra/observe/usage/redis.ts';
+import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
+import { createBroadcast } from './infra/state/broadcast.ts';
+import { connectRedis } from './infra/state/redis.ts';
+import { createBlobStore } from './infra/storage/blob-store.ts';
 import { adminToken } from './services/admin/config.ts';
 import { isEnabled, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
@@ -110,7 +110,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     childLoggerFactory: lazyChildFactory() as ChildFactory,
     loggerInstance: logger as FastifyBaseLogger,
     logController: new OnceLogController(logger.isLevelEnabled('info')),
-    trustProxy: false, // infra/client-ip.ts does the trusted-proxy walk (and Forwarded)
+    trustProxy: false, // infra/http/client-ip.ts does the trusted-proxy walk (and Forwarded)
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,
     keepAliveTimeout: config.server.keepAliveTimeoutMs,

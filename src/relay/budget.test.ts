@@ -11,9 +11,9 @@ import { freePort } from '../../test/helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../../test/helpers/redis.ts';
 import { tempDir } from '../../test/helpers/server.ts';
 import { toolSkip } from '../../test/helpers/tools.ts';
-import { ByteBudget } from '../infra/byte-budget.ts';
-import { type CounterStore, MemoryCounters, RedisCounters } from '../infra/counters.ts';
-import { budget } from '../infra/schema.ts';
+import { budget } from '../infra/config/schema.ts';
+import { ByteBudget } from '../infra/limits/byte-budget.ts';
+import { type CounterStore, MemoryCounters, RedisCounters } from '../infra/state/counters.ts';
 import {
   type ClientIdentity,
   clientIdentity,

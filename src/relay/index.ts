@@ -5,9 +5,9 @@ import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
 import type { BackgroundDef } from '../background.ts';
 import type { Config } from '../config.ts';
-import { budgetMetrics, createByteBudget } from '../infra/byte-budget.ts';
-import type { ServiceContext } from '../infra/context.ts';
-import type { Metrics } from '../infra/metrics.ts';
+import type { ServiceContext } from '../context.ts';
+import { budgetMetrics, createByteBudget } from '../infra/limits/byte-budget.ts';
+import type { Metrics } from '../infra/observe/metrics.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
 

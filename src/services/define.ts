@@ -5,8 +5,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Background } from '../background.ts';
 import type { Config } from '../config.ts';
-import type { ServiceContext } from '../infra/context.ts';
-import type { Section, SectionValue } from '../infra/schema.ts';
+import type { ServiceContext } from '../context.ts';
+import type { Section, SectionValue } from '../infra/config/schema.ts';
 import type { PageSection } from './web/page.ts';
 
 export interface HostDef {

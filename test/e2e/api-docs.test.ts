@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { TAGS } from '../../src/infra/openapi.ts';
+import { TAGS } from '../../src/infra/http/openapi.ts';
 import { type Overrides, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { type Browser, collectErrors, launch } from './web-browser.ts';

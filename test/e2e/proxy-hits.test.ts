@@ -1,5 +1,5 @@
 // Small cached objects answered from memory with headers prepared once per stored body
-// (infra/prepared-response.ts): the same answer as the disk tier gives, 304s from the stored
+// (infra/http/prepared-response.ts): the same answer as the disk tier gives, 304s from the stored
 // validators, and never a stale body once the stored object is replaced.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

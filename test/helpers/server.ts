@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino, { type DestinationStream } from 'pino';
 import { type Config, type ConfigSources, loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/infra/logger.ts';
+import { createLogger } from '../../src/infra/observe/logger.ts';
 import { buildServer } from '../../src/server.ts';
 import type { ServiceDef } from '../../src/services/define.ts';
 import { freePort } from './ports.ts';

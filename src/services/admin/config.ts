@@ -1,7 +1,7 @@
 // Admin section: the operator's dashboard (/admin) and its JSON (/rest/api/v1/admin/stats), off
 // until DEVUTIL_ADMIN_TOKEN is set; the counting behind them runs only then too.
 import type { Config } from '../../config.ts';
-import { duration, int, rate, str } from '../../infra/schema.ts';
+import { duration, int, rate, str } from '../../infra/config/schema.ts';
 
 export const adminSection = {
   token: str('', {

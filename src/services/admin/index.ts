@@ -3,11 +3,11 @@
 // route exists, so both answer 404 like any unknown path.
 import cluster from 'node:cluster';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, unavailable } from '../../errors.ts';
-import { bearerMatches } from '../../infra/bearer.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import type { WindowName } from '../../infra/usage.ts';
-import { summarize } from '../../infra/usage-summary.ts';
+import { bearerMatches } from '../../infra/http/bearer.ts';
+import { summarize } from '../../infra/observe/usage/summary.ts';
+import type { WindowName } from '../../infra/observe/usage/usage.ts';
 import { isEnabled } from '../define.ts';
 import { loadAssets } from '../web/assets.ts';
 import { secure } from '../web/index.ts';

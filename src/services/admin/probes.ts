@@ -2,8 +2,8 @@
 // the Prometheus series of the caches, queues, budgets and quotas (the one registry every utility
 // reports to) and the relay handle on the context. One table row per cache or queue.
 import type { Registry } from 'prom-client';
-import type { ServiceContext } from '../../infra/context.ts';
-import type { Gauges, Probes } from '../../infra/usage.ts';
+import type { ServiceContext } from '../../context.ts';
+import type { Gauges, Probes } from '../../infra/observe/usage/usage.ts';
 
 interface CacheSeries {
   name: string;
@@ -115,7 +115,7 @@ export interface Allowance {
 }
 
 /**
- * BUDGETS AND QUOTAS SLOT. Byte budgets (the hardening issue's infra/byte-budget.ts) publish
+ * BUDGETS AND QUOTAS SLOT. Byte budgets (the hardening issue's infra/limits/byte-budget.ts) publish
  * devutil_budget_used_bytes{budget} (already counted over every instance) and
  * devutil_budget_limit_bytes{budget,scope}; the files quota publishes devutil_files_stored_bytes
  * against files.quotaBytes. Whatever of these exists on this server is shown; none is an empty list.

@@ -1,7 +1,7 @@
 // Operator uploads: the Bearer token check (constant time) and reading the image from a raw image
 // body or a multipart form (parsed by the platform's own FormData, no extra dependency).
 import { AppError, badRequest } from '../../errors.ts';
-import { bearerMatches } from '../../infra/bearer.ts';
+import { bearerMatches } from '../../infra/http/bearer.ts';
 
 export function checkAdmin(header: string | undefined, token: string): void {
   if (!bearerMatches(header, token))

@@ -1,6 +1,6 @@
 // Avatar section. DEVUTIL_AVATAR_HOST gives it its own virtual host; the rest are Gravatar-compatible
 // serving, mirroring, generation-cache and upload limits (docs/avatar.md).
-import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/config/schema.ts';
 
 const DEFAULTS = ['mp', 'identicon', 'monsterid', 'wavatar', 'retro', 'robohash', 'blank', 'color'] as const;
 

@@ -3,8 +3,8 @@
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
-import { Cache } from '../../infra/cache.ts';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
+import { Cache } from '../../infra/cache/cache.ts';
 import { Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';

@@ -2,14 +2,14 @@
 // fetched once per hash and rating at one size with d=404, kept on disk with the upstream's
 // max-age, served stale while a background refresh runs, and kept as the offline fallback when the
 // upstream is down. "No such avatar" and failures are remembered briefly in memory only, so a
-// flood of random hashes cannot fill the disk. Originals live in the shared cache (infra/cache.ts,
+// flood of random hashes cannot fill the disk. Originals live in the shared cache (infra/cache/cache.ts,
 // disk only), their freshness as the entry's expiresAt.
 import type { Logger } from 'pino';
-import { Cache, type CacheEntry } from '../../infra/cache.ts';
-import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress, type Egress } from '../../infra/egress.ts';
-import { loadSharp } from '../../infra/sharp.ts';
-import { SingleFlight } from '../../infra/single-flight.ts';
+import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
+import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { createEgress, type Egress } from '../../infra/egress/client.ts';
+import { loadSharp } from '../../infra/media/sharp.ts';
 import type { Rating } from './request.ts';
 
 export interface MirrorOptions {

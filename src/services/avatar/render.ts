@@ -1,7 +1,7 @@
 // Pixels out: generator art and stored/mirrored originals become exactly size x size in the
 // requested format. Outputs carry no metadata (sharp strips EXIF/ICC unless asked to keep it).
 import type { Sharp } from 'sharp';
-import { loadSharp } from '../../infra/sharp.ts';
+import { loadSharp } from '../../infra/media/sharp.ts';
 import type { Art } from './gen/art.ts';
 
 export type Format = 'png' | 'jpeg' | 'webp' | 'gif';

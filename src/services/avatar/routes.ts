@@ -1,11 +1,11 @@
 // GET/HEAD /avatar/<hash>[.ext] and /avatar/ (Gravatar's image URL), plus the operator's PUT and
 // DELETE for uploads. Thin: parsing is request.ts, the lookup order service.ts, storage uploads.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/client-ip.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { QueueFull } from '../../infra/fair-queue.ts';
-import { PreparedMemo, requestNotModified } from '../../infra/prepared-response.ts';
+import { addressGroup } from '../../infra/http/client-ip.ts';
+import { PreparedMemo, requestNotModified } from '../../infra/http/prepared-response.ts';
+import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';

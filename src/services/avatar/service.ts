@@ -4,9 +4,9 @@
 // so a conditional request is answered without rendering anything. The renderings of an uploaded
 // image are tracked by its hash, so a change or delete evicts them (evict(), from index.ts).
 import { createHash } from 'node:crypto';
-import type { Cache } from '../../infra/cache.ts';
-import { FairQueue } from '../../infra/fair-queue.ts';
-import { SingleFlight } from '../../infra/single-flight.ts';
+import type { Cache } from '../../infra/cache/cache.ts';
+import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { FairQueue } from '../../infra/limits/fair-queue.ts';
 import { GENERATORS } from './gen/index.ts';
 import type { Mirror } from './mirror.ts';
 import { allowedRedirect, type parseAllowList } from './redirect.ts';

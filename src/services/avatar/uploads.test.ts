@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import sharp from 'sharp';
 import { tempDir } from '../../../test/helpers/server.ts';
-import { FsBlobStore } from '../../infra/blob-fs.ts';
+import { FsBlobStore } from '../../infra/storage/fs.ts';
 import { type Changed, Uploads } from './uploads.ts';
 
 async function store(): Promise<FsBlobStore> {

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Metadata, OutputInfo } from 'sharp';
-import type { BlobStore } from '../../infra/blob-store.ts';
-import { loadSharp } from '../../infra/sharp.ts';
+import { loadSharp } from '../../infra/media/sharp.ts';
+import type { BlobStore } from '../../infra/storage/blob-store.ts';
 import type { Rating } from './request.ts';
 import { emailHashes, type HashKind } from './seed.ts';
 

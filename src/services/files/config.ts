@@ -1,6 +1,7 @@
 // File storage section: limits, compression and retention (the blob backend is the storage section).
-import { accelPrefix } from '../../infra/accel.ts';
-import { bool, bytes, duration, int, oneOf, rate } from '../../infra/schema.ts';
+
+import { bool, bytes, duration, int, oneOf, rate } from '../../infra/config/schema.ts';
+import { accelPrefix } from '../../infra/http/accel.ts';
 
 export const filesSection = {
   enabled: bool(true, { doc: 'serve the file storage API under /api/file' }),

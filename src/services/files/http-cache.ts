@@ -1,6 +1,6 @@
 // Conditional and range requests for downloads (RFC 9110 sections 13 and 14): ETag/If-None-Match,
 // If-Modified-Since, If-Range and a single byte range; multiple ranges are answered with the whole.
-import { requestNotModified } from '../../infra/prepared-response.ts';
+import { requestNotModified } from '../../infra/http/prepared-response.ts';
 
 export type RangeResult =
   | { kind: 'none' }

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
-import { createBlobStore } from '../../infra/blob-store.ts';
+import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { DownloadLimits } from './downloads.ts';
 import { DAY_MS } from './lifetime.ts';
 import { FileStore } from './store.ts';

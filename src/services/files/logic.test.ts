@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import { tempDir } from '../../../test/helpers/server.ts';
-import { createBlobStore } from '../../infra/blob-store.ts';
+import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { accepts } from './codec.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { contentDisposition, ratio, sanitizeFilename, validKey } from './names.ts';

@@ -1,8 +1,8 @@
 // POST/GET/HEAD/DELETE /api/file/<key> (seed 2.1, 4.1, 4.2): thin HTTP layer over FileStore.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { docOnly } from '../../infra/openapi.ts';
+import { docOnly } from '../../infra/http/openapi.ts';
 import { accepts } from './codec.ts';
 import type { DownloadKind, DownloadLimits } from './downloads.ts';
 import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
@@ -148,7 +148,7 @@ export async function fileRoutes(
   const bytesIn = ctx.metrics.counter('devutil_files_upload_bytes_total', 'bytes uploaded (original)', []);
 
   // A refused upload is answered before its body is read; server.ts drains and closes the rest
-  // (infra/request-bodies.ts lingerUnreadBody).
+  // (infra/http/request-bodies.ts lingerUnreadBody).
   app.post(
     '/api/file/:key',
     { onRequest: limit, schema: uploadSchema, config: { largeBody: true, ...docOnly(uploadDoc) } },

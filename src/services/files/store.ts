@@ -4,13 +4,13 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
+import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/limits/quota.ts';
 import {
   BlobExistsError,
   type BlobInfo,
   type BlobStore,
   type PresignOptions,
-} from '../../infra/blob-store.ts';
-import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/quota.ts';
+} from '../../infra/storage/blob-store.ts';
 import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
 import {
   type DownloadCounter,

@@ -1,7 +1,7 @@
 // Random image section: sources, output limits, caches and the sharp work pool. Every limit is
 // config with a default (imgproxy's rule); env names are DEVUTIL_IMAGE_<KEY>.
 import { availableParallelism } from 'node:os';
-import { bool, bytes, duration, int, list, oneOf, rate, str } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str } from '../../infra/config/schema.ts';
 
 const SOURCES = ['dir', 'upstream', 'generator'];
 

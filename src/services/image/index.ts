@@ -1,7 +1,7 @@
 // Random-image utility: builds the sources in config order, the caches and the work pool, and
 // wires metrics; routes live in routes.ts, the logic in service.ts.
 import type { FastifyPluginAsync } from 'fastify';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { imageRoutes } from './routes.ts';
 import { ImageService } from './service.ts';
 import type { ImageSource } from './source.ts';

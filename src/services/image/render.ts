@@ -1,7 +1,7 @@
 // The sharp (libvips) pipeline: decode with pixel caps, resize/crop, effects, encode. Metadata
 // (EXIF, XMP, ICC) is dropped because sharp only keeps it when asked to.
 import type { Metadata, Sharp } from 'sharp';
-import { loadSharp, type SharpFn } from '../../infra/sharp.ts';
+import { loadSharp, type SharpFn } from '../../infra/media/sharp.ts';
 import { type Format, type ImageOptions, type Limits, outputSize } from './params.ts';
 import { rngFrom } from './rng.ts';
 import { type Loaded, SourceError } from './source.ts';

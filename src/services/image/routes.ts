@@ -2,11 +2,11 @@
 // the v1 envelope), both with ?category=<subdirectory>. Thin: validate, ask the ImageService, set
 // caching headers.
 import type { FastifyInstance } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/client-ip.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { QueueFull } from '../../infra/fair-queue.ts';
-import { PreparedMemo } from '../../infra/prepared-response.ts';
+import { addressGroup } from '../../infra/http/client-ip.ts';
+import { PreparedMemo } from '../../infra/http/prepared-response.ts';
+import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
 import { type ImageService, UnknownCategoryError } from './service.ts';
 

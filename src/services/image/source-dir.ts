@@ -6,7 +6,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import type { Logger } from 'pino';
-import { loadSharp } from '../../infra/sharp.ts';
+import { loadSharp } from '../../infra/media/sharp.ts';
 import { RASTER } from './render.ts';
 import {
   type Catalogue,

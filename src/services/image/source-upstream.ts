@@ -2,9 +2,9 @@
 // through the egress client under a deadline and a body cap, only from allowed hosts (redirects are
 // followed by hand so every hop is checked), and kept in the disk cache so an id stays byte-stable.
 import type { Dispatcher } from 'undici';
-import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress, type Egress } from '../../infra/egress.ts';
-import { SingleFlight } from '../../infra/single-flight.ts';
+import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import type { ImageCache } from './service.ts';
 import {
   type Catalogue,

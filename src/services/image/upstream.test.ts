@@ -5,7 +5,7 @@ import sharp from 'sharp';
 import { type PicsumFixture, startPicsumFixture } from '../../../test/fixtures/image/picsum.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
-import { loadUndici } from '../../infra/egress.ts';
+import { loadUndici } from '../../infra/egress/client.ts';
 
 const URL_ = '/rest/api/v1/image';
 

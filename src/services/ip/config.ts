@@ -1,5 +1,5 @@
 // Caller-IP section: the endpoints are cheap, so they are not rate limited unless configured.
-import { bool, duration, list, rate, url } from '../../infra/schema.ts';
+import { bool, duration, list, rate, url } from '../../infra/config/schema.ts';
 
 export const ipSection = {
   enabled: bool(true, { doc: 'serve /api/ip and /rest/api/v1/ip' }),

@@ -1,7 +1,7 @@
 // Caller-IP utility: the legacy /api/ip shape and the versioned /rest/api/v1/ip shape (with the
 // optional offline details, loaded on first use).
 import type { FastifyPluginAsync } from 'fastify';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { IpGeo } from './geo.ts';
 import { ipRoutes } from './routes.ts';
 

@@ -3,7 +3,7 @@
 // few thousand rows, so loading half a million rows never stalls other requests.
 import { readFile } from 'node:fs/promises';
 import { isIPv6 } from 'node:net';
-import { expandV6 } from '../../infra/client-ip.ts';
+import { expandV6 } from '../../infra/http/client-ip.ts';
 
 const YIELD_EVERY = 8192;
 

@@ -2,8 +2,8 @@
 // icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline;
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { unavailable } from '../../errors.ts';
-import type { ServiceContext } from '../../infra/context.ts';
 import type { IpGeo } from './geo.ts';
 
 const format = { type: 'string', enum: ['json', 'text'], description: 'json (default) or text' } as const;

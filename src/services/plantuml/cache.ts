@@ -1,9 +1,9 @@
-// What the diagram renderer keeps in the shared cache (infra/cache.ts): the body plus what a reply
+// What the diagram renderer keeps in the shared cache (infra/cache/cache.ts): the body plus what a reply
 // needs besides it. Keys are hex SHA-256 of everything that shapes the output (engine, profile,
 // format, page, source); error results are kept too, as the same source fails the same way.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { Cache, type CacheHit } from '../../infra/cache.ts';
+import { Cache, type CacheHit } from '../../infra/cache/cache.ts';
 import type { DiagramError, IncludeRecord } from './protocol.ts';
 
 export interface Rendered {

@@ -1,6 +1,6 @@
 // Diagram rendering section. DEVUTIL_PLANTUML_HOST gives it its own virtual host; WORKERS and
 // TIMEOUT_MS are the names issue 7 fixes. Defaults fit a 2-core machine with a few GiB.
-import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/config/schema.ts';
 
 function urlPrefix(s: string): string | null {
   return /^https?:\/\/[^\s/@]+(\/\S*)?$/i.test(s) ? null : 'expected an http(s):// URL prefix';

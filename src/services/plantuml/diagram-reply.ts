@@ -2,15 +2,15 @@
 // headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/client-ip.ts';
-import { QueueFull } from '../../infra/fair-queue.ts';
-import { PreparedMemo } from '../../infra/prepared-response.ts';
+import { addressGroup } from '../../infra/http/client-ip.ts';
+import { PreparedMemo } from '../../infra/http/prepared-response.ts';
+import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
 import type { FormatSpec } from './formats.ts';
 import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
 const MAX_AGE = 432_000; // 5 days, as the server
-/** Prepared answers of cached diagrams, one per body and content type (infra/prepared-response.ts). */
+/** Prepared answers of cached diagrams, one per body and content type (infra/http/prepared-response.ts). */
 const prepared = new PreparedMemo();
 
 export interface ReplyOptions {

@@ -1,7 +1,7 @@
 // The small web editor at /uml/{encoded} (the server's JSP page): a textarea, the rendered SVG and
 // the links editors paste. A POST of the form field `text` answers 302 to /uml/<encoded>.
 import type { FastifyInstance } from 'fastify';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { encodeDiagram } from './encoding.ts';
 import { decodeOrThrow } from './routes.ts';
 

@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Cache } from '../../infra/cache.ts';
-import { FairQueue } from '../../infra/fair-queue.ts';
-import { SingleFlight } from '../../infra/single-flight.ts';
+import type { Cache } from '../../infra/cache/cache.ts';
+import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { FairQueue } from '../../infra/limits/fair-queue.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
 import { ClassArchive } from './cds.ts';
 import { encode64 } from './encoding.ts';

@@ -1,4 +1,4 @@
-// Cached diagrams answered from headers prepared once per stored body (infra/prepared-response.ts).
+// Cached diagrams answered from headers prepared once per stored body (infra/http/prepared-response.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';

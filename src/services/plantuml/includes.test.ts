@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
 import { freePort } from '../../../test/helpers/ports.ts';
-import { createEgress, type Egress } from '../../infra/egress.ts';
+import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { IncludeFetcher, type IncludeOptions } from './includes.ts';
 
 const INC = 'http://include.test';

@@ -6,10 +6,10 @@
 // those with each entry, so a changed include re-renders the diagram (plantuml-server#261).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { type Egress, isBlocked } from '../../infra/egress.ts';
-import { ByteLru } from '../../infra/lru.ts';
-import { SingleFlight } from '../../infra/single-flight.ts';
+import { ByteLru } from '../../infra/cache/lru.ts';
+import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { type Egress, isBlocked } from '../../infra/egress/client.ts';
 import type { IncludeRecord } from './protocol.ts';
 import type { FetchAnswer } from './worker.ts';
 

@@ -1,7 +1,7 @@
 // Diagram rendering utility: a plantuml-server-compatible API on a warm pool of PlantUML JVMs.
 import type { FastifyPluginAsync } from 'fastify';
-import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress } from '../../infra/egress.ts';
+import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
 import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
 import { engineFor } from './engine.ts';

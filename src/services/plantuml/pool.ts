@@ -1,7 +1,7 @@
 // A pool of warm JVM workers, each running up to `threads` renders at once. A render past its
 // deadline kills its worker (the other renders on it are retried on a fresh one); a dead worker is
 // replaced on demand. Who gets a thread, and who is refused, is decided before this pool by the
-// engine's fair queue (infra/fair-queue.ts), so the hand-off queue here holds at most
+// engine's fair queue (infra/limits/fair-queue.ts), so the hand-off queue here holds at most
 // size x threads renders waiting for a worker to come up.
 import type { WorkerReply, WorkerRequest } from './protocol.ts';
 import type { JavaWorker } from './worker.ts';

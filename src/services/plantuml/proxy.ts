@@ -3,10 +3,10 @@
 // keeps the server's URL guards (digest section 2: http(s) only, no userinfo, exact hosts) and
 // fetches through the egress client, whose address guard refuses hosts that point inward.
 import type { FastifyInstance } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
-import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress, isBlocked, undiciCode } from '../../infra/egress.ts';
+import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { createEgress, isBlocked, undiciCode } from '../../infra/egress/client.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';

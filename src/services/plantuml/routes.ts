@@ -1,11 +1,11 @@
 // plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), plus Kroki's
 // routes for Kroki clients. Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { badRequest, notFound } from '../../errors.ts';
-import { addressGroup } from '../../infra/client-ip.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { checkJsonDepth } from '../../infra/json-body.ts';
-import { ByteLru } from '../../infra/lru.ts';
+import { ByteLru } from '../../infra/cache/lru.ts';
+import { addressGroup } from '../../infra/http/client-ip.ts';
+import { checkJsonDepth } from '../../infra/http/json-body.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';

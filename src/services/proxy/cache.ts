@@ -1,12 +1,12 @@
 // On-disk cache for immutable upstream content (digest §7): Debian pool/ and by-hash/, PyPI files,
 // release assets keyed by their github.com URL; Release files and PyPI pages are revalidated.
 // Concurrent misses for one object share one upstream fetch; Range is served from complete objects.
-// The objects live in the shared cache (infra/cache.ts); this file is the proxy's policy.
+// The objects live in the shared cache (infra/cache/cache.ts); this file is the proxy's policy.
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import { Cache, type CacheEntry } from '../../infra/cache.ts';
-import { ByteLru } from '../../infra/lru.ts';
-import { PreparedMemo } from '../../infra/prepared-response.ts';
+import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
+import { ByteLru } from '../../infra/cache/lru.ts';
+import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../config.ts';
-import { parseResolve } from '../../infra/netguard.ts';
+import { parseResolve } from '../../infra/egress/netguard.ts';
 
 describe('proxy config', () => {
   it('reads DEVUTIL_PROXY_RESOLVE, DEVUTIL_PROXY_UPSTREAM_CA and DEVUTIL_PROXY_ALLOW', () => {

@@ -1,9 +1,9 @@
 // Reverse proxy section. DEVUTIL_PROXY_HOST gives the proxy its own virtual host; RESOLVE,
 // UPSTREAM_CA and ALLOW are fixed names (outside scripts point the proxy at fixture servers).
 import { isIP } from 'node:net';
-import { accelPrefix } from '../../infra/accel.ts';
-import { resolveItem } from '../../infra/netguard.ts';
-import { bool, budget, bytes, duration, int, list, rate, str, url } from '../../infra/schema.ts';
+import { bool, budget, bytes, duration, int, list, rate, str, url } from '../../infra/config/schema.ts';
+import { resolveItem } from '../../infra/egress/netguard.ts';
+import { accelPrefix } from '../../infra/http/accel.ts';
 
 /** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
 export const DEFAULT_ALLOW = [

@@ -1,5 +1,5 @@
 // Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
-import { isBlocked, undiciCode } from '../../infra/egress.ts';
+import { isBlocked, undiciCode } from '../../infra/egress/client.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
 

@@ -5,8 +5,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { BodyTooLarge, capStream, readCapped } from '../../infra/capped-body.ts';
-import type { Egress } from '../../infra/egress.ts';
+import { BodyTooLarge, capStream, readCapped } from '../../infra/egress/capped-body.ts';
+import type { Egress } from '../../infra/egress/client.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type Route } from './policy.ts';
@@ -35,7 +35,7 @@ export interface Upstream {
 }
 
 export interface ForwardOptions {
-  /** The proxy's egress dispatcher (infra/egress.ts): address guard, timeouts, keep-alive. */
+  /** The proxy's egress dispatcher (infra/egress/client.ts): address guard, timeouts, keep-alive. */
   agent: Egress;
   links: Links;
   maxRedirects: number;

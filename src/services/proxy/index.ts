@@ -2,9 +2,9 @@
 import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
-import { budgetMetrics, createByteBudget } from '../../infra/byte-budget.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress } from '../../infra/egress.ts';
+import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
+import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
 import { type CacheStats, createStore, DiskCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { Links } from './links.ts';

@@ -4,8 +4,8 @@
 // right after it would turn a cut transfer into a different answer).
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { ByteBudget } from '../../infra/byte-budget.ts';
-import { FileRangeStream } from '../../infra/file-read.ts';
+import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
+import { FileRangeStream } from '../../infra/storage/file-read.ts';
 
 /** Bytes counted before they are charged: a long transfer shows in the budget as it goes. */
 const CHARGE_EVERY = 1024 * 1024;

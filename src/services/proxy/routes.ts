@@ -7,14 +7,14 @@ import type {
   onRequestAsyncHookHandler,
   onRequestHookHandler,
 } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
-import type { ByteBudget } from '../../infra/byte-budget.ts';
-import { readSmall } from '../../infra/capped-body.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { RequestAbort } from '../../infra/egress.ts';
-import { FileRangeStream } from '../../infra/file-read.ts';
-import { docOnly } from '../../infra/openapi.ts';
-import { socketBytes } from '../../infra/usage.ts';
+import { readSmall } from '../../infra/egress/capped-body.ts';
+import { RequestAbort } from '../../infra/egress/client.ts';
+import { docOnly } from '../../infra/http/openapi.ts';
+import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
+import { socketBytes } from '../../infra/observe/usage/usage.ts';
+import { FileRangeStream } from '../../infra/storage/file-read.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify, codeOf } from './errors.ts';

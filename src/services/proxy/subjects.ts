@@ -1,6 +1,6 @@
 // What a proxied request was for, as the operator's dashboard ranks it: a GitHub repository
 // (owner/repo), a package (PyPI project or Debian package) and the file itself (host + path).
-import type { Subjects } from '../../infra/usage.ts';
+import type { Subjects } from '../../infra/observe/usage/usage.ts';
 
 const GITHUB_REPO_HOSTS = new Set(['github.com', 'raw.githubusercontent.com', 'codeload.github.com']);
 /** First path segments of github.com that are pages, not owners. */

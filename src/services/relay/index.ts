@@ -3,10 +3,10 @@
 // only, so other workers answer from the stored identity and read the stats from the relay's
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { unavailable } from '../../errors.ts';
-import { readCapped } from '../../infra/capped-body.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import { createEgress, type Egress } from '../../infra/egress.ts';
+import { readCapped } from '../../infra/egress/capped-body.ts';
+import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { readIdentity } from '../../relay/identity.ts';
 import { relaySettings } from '../../relay/index.ts';
 import { relayUri } from '../../relay/relay.ts';

@@ -2,8 +2,8 @@
 // the address guard, optional HTTP(S) proxy). The bot key is in the URL path (spec digest §1), so
 // nothing that leaves this file carries the URL or an unscrubbed error message.
 import type { Dispatcher } from 'undici';
-import { BodyTooLarge, readCapped } from '../../infra/capped-body.ts';
-import { createEgress, type Egress } from '../../infra/egress.ts';
+import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { scrubKey } from './key.ts';
 
 export interface BotApiOptions {

@@ -1,6 +1,6 @@
 // Message-bot relay section: upstream, outbound timeouts/proxy, payload caps and the budgets
 // (our callers per IP and per bot key, plus Telegram's own pacing per bot and per chat).
-import { bool, bytes, duration, int, rate, str, url } from '../../infra/schema.ts';
+import { bool, bytes, duration, int, rate, str, url } from '../../infra/config/schema.ts';
 
 export const telegramSection = {
   enabled: bool(true, { doc: 'serve POST /rest/api/v1/telegram' }),

@@ -152,7 +152,7 @@ describe('telegram relay hostile input', () => {
     assert.equal(n.statusCode, 404);
     assert.equal(n.json().status, 0);
     // The foundation's 404 echoes the path back to the caller who sent it; the log test below
-    // proves the request log redacts it (infra/redact.ts).
+    // proves the request log redacts it (infra/observe/redact.ts).
   });
 
   // Runs last: every request above was logged at debug level through `logs`.

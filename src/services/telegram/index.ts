@@ -2,7 +2,7 @@
 // cannot reach it, keeping the bot key out of logs and metrics.
 import type { FastifyPluginAsync } from 'fastify';
 import type { Counter, Histogram } from 'prom-client';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { BotApiClient } from './client.ts';
 import { MemoryPauses, RedisPauses } from './pauses.ts';
 import { telegramRoutes } from './routes.ts';

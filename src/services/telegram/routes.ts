@@ -1,9 +1,9 @@
 // POST /rest/api/v1/telegram (seed 2.4/4.6): validate, charge the budgets (client IP, bot key,
 // Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
 import { alreadyLogged, badRequest, tooMany, unavailable } from '../../errors.ts';
-import type { ServiceContext } from '../../infra/context.ts';
-import type { Rate } from '../../infra/schema.ts';
+import type { Rate } from '../../infra/config/schema.ts';
 import type { BotApiClient } from './client.ts';
 import type { TelegramMetrics } from './index.ts';
 import { keyId } from './key.ts';

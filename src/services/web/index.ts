@@ -1,7 +1,7 @@
 // Home page plugin: GET / (server-rendered, per request) and the hashed assets under /assets/. The
 // sections come from the service definitions on ctx, each marked by whether this server serves it.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import type { ServiceContext } from '../../infra/context.ts';
+import type { ServiceContext } from '../../context.ts';
 import { isEnabled } from '../define.ts';
 import { type Assets, loadAssets } from './assets.ts';
 import { type Coding, negotiate, SplicedGzip } from './encoding.ts';

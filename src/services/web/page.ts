@@ -2,7 +2,7 @@
 // (services/<name>/page.ts, in the order of services/index.ts), footer. Fully readable without
 // JavaScript; the caller's address is spliced in per request (index.ts).
 import type { Config } from '../../config.ts';
-import type { PublicUrls } from '../../infra/hosts.ts';
+import type { PublicUrls } from '../../infra/http/hosts.ts';
 import type { ServiceDef } from '../define.ts';
 import { html, type Raw } from './html.ts';
 

@@ -4,10 +4,10 @@
 // The 2.1 result: X-Upload-Result (base64 JSON) on that PATCH, and GET /api/upload/<id> afterwards.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
-import type { ServiceContext } from '../../../infra/context.ts';
-import type { Locks } from '../../../infra/lock.ts';
-import { QuotaFullError, type Reservation } from '../../../infra/quota.ts';
+import { QuotaFullError, type Reservation } from '../../../infra/limits/quota.ts';
+import type { Locks } from '../../../infra/state/lock.ts';
 import { readLimits } from '../lifetime.ts';
 import { sanitizeFilename, validKey } from '../names.ts';
 import { tokenOf, uploadAnswer } from '../routes.ts';

@@ -5,8 +5,8 @@
 // The offset is the sum of the contiguous parts from 0; callers serialise writes with a lock.
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { BlobStore } from '../../../infra/blob-store.ts';
-import type { SpaceQuota } from '../../../infra/quota.ts';
+import type { SpaceQuota } from '../../../infra/limits/quota.ts';
+import type { BlobStore } from '../../../infra/storage/blob-store.ts';
 import type { Limits } from '../lifetime.ts';
 
 const NS = 'uploads/';

@@ -1,0 +1,133 @@
+// The outbound client: the address guard table, overrides, timeouts and size caps, against real
+// sockets on loopback.
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { errors } from 'undici';
+import {
+  BlockedAddressError,
+  createEgress,
+  type Egress,
+  guardedLookup,
+  isBlocked,
+  RequestAbort,
+} from './client.ts';
+import { isBlockedAddress, parseResolve } from './netguard.ts';
+
+describe('address guard', () => {
+  const blocked = [
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '198.51.100.7',
+    '::',
+    '::1',
+    'fc00::1',
+    'fd12::1',
+    'fe80::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '64:ff9b::a00:1',
+    'ff02::1',
+  ];
+  for (const a of blocked) it(`refuses ${a}`, () => assert.ok(isBlockedAddress(a)));
+  for (const a of ['140.82.112.3', '151.101.0.223', '2606:4700::1111'])
+    it(`accepts ${a}`, () => assert.ok(!isBlockedAddress(a)));
+
+  it('refuses a name that resolves to loopback, in both callback shapes', async () => {
+    for (const all of [true, false]) {
+      const err = await new Promise<Error | null>((resolve) =>
+        guardedLookup('localhost', { all }, (e) => resolve(e)),
+      );
+      assert.match(String(err?.message), /non-public/);
+    }
+  });
+});
+
+describe('egress client', () => {
+  let server: Server;
+  let port = 0;
+  let hits = 0;
+  const clients: Egress[] = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      hits++;
+      if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2000);
+      if (req.url === '/big') return void res.end(Buffer.alloc(64 * 1024, 97));
+      res.end(`hello ${req.headers.host}`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const egress = (o: Partial<Parameters<typeof createEgress>[0]> = {}) => {
+    const d = createEgress({ timeoutMs: 5000, ...o });
+    clients.push(d);
+    return d;
+  };
+  const get = async (d: Egress, url: string) => {
+    const res = await d.request({ origin: new URL(url).origin, path: new URL(url).pathname, method: 'GET' });
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+
+  for (const target of ['127.0.0.1', 'localhost', '[::1]', '0.0.0.0'])
+    it(`refuses http://${target} when it is not in the overrides`, async () => {
+      const before = hits;
+      await assert.rejects(get(egress(), `http://${target}:${port}/`), (e: unknown) => isBlocked(e));
+      assert.equal(hits, before, 'no request reached the server');
+    });
+
+  it('reaches loopback through an override, keeping the Host the caller asked for', async () => {
+    const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`] });
+    assert.deepEqual(await get(d, 'http://fixture.test/'), { status: 200, text: 'hello fixture.test' });
+    await assert.rejects(get(d, `http://127.0.0.1:${port}/`), BlockedAddressError);
+  });
+
+  it('refuses an override that points at a private address other than loopback', async () => {
+    const d = egress({ resolve: ['inside.test=10.0.0.1:80'] });
+    await assert.rejects(get(d, 'http://inside.test/'), /non-public/);
+  });
+
+  it('reaches loopback unguarded only when asked to (this server’s own endpoints)', async () => {
+    assert.equal((await get(egress({ guard: false }), `http://127.0.0.1:${port}/`)).status, 200);
+  });
+
+  it('fails a response over maxResponseBytes', async () => {
+    const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`], maxResponseBytes: 1024 });
+    await assert.rejects(get(d, 'http://fixture.test/big'), errors.ResponseExceededMaxSizeError);
+    assert.equal((await get(d, 'http://fixture.test/')).status, 200);
+  });
+
+  it('gives up on headers that take longer than headersTimeoutMs', async () => {
+    const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`], headersTimeoutMs: 200 });
+    await assert.rejects(get(d, 'http://fixture.test/slow'), errors.HeadersTimeoutError);
+  });
+
+  it('aborts a request waiting for headers through a RequestAbort, as RequestAbortedError', async () => {
+    const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`] });
+    const ac = new RequestAbort();
+    const pending = d.request({ origin: 'http://fixture.test', path: '/slow', method: 'GET', signal: ac });
+    setTimeout(() => ac.abort(), 100);
+    // Not aborted, the request would answer 200 "late".
+    await assert.rejects(pending, errors.RequestAbortedError);
+    assert.equal(ac.listenerCount('abort'), 0, 'undici let go of the handle');
+  });
+
+  it('parses overrides like curl --resolve', () => {
+    const r = parseResolve(['GitHub.com=127.0.0.1:8443', 'pypi.org=[::1]:9443', 'junk']);
+    assert.deepEqual(r.get('github.com'), { address: '127.0.0.1', port: 8443 });
+    assert.deepEqual(r.get('pypi.org'), { address: '::1', port: 9443 });
+    assert.equal(r.size, 2);
+  });
+});

@@ -1,0 +1,96 @@
+// pino options shared by the HTTP server and the relay: credentials in headers and well-known
+// fields are censored by path; every logged string (message, fields, request URL, error message,
+// stack and cause) goes through the one redaction function, whatever its field is called.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { canonicalIp } from '../http/client-ip.ts';
+import { prettyLine } from './log-pretty.ts';
+import { redact, redactFields } from './redact.ts';
+
+export { protectSecrets, redact } from './redact.ts';
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-owner-token"]',
+  'req.headers["proxy-authorization"]',
+  'res.headers["set-cookie"]',
+  'res.headers["x-owner-token"]',
+  '*.apiKey',
+  '*.token',
+  '*.adminToken',
+  '*.password',
+];
+
+export function loggerOptions(level: string): LoggerOptions {
+  return {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // Runs before the serializers: strings in any field (upstream URLs, Location, reasons).
+    formatters: { log: (obj) => redactFields(obj) },
+    serializers: {
+      msg: redact,
+      req: (req: FastifyRequest) => ({
+        method: req.method,
+        url: redact(req.url),
+        host: req.headers?.host,
+        // The caller as responses show it: after the onRequest hook the trusted-proxy walk is done;
+        // Fastify's 'incoming request' line comes earlier and gets the peer, IPv4-mapped unwrapped.
+        remoteAddress: req.clientIp || (canonicalIp(req.ip ?? '') ?? req.ip),
+      }),
+      res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
+      err: serializeError,
+    },
+  };
+}
+
+/** Any thrown value (not only Errors: libraries throw strings and plain objects) with secrets masked. */
+export function serializeError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) {
+    let text: string;
+    try {
+      text = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
+    } catch {
+      text = Object.prototype.toString.call(err); // cyclic or too deep to stringify
+    }
+    return { type: typeof err, message: redact(String(text).slice(0, 2000)) };
+  }
+  const e = err as Error & { code?: unknown };
+  return {
+    type: e.name,
+    message: redact(String(e.message)),
+    code: e.code,
+    stack: typeof e.stack === 'string' ? redact(e.stack) : undefined,
+    cause: causeText(e.cause),
+  };
+}
+
+/** The cause chain's messages, outermost first (undici and the AWS SDK nest the useful one). */
+function causeText(cause: unknown): string | undefined {
+  const parts: string[] = [];
+  for (let c = cause, i = 0; c !== undefined && c !== null && i < 4; i++) {
+    parts.push(c instanceof Error ? String(c.message) : String(c));
+    c = c instanceof Error ? c.cause : undefined;
+  }
+  return parts.length ? redact(parts.join(' <- ').slice(0, 2000)) : undefined;
+}
+
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
+/** `auto` is pretty for a person at a terminal and JSON for log collectors, files and pipes. */
+export function resolveFormat(format: LogFormat, isTty: boolean): 'pretty' | 'json' {
+  return format === 'auto' ? (isTty ? 'pretty' : 'json') : format;
+}
+
+/**
+ * A logger writing to `dest` (default stdout). Pretty lines are formatted from the finished JSON
+ * line, so redaction and serializers apply the same way in both formats.
+ */
+export function createLogger(level: string, dest?: DestinationStream, format: LogFormat = 'json'): Logger {
+  const tty = dest === undefined && process.stdout.isTTY === true;
+  if (resolveFormat(format, tty) === 'json')
+    return dest ? pino(loggerOptions(level), dest) : pino(loggerOptions(level));
+  // A person is reading: write each line at once (pino's default stdout stream buffers).
+  const out = dest ?? pino.destination({ dest: 1, sync: true });
+  return pino(loggerOptions(level), { write: (line: string) => out.write(prettyLine(line, tty)) });
+}

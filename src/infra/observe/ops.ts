@@ -1,0 +1,61 @@
+// Operations routes: liveness, readiness, Prometheus metrics, the OpenAPI document and its docs page.
+import { timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
+import { unauthorized } from '../../errors.ts';
+import { swaggerUiOptions } from '../http/openapi.ts';
+
+const FAVICON = new URL('../../../web/src/favicon.svg', import.meta.url);
+
+const OPS = ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'];
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
+  for (const p of OPS) app.envelopes.mount(p, 'text');
+
+  app.get(
+    '/healthz',
+    { schema: { summary: 'Liveness: 200 while the process serves' } },
+    async (_req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { status: 'ok', version: ctx.version, uptime: Math.round(process.uptime()) };
+    },
+  );
+
+  const readyDoc = {
+    summary:
+      'Readiness: 503 when Redis or the blob store is down, "degraded" when an optional engine is missing',
+  };
+  app.get('/readyz', { schema: readyDoc }, async (_req, reply) => {
+    const r = await ctx.readiness.run();
+    reply.header('cache-control', 'no-store').code(r.ok ? 200 : 503);
+    return { status: !r.ok ? 'not ready' : r.degraded ? 'degraded' : 'ready', checks: r.checks };
+  });
+
+  if (ctx.config.metrics.enabled) {
+    const metricsDoc = {
+      summary: 'Prometheus metrics (Authorization: Bearer <token> when DEVUTIL_METRICS_TOKEN is set)',
+    };
+    app.get('/metrics', { schema: metricsDoc }, async (req, reply) => {
+      const token = ctx.config.metrics.token;
+      if (token) {
+        const auth = req.headers.authorization ?? '';
+        if (!auth.startsWith('Bearer ') || !sameSecret(auth.slice(7), token))
+          throw unauthorized('metrics need a bearer token');
+      }
+      reply.header('content-type', ctx.metrics.registry.contentType).header('cache-control', 'no-store');
+      return ctx.metrics.registry.metrics();
+    });
+  }
+
+  // The description itself and its page are not routes of the API they describe.
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(swaggerUi, swaggerUiOptions(readFileSync(FAVICON, 'utf8')));
+};
