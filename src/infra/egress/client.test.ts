@@ -1,9 +1,11 @@
 // The outbound client: the address guard table, overrides, timeouts and size caps, against real
 // sockets on loopback.
 import assert from 'node:assert/strict';
+import dns from 'node:dns';
 import { createServer, type Server } from 'node:http';
+import { syncBuiltinESMExports } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { errors } from 'undici';
 import {
   BlockedAddressError,
@@ -14,6 +16,32 @@ import {
   RequestAbort,
 } from './client.ts';
 import { isBlockedAddress, parseResolve } from './netguard.ts';
+
+const PUBLIC_FIRST: dns.LookupAddress[] = [
+  { address: '140.82.112.3', family: 4 },
+  { address: '127.0.0.1', family: 4 },
+];
+const PRIVATE_FIRST: dns.LookupAddress[] = [
+  { address: '10.1.2.3', family: 4 },
+  { address: '151.101.0.223', family: 4 },
+];
+
+const realLookup = dns.lookup;
+/** Answers the given names from the table (every other name through the real resolver). The
+ * client imports `lookup` from node:dns; syncBuiltinESMExports updates that binding too. */
+function fakeDns(table: Record<string, dns.LookupAddress[]>): void {
+  const fake = (host: string, opts: unknown, cb: (e: Error | null, a: dns.LookupAddress[]) => void) => {
+    const hit = table[host];
+    if (!hit) return (realLookup as (...a: unknown[]) => void)(host, opts, cb);
+    process.nextTick(cb, null, hit);
+  };
+  (dns as { lookup: unknown }).lookup = fake;
+  syncBuiltinESMExports();
+}
+function restoreDns(): void {
+  (dns as { lookup: unknown }).lookup = realLookup;
+  syncBuiltinESMExports();
+}
 
 describe('address guard', () => {
   const blocked = [
@@ -47,6 +75,33 @@ describe('address guard', () => {
       );
       assert.match(String(err?.message), /non-public/);
     }
+  });
+
+  // A name with several addresses is refused when any of them is not public: a guard that checked
+  // only the first would let the connection reach the private one (DNS answers in any order).
+  describe('a name that resolves to a public and a private address', () => {
+    afterEach(restoreDns);
+    for (const order of [PUBLIC_FIRST, PRIVATE_FIRST])
+      for (const all of [true, false])
+        it(`is refused (${order.map((a) => a.address).join(', ')}; all: ${all})`, async () => {
+          fakeDns({ 'mixed.test': order });
+          const got = await new Promise<{ err: Error | null; addr: unknown }>((resolve) =>
+            guardedLookup('mixed.test', { all }, (err, addr) => resolve({ err, addr })),
+          );
+          assert.ok(
+            got.err instanceof BlockedAddressError,
+            `refused, got ${String(got.err)} ${String(got.addr)}`,
+          );
+        });
+
+    it('accepts a name whose every address is public', async () => {
+      fakeDns({ 'public.test': [PUBLIC_FIRST[0]!, { address: '2606:4700::1111', family: 6 }] });
+      const got = await new Promise<{ err: Error | null; addr: unknown }>((resolve) =>
+        guardedLookup('public.test', { all: true }, (err, addr) => resolve({ err, addr })),
+      );
+      assert.equal(got.err, null);
+      assert.equal((got.addr as unknown[]).length, 2);
+    });
   });
 });
 
@@ -92,6 +147,19 @@ describe('egress client', () => {
     const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`] });
     assert.deepEqual(await get(d, 'http://fixture.test/'), { status: 200, text: 'hello fixture.test' });
     await assert.rejects(get(d, `http://127.0.0.1:${port}/`), BlockedAddressError);
+  });
+
+  it('refuses a name that resolves to a public address and this loopback server', async () => {
+    // Unguarded, the connection would reach the fixture server through the second address.
+    fakeDns({ 'mixed.test': PUBLIC_FIRST });
+    try {
+      const before = hits;
+      const d = egress({ connectTimeoutMs: 1000 });
+      await assert.rejects(get(d, `http://mixed.test:${port}/`), (e: unknown) => isBlocked(e));
+      assert.equal(hits, before, 'no request reached the server');
+    } finally {
+      restoreDns();
+    }
   });
 
   it('refuses an override that points at a private address other than loopback', async () => {
