@@ -53,7 +53,9 @@ describe('README Layout', () => {
   });
 
   it('leaves no module at the top level of src/infra/', () => {
-    const modules = readdirSync(join(ROOT, 'src/infra')).filter((n) => /\.[cm]?[jt]s$/.test(n) && n !== 'index.ts');
+    const modules = readdirSync(join(ROOT, 'src/infra')).filter(
+      (n) => /\.[cm]?[jt]s$/.test(n) && n !== 'index.ts',
+    );
     assert.deepEqual(modules, []);
   });
 
