@@ -14,8 +14,8 @@ import {
   joinSession,
   type MessageStream,
   requestSession,
-} from '../src/relay/client.ts';
-import type { Message } from '../src/relay/protocol/messages.ts';
+} from '../src/services/relay/client.ts';
+import type { Message } from '../src/services/relay/protocol/messages.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { cpuSecondsOf, header, report, requireCommand, rssOf, startDevutil } from './lib.ts';
 

@@ -12,8 +12,8 @@ import type { Metrics } from './infra/observe/metrics.ts';
 import type { Subjects, UsageRecorder } from './infra/observe/usage/usage.ts';
 import type { Broadcast } from './infra/state/broadcast.ts';
 import type { BlobStore } from './infra/storage/blob-store.ts';
-import type { RelayHandle } from './relay/index.ts';
 import type { ServiceDef } from './services/define.ts';
+import type { RelayHandle } from './services/relay/background.ts';
 
 export interface ReadyResult {
   ok: boolean;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { clientIdentity, joinRelay } from '../../src/relay/client.ts';
+import { clientIdentity, joinRelay } from '../../src/services/relay/client.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
-import { clientIdentity, connectTls, joinRelay } from '../../src/relay/client.ts';
-import { encode } from '../../src/relay/protocol/messages.ts';
+import { clientIdentity, connectTls, joinRelay } from '../../src/services/relay/client.ts';
+import { encode } from '../../src/services/relay/protocol/messages.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
 

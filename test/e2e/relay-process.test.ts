@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { clientIdentity, joinRelay } from '../../src/relay/client.ts';
+import { clientIdentity, joinRelay } from '../../src/services/relay/client.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDir } from '../helpers/server.ts';
 

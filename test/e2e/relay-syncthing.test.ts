@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Background } from '../../src/background.ts';
-import { relayBackground } from '../../src/relay/index.ts';
+import { relayBackground } from '../../src/services/relay/background.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type Running, startTestServer, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';

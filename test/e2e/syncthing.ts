@@ -6,7 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deviceIdOf, formatDeviceId } from '../../src/relay/protocol/device-id.ts';
+import { deviceIdOf, formatDeviceId } from '../../src/services/relay/protocol/device-id.ts';
 import { freePort } from '../helpers/ports.ts';
 
 export interface Peer {

@@ -11,9 +11,9 @@ import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
-import { clientIdentity, joinRelay, joinSession, requestSession } from '../../relay/client.ts';
-import { relayBackground } from '../../relay/index.ts';
-import type { Message } from '../../relay/protocol/messages.ts';
+import { relayBackground } from '../relay/background.ts';
+import { clientIdentity, joinRelay, joinSession, requestSession } from '../relay/client.ts';
+import type { Message } from '../relay/protocol/messages.ts';
 
 const TOKEN = testSecret('admin-token-');
 const STATS = '/rest/api/v1/admin/stats';

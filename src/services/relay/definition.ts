@@ -1,6 +1,7 @@
 // The Syncthing relay utility's definition (see ../define.ts).
-import { relaySection } from '../../relay/config.ts';
+
 import { defineService } from '../define.ts';
+import { relaySection } from './config.ts';
 import { relayPage } from './page.ts';
 
 export default defineService({
@@ -9,5 +10,5 @@ export default defineService({
   plugin: () => import('./index.ts'),
   page: relayPage,
   // The relay's own TLS listener; the plugin above only serves its status route.
-  background: async (ctx) => (await import('../../relay/index.ts')).relayBackground.start(ctx),
+  background: async (ctx) => (await import('./background.ts')).relayBackground.start(ctx),
 });

@@ -1,5 +1,5 @@
 // GET /rest/api/v1/relay: the Syncthing relay URI and live stats (v1 envelope). The relay itself is
-// a background listener (src/relay) recorded on ctx.relay; in cluster mode it lives in worker 1
+// a background listener (background.ts) recorded on ctx.relay; in cluster mode it lives in worker 1
 // only, so other workers answer from the stored identity and read the stats from the relay's
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
@@ -7,9 +7,9 @@ import type { ServiceContext } from '../../context.ts';
 import { unavailable } from '../../errors.ts';
 import { readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
-import { readIdentity } from '../../relay/identity.ts';
-import { relaySettings } from '../../relay/index.ts';
-import { relayUri } from '../../relay/relay.ts';
+import { relaySettings } from './background.ts';
+import { readIdentity } from './identity.ts';
+import { relayUri } from './relay.ts';
 
 const STAT_KEYS = [
   'numConnections',

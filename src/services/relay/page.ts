@@ -2,11 +2,11 @@
 // DEVUTIL_RELAY_EXT_ADDRESS or the public URL, the relay's real device ID once its identity
 // exists; the page script fills it in live otherwise), and what other devices need to reach it.
 import { resolve } from 'node:path';
-import { readIdentity } from '../../relay/identity.ts';
-import { relaySettings } from '../../relay/index.ts';
-import { relayUri } from '../../relay/relay.ts';
 import { copyField, example, html } from '../web/html.ts';
 import type { PageInput, PageSection } from '../web/page.ts';
+import { relaySettings } from './background.ts';
+import { readIdentity } from './identity.ts';
+import { relayUri } from './relay.ts';
 
 const LOCAL = /^(localhost|127(\.\d{1,3}){3}|::1|0\.0\.0\.0|::)$/i;
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
-import { loadOrCreateIdentity } from '../../relay/identity.ts';
+import { loadOrCreateIdentity } from '../relay/identity.ts';
 import { negotiate } from './encoding.ts';
 import { escapeHtml, html } from './html.ts';
 

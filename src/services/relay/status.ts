@@ -1,7 +1,7 @@
 // strelaysrv's /status endpoint (digest §11): the same field names, sorted keys, 4-space JSON,
 // CORS open, no keep-alive; plus the 10 s rate sampler behind kbps10s1m5m15m30m60m.
 import type { Server } from 'node:http';
-import { nodeHttp } from '../infra/http/node-http.ts';
+import { nodeHttp } from '../../infra/http/node-http.ts';
 
 const WINDOWS_S = [10, 60, 300, 900, 1800, 3600];
 const SAMPLE_S = 10;

@@ -1,13 +1,13 @@
 // The relay: identity + one listener for both modes + the joined-client table + sessions + the
-// status server. Framework-free; src/relay/index.ts wires it into the process lifecycle.
+// status server. Framework-free; background.ts wires it into the process lifecycle.
 
 import type { Server as HttpServer } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import type { ByteBudget } from '../infra/limits/byte-budget.ts';
-import { admitFirst } from '../infra/limits/conn-budget.ts';
+import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
+import { admitFirst } from '../../infra/limits/conn-budget.ts';
 import type { RelayIdentity } from './identity.ts';
 import { RateLimits } from './limits.ts';
 import { createListener, type Listener } from './listener.ts';

@@ -1,7 +1,7 @@
 // Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep
 // strelaysrv's names and defaults (digest §13); durations are held in milliseconds and accept Go
 // style ("1m0s", "90s", "500ms") or, as before, plain seconds.
-import { bool, budget, bytes, duration, int, str } from '../infra/config/schema.ts';
+import { bool, budget, bytes, duration, int, str } from '../../infra/config/schema.ts';
 
 export const relaySection = {
   enabled: bool(true, { doc: 'run the Syncthing relay (protocol v1) listener' }),

@@ -7,13 +7,13 @@ import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { freePort } from '../../test/helpers/ports.ts';
-import { type RedisHandle, startRedis } from '../../test/helpers/redis.ts';
-import { tempDir } from '../../test/helpers/server.ts';
-import { toolSkip } from '../../test/helpers/tools.ts';
-import { budget } from '../infra/config/schema.ts';
-import { ByteBudget } from '../infra/limits/byte-budget.ts';
-import { type CounterStore, MemoryCounters, RedisCounters } from '../infra/state/counters.ts';
+import { freePort } from '../../../test/helpers/ports.ts';
+import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
+import { tempDir } from '../../../test/helpers/server.ts';
+import { toolSkip } from '../../../test/helpers/tools.ts';
+import { budget } from '../../infra/config/schema.ts';
+import { ByteBudget } from '../../infra/limits/byte-budget.ts';
+import { type CounterStore, MemoryCounters, RedisCounters } from '../../infra/state/counters.ts';
 import {
   type ClientIdentity,
   clientIdentity,

@@ -1,13 +1,13 @@
 // Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
 // through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
-// definition starts (services/relay/definition.ts); it records itself on ctx.relay.
+// definition starts (definition.ts); it records itself on ctx.relay.
 import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
-import type { BackgroundDef } from '../background.ts';
-import type { Config } from '../config.ts';
-import type { ServiceContext } from '../context.ts';
-import { budgetMetrics, createByteBudget } from '../infra/limits/byte-budget.ts';
-import type { Metrics } from '../infra/observe/metrics.ts';
+import type { BackgroundDef } from '../../background.ts';
+import type { Config } from '../../config.ts';
+import type { ServiceContext } from '../../context.ts';
+import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
+import type { Metrics } from '../../infra/observe/metrics.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
 
