@@ -11,6 +11,7 @@ import type { RateLimiter } from './infra/limits/rate-limit.ts';
 import type { Metrics } from './infra/observe/metrics.ts';
 import type { Subjects, UsageRecorder } from './infra/observe/usage/usage.ts';
 import type { Broadcast } from './infra/state/broadcast.ts';
+import type { SharedState } from './infra/state/state.ts';
 import type { BlobStore } from './infra/storage/blob-store.ts';
 import type { ServiceDef } from './services/define.ts';
 import type { RelayHandle } from './services/relay/background.ts';
@@ -79,6 +80,8 @@ export interface ServiceContext {
   connections: ConnectionBudget;
   readiness: Readiness;
   redis: Redis | null;
+  /** Counters, flags, leases and reservation pools every limit is built on (Redis when configured). */
+  state: SharedState;
   /** Messages to every instance (Redis pub/sub; this process alone without Redis). */
   broadcast: Broadcast;
   /** Absolute path of the data directory (created at start-up). */

@@ -26,6 +26,7 @@ import { MemorySink } from './infra/observe/usage/memory.ts';
 import { RedisSink } from './infra/observe/usage/redis.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
+import { createState } from './infra/state/state.ts';
 import { connectRedis } from './infra/state/redis.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
 import { adminToken } from './services/admin/config.ts';
@@ -79,6 +80,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     logger,
     onStoreError: () => limiterErrors.inc({ mode: config.redis.failMode }),
   });
+  const state = await createState(redis, config.redis.keyPrefix);
   const broadcast = createBroadcast(redis, config.redis.keyPrefix, logger);
   const readiness = new Readiness();
   if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
@@ -147,6 +149,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     connections,
     readiness,
     redis,
+    state,
     broadcast,
     dataDir,
     blobs,
@@ -196,6 +199,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     await limiter.close();
     await blobs.close();
     await broadcast.close();
+    await state.close();
     if (ownRedis && redis) redis.disconnect();
   });
 

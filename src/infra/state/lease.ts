@@ -1,0 +1,92 @@
+// Named exclusive leases on the shared state: one holder at a time, across every instance on one
+// Redis. A holder renews its lease every third of its life; when a renewal finds the lease gone (or
+// cannot confirm it before the lease would lapse) the holder's signal aborts at once, so it stops
+// writing before another holder can start. A holder that dies (kill -9) lets the lease lapse after
+// ttlMs: short leases make a crashed node's work available to the others within seconds.
+import { randomBytes } from 'node:crypto';
+import type { SharedState } from './state.ts';
+
+export interface HeldLease {
+  /** Aborts when the lease is lost; its reason is a LeaseLost error. */
+  readonly signal: AbortSignal;
+  /** Gives the lease up (only if still ours: a lapsed lease may belong to someone else by now). */
+  release(): Promise<void>;
+}
+
+export interface LeaseOptions {
+  /** How long to wait for a busy lease before giving up (0 = try once). */
+  waitMs: number;
+  /** Lease length; renewed every third of it while held. */
+  ttlMs: number;
+}
+
+export class LeaseLost extends Error {
+  /** taken: a renewal found another owner; lapsed: no renewal was confirmed within the lease. */
+  readonly how: 'taken' | 'lapsed';
+  constructor(name: string, how: 'taken' | 'lapsed') {
+    super(`lease ${how}: ${name}`);
+    this.name = 'LeaseLost';
+    this.how = how;
+  }
+}
+
+const POLL_MS = 50;
+
+export class Leases {
+  readonly state: SharedState;
+  constructor(state: SharedState) {
+    this.state = state;
+  }
+
+  /** The held lease, or null when someone else still holds it after `waitMs`. Store errors reject. */
+  async acquire(name: string, o: LeaseOptions): Promise<HeldLease | null> {
+    const owner = randomBytes(12).toString('base64url');
+    const until = Date.now() + o.waitMs;
+    let takenAt = Date.now();
+    while (!(await this.state.takeLease(name, owner, o.ttlMs))) {
+      if (Date.now() >= until) return null;
+      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(1, until - Date.now()))));
+      takenAt = Date.now();
+    }
+    const ac = new AbortController();
+    // The lease is ours until `confirmed + ttlMs` by our clock; the sent time of a renewal counts, so
+    // a slow answer never extends it past what the server granted.
+    let confirmed = takenAt;
+    let released = false;
+    const lose = (how: 'taken' | 'lapsed') => {
+      if (ac.signal.aborted) return;
+      clearInterval(timer);
+      clearTimeout(deadline);
+      ac.abort(new LeaseLost(name, how));
+    };
+    const lapse = () => lose('lapsed');
+    // Lost for sure once the last confirmed grant has run out without a new one.
+    let deadline = setTimeout(lapse, o.ttlMs);
+    deadline.unref();
+    const timer = setInterval(() => {
+      const sent = Date.now();
+      this.state.renewLease(name, owner, o.ttlMs).then(
+        (ok) => {
+          if (released || ac.signal.aborted) return;
+          if (!ok) return lose('taken');
+          confirmed = sent;
+          clearTimeout(deadline);
+          deadline = setTimeout(lapse, Math.max(0, confirmed + o.ttlMs - Date.now()));
+          deadline.unref();
+        },
+        () => {}, // unreachable store: the deadline decides
+      );
+    }, o.ttlMs / 3);
+    timer.unref();
+    return {
+      signal: ac.signal,
+      release: async () => {
+        if (released) return;
+        released = true;
+        clearInterval(timer);
+        clearTimeout(deadline);
+        await this.state.dropLease(name, owner).catch(() => {});
+      },
+    };
+  }
+}
