@@ -30,6 +30,11 @@ export const serverSection = {
     item: cidrItem,
     doc: 'reverse proxies whose X-Forwarded-For/Forwarded are believed: IPs, CIDRs, loopback, private',
   }),
+  clientIpv6Prefix: int(64, {
+    min: 1,
+    max: 128,
+    doc: 'IPv6 clients are one client per network of this prefix length for every limit (rate limits, byte budgets, quotas of concurrency and connections); IPv4 clients per address',
+  }),
   forwardedHeader: oneOf('x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const, {
     doc: 'which header the trusted proxies append the client address to',
   }),

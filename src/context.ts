@@ -108,6 +108,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller's address after the trusted-proxy walk (infra/http/client-ip.ts). */
     clientIp: string;
+    /** The key every limit counts this caller under: clientIp, or its IPv6 network (addressGroup). */
+    clientKey: string;
     /** What a proxied request was for, counted by the usage recorder (null elsewhere). */
     usageSubjects: Subjects | null;
   }

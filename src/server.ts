@@ -11,13 +11,13 @@ import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
 import { Readiness, type ServiceContext } from './context.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
-import { clientIp, trustList } from './infra/http/client-ip.ts';
+import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
-import { MemoryStore, RateLimiter, RedisStore } from './infra/limits/rate-limit.ts';
+import { RateLimiter } from './infra/limits/rate-limit.ts';
 import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/observe/logger.ts';
 import { Metrics } from './infra/observe/metrics.ts';
@@ -26,8 +26,8 @@ import { MemorySink } from './infra/observe/usage/memory.ts';
 import { RedisSink } from './infra/observe/usage/redis.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
-import { createState } from './infra/state/state.ts';
 import { connectRedis } from './infra/state/redis.ts';
+import { createState } from './infra/state/state.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
 import { adminToken } from './services/admin/config.ts';
 import { isEnabled, type ServiceDef } from './services/define.ts';
@@ -71,16 +71,16 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       : config.redis.url
         ? await connectRedis(config.redis.url, logger)
         : null;
+  const state = await createState(redis, config.redis.keyPrefix);
   const metrics = new Metrics();
   const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [
     'mode',
   ]);
-  const limiter = new RateLimiter(redis ? new RedisStore(redis, config.redis.keyPrefix) : new MemoryStore(), {
+  const limiter = new RateLimiter(state, {
     failMode: config.redis.failMode,
     logger,
     onStoreError: () => limiterErrors.inc({ mode: config.redis.failMode }),
   });
-  const state = await createState(redis, config.redis.keyPrefix);
   const broadcast = createBroadcast(redis, config.redis.keyPrefix, logger);
   const readiness = new Readiness();
   if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
@@ -137,6 +137,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     total: config.server.maxConnections || derivedTotal(fdLimit()),
     perClient: config.server.maxConnectionsPerClient,
     exempt: trusted,
+    v6Bits: config.server.clientIpv6Prefix,
   });
   connections.guard(app.server, 'http');
   connectionMetrics(metrics, connections, ['http', 'relay']);
@@ -163,12 +164,15 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   app.decorate('ctx', ctx);
   app.decorate('envelopes', new EnvelopeTable());
   app.decorateRequest('clientIp', '');
+  app.decorateRequest('clientKey', '');
   app.decorateRequest('usageSubjects', null);
 
   const ipOpts = { trusted, header: config.server.forwardedHeader };
+  const v6Bits = config.server.clientIpv6Prefix;
   // Callback-style hooks: they run on every request, and a promise each is measurable (bench/ip.ts).
   app.addHook('onRequest', (req, reply, done) => {
     req.clientIp = clientIp(req.raw.socket.remoteAddress, req.headers, ipOpts);
+    req.clientKey = addressGroup(req.clientIp, v6Bits);
     reply.header('x-request-id', req.id);
     reply.header('x-content-type-options', 'nosniff');
     done();

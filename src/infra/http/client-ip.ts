@@ -82,19 +82,21 @@ export function canonicalIp(input: string): string | null {
 }
 
 /**
- * The group a peer is counted in for per-client shares: an IPv4 address alone, an IPv6 address by
- * its /64 (one subscriber routinely holds a whole /64, so counting single v6 addresses would give
- * a single client 2^64 shares). Unparseable peers share one group.
+ * The client key every limit counts under: an IPv4 address alone, an IPv6 address by its network
+ * (`v6Bits`, /64 by default: one subscriber routinely holds a whole /64, so counting single v6
+ * addresses would give one client 2^64 shares). Unparseable peers share one key.
  */
-export function addressGroup(peer: string | undefined): string {
+export function addressGroup(peer: string | undefined, v6Bits = 64): string {
   const ip = canonicalIp(peer ?? '');
   if (ip === null) return 'unknown';
-  if (isIPv4(ip)) return ip;
+  if (isIPv4(ip) || v6Bits >= 128) return ip;
   const g = expandV6(ip) ?? [];
-  return `${g
-    .slice(0, 4)
-    .map((n) => n.toString(16))
-    .join(':')}::/64`;
+  const out: string[] = [];
+  for (let i = 0, bits = v6Bits; i < 8 && bits > 0; i++, bits -= 16) {
+    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
+    out.push(((g[i] ?? 0) & mask).toString(16));
+  }
+  return `${out.join(':')}::/${v6Bits}`;
 }
 
 const hexDigit = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1);

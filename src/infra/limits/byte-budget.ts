@@ -98,7 +98,7 @@ export class ByteBudget {
     const out: Part[] = [];
     if (this.client.bytes > 0) {
       const w = windowOf(this.client, now);
-      for (const c of new Set(ips.map(addressGroup)))
+      for (const c of new Set(ips.map((ip) => addressGroup(ip))))
         out.push({
           scope: 'client',
           key: `bb:${this.name}:c:${c}:${w.id}`,

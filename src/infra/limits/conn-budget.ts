@@ -45,6 +45,8 @@ export interface BudgetOptions {
   perClient: number;
   /** Peers held only to the total (trusted reverse proxies carry many clients on their sockets). */
   exempt?: BlockList | null;
+  /** IPv6 peers are one client per network of this prefix length (default 64). */
+  v6Bits?: number;
 }
 
 export class ConnectionBudget {
@@ -65,7 +67,7 @@ export class ConnectionBudget {
   /** Counts a just-accepted socket until it closes, or destroys it and returns false when over budget. */
   admit(sock: Socket, listener: string): boolean {
     const peer = sock.remoteAddress;
-    const group = this.perClient > 0 && !this.exempt(peer) ? addressGroup(peer) : null;
+    const group = this.perClient > 0 && !this.exempt(peer) ? addressGroup(peer, this.o.v6Bits) : null;
     const held = group === null ? 0 : (this.byClient.get(group) ?? 0);
     const refusal: Refusal | null =
       group !== null && held >= this.perClient ? 'client' : this.open >= this.total ? 'total' : null;
@@ -109,7 +111,7 @@ export class ConnectionBudget {
 
   /** Open connections of the group `peer` belongs to. */
   heldBy(peer: string): number {
-    return this.byClient.get(addressGroup(peer)) ?? 0;
+    return this.byClient.get(addressGroup(peer, this.o.v6Bits)) ?? 0;
   }
 
   private exempt(peer: string | undefined): boolean {

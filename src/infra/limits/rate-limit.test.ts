@@ -5,7 +5,6 @@ import { Redis } from 'ioredis';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
-import { MemoryStore } from './rate-limit.ts';
 
 const limited = { ip: { rateLimit: '3/min' } };
 
@@ -55,17 +54,95 @@ describe('rate limits in memory', () => {
       await app.close();
     }
   });
+});
 
-  it('opens a new window after the old one ends and sweeps expired keys', async () => {
-    const store = new MemoryStore(60_000);
-    assert.equal((await store.hit('k', 20)).count, 1);
-    assert.equal((await store.hit('k', 20)).count, 2);
-    await new Promise((r) => setTimeout(r, 30));
-    assert.equal((await store.hit('k', 20)).count, 1);
-    await new Promise((r) => setTimeout(r, 30));
-    store.sweep();
-    assert.equal((store as unknown as { windows: Map<string, unknown> }).windows.size, 0);
-    await store.close();
+// Acceptance (issue 23, item 4): every rate limit counts one IPv6 /64 as one client. Each row is a
+// route behind a limit; N+1 requests from N+1 different addresses of one /64 get a 429.
+const V6 = (n: number) => `2001:db8:aa:bb:${n.toString(16)}::${(n * 7).toString(16)}`;
+const everyLimit = {
+  ip: { rateLimit: '2/min' },
+  image: { rateLimit: '2/min' },
+  plantuml: { rateLimit: '2/min', prestart: false },
+  avatar: { rateLimit: '2/min', adminRateLimit: '2/min', adminToken: 'a'.repeat(32) },
+  files: { rateLimit: '2/min', uploadRateLimit: '2/min' },
+  telegram: { rateLimit: '2/min' },
+  proxy: { rateLimit: '2/min' },
+  admin: { token: 'b'.repeat(32), rateLimit: '2/min' },
+};
+const routes: [string, string, string][] = [
+  ['ip', 'GET', '/rest/api/v1/ip'],
+  ['image', 'GET', '/rest/api/v1/image/list'],
+  ['plantuml', 'GET', '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000'],
+  ['avatar', 'GET', `/avatar/${'0'.repeat(32)}`],
+  ['avatar-admin', 'DELETE', `/avatar/${'0'.repeat(32)}`],
+  ['files', 'POST', '/api/file/k'],
+  ['files-upload', 'HEAD', `/api/upload/${'0'.repeat(32)}`],
+  ['telegram-ip', 'POST', '/rest/api/v1/telegram'],
+  ['proxy', 'GET', '/proxy/github.com/o/r/info/refs'],
+  ['admin', 'GET', '/rest/api/v1/admin/stats'],
+];
+
+describe('every rate limit counts an IPv6 /64 as one client', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({ overrides: everyLimit });
+  });
+  after(() => app?.close());
+
+  for (const [bucket, method, url] of routes) {
+    it(`${bucket}: ${method} ${url.slice(0, 40)} from 3 addresses of one /64 gets 429 the third time`, async () => {
+      const rs = [];
+      for (let i = 1; i <= 3; i++)
+        rs.push(
+          await app.inject({ method: method as 'GET', url, remoteAddress: V6(i + bucket.length * 10) }),
+        );
+      assert.notEqual(rs[0]?.statusCode, 429);
+      assert.equal(rs[2]?.statusCode, 429, `${rs[2]?.statusCode} ${rs[2]?.body.slice(0, 200)}`);
+      assert.ok(Number(rs[2]?.headers['retry-after']) >= 1);
+      // The next /64 is another client.
+      const other = await app.inject({ method: method as 'GET', url, remoteAddress: '2001:db8:aa:bc::1' });
+      assert.notEqual(other.statusCode, 429);
+    });
+  }
+});
+
+// The key is the client after the trusted-proxy walk, never the socket peer: behind one trusted
+// reverse proxy, two clients have two budgets, and one client's IPv6 /64 is one budget.
+describe('rate limits behind a trusted proxy', () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({ overrides: { ...limited, server: { trustProxy: ['loopback'] } } });
+  });
+  after(() => app?.close());
+  const via = (xff: string) =>
+    app.inject({ url: '/rest/api/v1/ip', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': xff } });
+
+  it('counts the forwarded client, not the proxy that carries it', async () => {
+    const a = [];
+    for (let i = 0; i < 4; i++) a.push((await via('198.51.100.30')).statusCode);
+    assert.deepEqual(a, [200, 200, 200, 429]);
+    // Same socket peer (the proxy), another client: its own budget.
+    assert.equal((await via('198.51.100.31')).statusCode, 200);
+    assert.equal((await via('198.51.100.31')).json().data.ip, '198.51.100.31');
+  });
+
+  it('groups the forwarded IPv6 clients of one /64', async () => {
+    const s = [];
+    for (let i = 1; i <= 4; i++) s.push((await via(`2001:db8:1:2::${i}`)).statusCode);
+    assert.deepEqual(s, [200, 200, 200, 429]);
+    assert.equal((await via('2001:db8:1:3::1')).statusCode, 200);
+  });
+
+  it('counts a spoofed X-Forwarded-For from an untrusted peer against that peer', async () => {
+    const direct = (xff: string) =>
+      app.inject({
+        url: '/rest/api/v1/ip',
+        remoteAddress: '203.0.113.60',
+        headers: { 'x-forwarded-for': xff },
+      });
+    const s = [];
+    for (let i = 0; i < 4; i++) s.push((await direct(`192.0.2.${i + 1}`)).statusCode);
+    assert.deepEqual(s, [200, 200, 200, 429]);
   });
 });
 
@@ -93,7 +170,7 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
       assert.ok(Number(rs[3]!.headers['retry-after']) >= 1);
       // The counter really lives in Redis.
       const client = new Redis(redis.url);
-      const keys = await client.keys(`${env.DEVUTIL_REDIS_KEY_PREFIX}rl:*`);
+      const keys = await client.keys(`${env.DEVUTIL_REDIS_KEY_PREFIX}c:rl:*`);
       client.disconnect();
       assert.equal(keys.length, 1);
     } finally {

@@ -3,7 +3,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/http/client-ip.ts';
 import { PreparedMemo, requestNotModified } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
@@ -99,7 +98,7 @@ export function avatarRoutes(
     const { hashText, format } = parseFile(req.params.file ?? '');
     const q = parseQuery(hashText, format, req.query, { maxSize: MAX_SIZE, fallback: cfg.default });
     const name = q.hash?.hex ?? 'avatar';
-    const client = addressGroup(req.clientIp);
+    const client = req.clientKey;
     try {
       return await send(req, reply, await svc.resolve(q, client), name);
     } catch (err) {

@@ -4,7 +4,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/http/client-ip.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
@@ -88,7 +87,7 @@ export async function imageRoutes(
       }
       let r: Awaited<ReturnType<ImageService['serve']>>;
       try {
-        r = await svc.serve(o, addressGroup(req.clientIp));
+        r = await svc.serve(o, req.clientKey);
       } catch (err) {
         if (err instanceof QueueFull)
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');

@@ -2,7 +2,6 @@
 // headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
-import { addressGroup } from '../../infra/http/client-ip.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
@@ -107,7 +106,7 @@ export async function sendDiagram(
   }
   let r: Awaited<ReturnType<PlantumlEngine['render']>>;
   try {
-    r = await engine.render(job, addressGroup(req.clientIp));
+    r = await engine.render(job, req.clientKey);
   } catch (err) {
     throw httpError(err);
   }

@@ -4,7 +4,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { badRequest, notFound } from '../../errors.ts';
 import { ByteLru } from '../../infra/cache/lru.ts';
-import { addressGroup } from '../../infra/http/client-ip.ts';
 import { checkJsonDepth } from '../../infra/http/json-body.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, encodeDiagram, normalizeSource } from './encoding.ts';
@@ -74,7 +73,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     if (fmt.op === 'check') {
       let line: string;
       try {
-        line = await engine.check(source, addressGroup(req.clientIp));
+        line = await engine.check(source, req.clientKey);
       } catch (err) {
         throw httpError(err);
       }
