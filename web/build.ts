@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { precompress } from '../src/services/web/encoding.ts';
+import { precompress } from '../src/page/encoding.ts';
 
 export const WEB_DIR = fileURLToPath(new URL('.', import.meta.url));
 export const SRC_DIR = join(WEB_DIR, 'src');

@@ -8,9 +8,9 @@ import { buildTestServer } from '../../test/helpers/server.ts';
 import { ConfigError, configReference, loadConfig } from '../config.ts';
 import type { ServiceContext } from '../context.ts';
 import { bool, duration, str, url } from '../infra/config/schema.ts';
+import { example } from '../page/html.ts';
 import { defineService, sectionOf } from './define.ts';
 import { SERVICES } from './index.ts';
-import { example } from './web/html.ts';
 
 // What would be src/services/toy/config.ts, index.ts, page.ts and definition.ts.
 const toySection = {

@@ -1,6 +1,6 @@
 // The admin page: a shell with the sign-in form and an empty dashboard the page script fills from
 // GET /rest/api/v1/admin/stats. It carries no figures itself, so it is served without the token.
-import { html } from '../web/html.ts';
+import { html } from '../../page/html.ts';
 
 export interface AdminPageInput {
   version: string;

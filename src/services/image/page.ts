@@ -1,5 +1,5 @@
 // The Random image section of the home page: examples built from the configured public URLs.
-import { copyField, example, html } from '../web/html.ts';
+import { copyField, example, html } from '../../page/html.ts';
 import type { PageSection } from '../web/page.ts';
 
 export const imagePage: PageSection = {

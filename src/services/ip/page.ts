@@ -1,7 +1,7 @@
 // The Caller IP section of the home page: examples built from the configured public URLs, the
 // caller's address (spliced in per request), its details and, when single-stack host names are
 // configured (ip.v4Url, ip.v6Url), both of the visitor's addresses (filled in by web/src/ip.ts).
-import { example, html } from '../web/html.ts';
+import { example, html } from '../../page/html.ts';
 import type { PageSection } from '../web/page.ts';
 
 const FACTS: [string, string][] = [

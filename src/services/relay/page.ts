@@ -2,7 +2,7 @@
 // DEVUTIL_RELAY_EXT_ADDRESS or the public URL, the relay's real device ID once its identity
 // exists; the page script fills it in live otherwise), and what other devices need to reach it.
 import { resolve } from 'node:path';
-import { copyField, example, html } from '../web/html.ts';
+import { copyField, example, html } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../web/page.ts';
 import { relaySettings } from './background.ts';
 import { readIdentity } from './identity.ts';

@@ -1,5 +1,5 @@
 // The Message relay section of the home page: examples built from the configured public URLs.
-import { example, html } from '../web/html.ts';
+import { example, html } from '../../page/html.ts';
 import type { PageSection } from '../web/page.ts';
 
 export const telegramPage: PageSection = {

@@ -2,10 +2,10 @@
 // sections come from the service definitions on ctx, each marked by whether this server serves it.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { type Assets, loadAssets } from '../../page/assets.ts';
+import { type Coding, negotiate, SplicedGzip } from '../../page/encoding.ts';
+import { escapeHtml } from '../../page/html.ts';
 import { isEnabled } from '../define.ts';
-import { type Assets, loadAssets } from './assets.ts';
-import { type Coding, negotiate, SplicedGzip } from './encoding.ts';
-import { escapeHtml } from './html.ts';
 import { type PageInput, pageConnect, pageCsp, renderPage } from './page.ts';
 
 /** The page's security headers (also the admin page's, with the default CSP: no extra origins). */

@@ -3,8 +3,8 @@
 // JavaScript; the caller's address is spliced in per request (index.ts).
 import type { Config } from '../../config.ts';
 import type { PublicUrls } from '../../infra/http/hosts.ts';
+import { html, type Raw } from '../../page/html.ts';
 import type { ServiceDef } from '../define.ts';
-import { html, type Raw } from './html.ts';
 
 /** A utility's section of the home page. */
 export interface PageSection {

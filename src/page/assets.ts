@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { type Built, buildAssets, DIST_DIR, type Manifest, sourceHash } from '../../../web/build.ts';
+import { type Built, buildAssets, DIST_DIR, type Manifest, sourceHash } from '../../web/build.ts';
 import { type Coding, precompress } from './encoding.ts';
 
 export interface Asset {
