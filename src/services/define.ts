@@ -7,7 +7,7 @@ import type { Background } from '../background.ts';
 import type { Config } from '../config.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Section, SectionValue } from '../infra/config/schema.ts';
-import type { PageSection } from './web/page.ts';
+import type { PageSection } from '../page/section.ts';
 
 export interface HostDef {
   /**

@@ -9,8 +9,8 @@ import { bearerMatches } from '../../infra/http/bearer.ts';
 import { summarize } from '../../infra/observe/usage/summary.ts';
 import type { WindowName } from '../../infra/observe/usage/usage.ts';
 import { loadAssets } from '../../page/assets.ts';
+import { secure } from '../../page/headers.ts';
 import { isEnabled } from '../define.ts';
-import { secure } from '../web/index.ts';
 import { renderAdminPage } from './page.ts';
 import { allowances, CACHE_NAMES, probesOf, queueLimits } from './probes.ts';
 

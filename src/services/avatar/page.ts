@@ -1,6 +1,6 @@
 // The Avatars (Gravatar-compatible) section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 
 export const avatarPage: PageSection = {
   nav: 'Avatars',

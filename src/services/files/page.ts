@@ -1,6 +1,6 @@
 // The File storage section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 
 function humanBytes(n: number): string {
   const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];

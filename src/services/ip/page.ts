@@ -2,7 +2,7 @@
 // caller's address (spliced in per request), its details and, when single-stack host names are
 // configured (ip.v4Url, ip.v6Url), both of the visitor's addresses (filled in by web/src/ip.ts).
 import { example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 
 const FACTS: [string, string][] = [
   ['scope', 'Kind'],

@@ -1,6 +1,6 @@
 // The Diagrams (PlantUML server) section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 import { encodeDiagram } from './encoding.ts';
 
 const SAMPLE_DIAGRAM = '@startuml\nAlice -> Bob : hello\nBob --> Alice : hi!\n@enduml\n';

@@ -1,6 +1,6 @@
 // The Reverse proxy section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 
 export const proxyPage: PageSection = {
   nav: 'Proxy',

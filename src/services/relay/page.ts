@@ -3,7 +3,7 @@
 // exists; the page script fills it in live otherwise), and what other devices need to reach it.
 import { resolve } from 'node:path';
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageInput, PageSection } from '../web/page.ts';
+import type { PageInput, PageSection } from '../../page/section.ts';
 import { relaySettings } from './background.ts';
 import { readIdentity } from './identity.ts';
 import { relayUri } from './relay.ts';

@@ -1,6 +1,6 @@
 // The Message relay section of the home page: examples built from the configured public URLs.
 import { example, html } from '../../page/html.ts';
-import type { PageSection } from '../web/page.ts';
+import type { PageSection } from '../../page/section.ts';
 
 export const telegramPage: PageSection = {
   nav: 'Telegram',

@@ -1,22 +1,14 @@
 // Home page plugin: GET / (server-rendered, per request) and the hashed assets under /assets/. The
 // sections come from the service definitions on ctx, each marked by whether this server serves it.
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { type Assets, loadAssets } from '../../page/assets.ts';
 import { type Coding, negotiate, SplicedGzip } from '../../page/encoding.ts';
+import { pageCsp, secure } from '../../page/headers.ts';
 import { escapeHtml } from '../../page/html.ts';
+import type { PageInput } from '../../page/section.ts';
 import { isEnabled } from '../define.ts';
-import { type PageInput, pageConnect, pageCsp, renderPage } from './page.ts';
-
-/** The page's security headers (also the admin page's, with the default CSP: no extra origins). */
-export function secure(reply: FastifyReply, csp: string = pageCsp()): FastifyReply {
-  return reply
-    .header('content-security-policy', csp)
-    .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'no-referrer')
-    .header('cross-origin-opener-policy', 'same-origin')
-    .header('x-content-type-options', 'nosniff');
-}
+import { pageConnect, renderPage } from './page.ts';
 
 const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/assets', 'text');

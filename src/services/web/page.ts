@@ -1,37 +1,8 @@
 // The home page document: header with a section index, one section per utility that defines one
 // (services/<name>/page.ts, in the order of services/index.ts), footer. Fully readable without
 // JavaScript; the caller's address is spliced in per request (index.ts).
-import type { Config } from '../../config.ts';
-import type { PublicUrls } from '../../infra/http/hosts.ts';
 import { html, type Raw } from '../../page/html.ts';
-import type { ServiceDef } from '../define.ts';
-
-/** A utility's section of the home page. */
-export interface PageSection {
-  /** Label in the page's navigation. */
-  readonly nav: string;
-  /** Heading of the section. */
-  readonly title: string;
-  /** One sentence under the heading. */
-  readonly lead: string | ((p: PageInput) => string);
-  /** Examples and the try-it tool, shown when the utility is enabled on this server. */
-  body(p: PageInput): Raw;
-  /** Other origins the section's script reads from (added to the page's CSP connect-src). */
-  connect?(p: PageInput): string[];
-}
-
-export interface PageInput {
-  urls: PublicUrls;
-  config: Config;
-  /** Every definition of this server; those with a page get a section, those with a host a URL line. */
-  services: readonly ServiceDef[];
-  /** Names of the utilities this server serves. */
-  enabled: ReadonlySet<string>;
-  clientIp: string;
-  version: string;
-  /** Public paths of the hashed assets; null when they could not be built (the page still reads). */
-  assets: { js: string; css: string; icon: string } | null;
-}
+import type { PageInput, PageSection } from '../../page/section.ts';
 
 function section(p: PageInput, id: string, s: PageSection): Raw {
   const lead = typeof s.lead === 'string' ? s.lead : s.lead(p);
@@ -85,26 +56,6 @@ ${pages.map((s) => html`${section(p, s.id, s.page)}\n`)}</main>
 </html>
 `;
   return doc.value;
-}
-
-/**
- * The page's headers: scripts only from this origin (no inline script anywhere), never framed,
- * previews only from this origin. `data:` images cover the CSS icons. `connect` adds the origins
- * the enabled sections read from (PageSection.connect).
- */
-export function pageCsp(connect: readonly string[] = []): string {
-  const origins = [...new Set(connect.map((u) => new URL(u).origin))];
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data: blob:",
-    ["connect-src 'self'", ...origins].join(' '),
-    "form-action 'self'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-    "manifest-src 'self'",
-  ].join('; ');
 }
 
 /** The origins the enabled sections of the page read from. */
