@@ -7,6 +7,7 @@ import { createEgress } from '../../infra/egress/client.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
 import { type CacheStats, createStore, DiskCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
+import { ProxyGate } from './exchange.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
 import { AllowList } from './target.ts';
@@ -103,11 +104,11 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     unlist();
     await budget.close();
   });
+  const gate = new ProxyGate(ctx, { budget, clientAllowed: clientFilter(cfg.clients) });
   await proxyRoutes(app, ctx, {
     allow,
-    budget,
+    gate,
     cache,
-    clientAllowed: clientFilter(cfg.clients),
     fwd: {
       agent,
       links: new Links(base, allow),

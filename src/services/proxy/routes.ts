@@ -1,37 +1,25 @@
 // HTTP layer of the proxy: access checks, target parsing, policy, then forward() and relay. The
 // raw request URL is parsed here (never a decoded or normalised one; digest §1).
-import type {
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  onRequestAsyncHookHandler,
-  onRequestHookHandler,
-} from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
-import { readSmall } from '../../infra/egress/capped-body.ts';
-import { RequestAbort } from '../../infra/egress/client.ts';
+import { AppError, forbidden } from '../../errors.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
-import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
-import { socketBytes } from '../../infra/observe/usage/usage.ts';
-import { FileRangeStream } from '../../infra/storage/file-read.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
-import { classify, codeOf } from './errors.ts';
+import { classify } from './errors.ts';
+import type { ProxyGate } from './exchange.ts';
 import { type ForwardOptions, forward, type Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
-import { meter, SMALL_BODY } from './meter.ts';
 import { decide } from './policy.ts';
 import { subjectsOf } from './subjects.ts';
 import { type AllowList, parseTarget } from './target.ts';
 
 export interface ProxyDeps {
   allow: AllowList;
-  /** Per-client and total bytes sent to clients (config clientBytes, totalBytes). */
-  budget: ByteBudget;
+  /** Budget, concurrency share, access checks, logging and sending shared by every proxied route. */
+  gate: ProxyGate;
   fwd: ForwardOptions;
   cache: ProxyCache | null;
-  clientAllowed: (ip: string) => boolean;
 }
 
 const ALL = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
@@ -55,17 +43,6 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
     info('User-agent: *\nDisallow: /\n'),
   );
   app.get(`${MOUNT}/_/health`, doc('Proxy liveness for load balancers on the proxy host'), info('ok\n'));
-
-  const active = new Map<string, number>();
-  // Only the checks that are on: an async hook costs a promise and a tick on every request.
-  const onRequest: (onRequestHookHandler | onRequestAsyncHookHandler)[] = [];
-  if (cfg.clients.length)
-    onRequest.push((req, _reply, done) =>
-      done(
-        deps.clientAllowed(req.clientIp) ? undefined : forbidden('this proxy is not open to your address'),
-      ),
-    );
-  if (cfg.rateLimit.limit > 0) onRequest.push(ctx.limiter.hook('proxy', cfg.rateLimit));
 
   app.route({
     method: ALL,
@@ -96,7 +73,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         `${MOUNT}/{target}`,
       ),
     },
-    onRequest,
+    onRequest: deps.gate.onRequest,
     handler: async (req, reply) => {
       let raw = (req.raw.url ?? '/').slice(MOUNT.length);
       if (cfg.secret) {
@@ -121,51 +98,12 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
       if (!d.ok)
         throw new AppError('NOT_ALLOWED', d.status, d.reason, d.allow ? { headers: { allow: d.allow } } : {});
 
-      const ip = req.clientIp;
-      const budget = deps.budget.enabled ? deps.budget : null;
-      if (budget) {
-        const spent = await budget.check(ip).catch(() => {
-          throw unavailable('byte budget unavailable, try again shortly', 5, 'BUDGET_UNAVAILABLE');
-        });
-        if (!spent.allowed) throw tooMany(budget.reason(spent), spent.retryAfterSec, 'BYTE_BUDGET');
-      }
-      // For the admin dashboard's top repositories, packages and files (counted when it is on).
-      if (ctx.usage) req.usageSubjects = subjectsOf(t.host, t.url.pathname);
-      const n = active.get(ip) ?? 0;
-      if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
-      active.set(ip, n + 1);
-      const ac = new RequestAbort();
-      const started = performance.now();
-      let upstreamStatus = 0;
-      // An upstream failure (before or during the body) is reported once, on the exchange line.
-      let failure: { reason: string; code?: string } | undefined;
-      reply.raw.once('close', () => {
-        const left = (active.get(ip) ?? 1) - 1;
-        if (left <= 0) active.delete(ip);
-        else active.set(ip, left);
-        const finished = reply.raw.writableFinished;
-        if (!finished) {
-          ac.abort();
-          // onResponse runs for finished answers only: a download cut short counts here, bytes and all.
-          if (ctx.usage) {
-            const b = socketBytes(req.raw.socket);
-            ctx.usage.record('proxy', ip, reply.raw.statusCode, b.bytesIn, b.bytesOut, req.usageSubjects);
-          }
-        }
-        // One line per exchange; the path only, never the query (signed URLs carry secrets there).
-        const line = {
-          host: t.host,
-          path: t.url.pathname,
-          status: reply.raw.statusCode,
-          upstreamStatus,
-          bytes: Number(reply.raw.getHeader('content-length') ?? 0) || undefined,
-          ms: Math.round(performance.now() - started),
-          ip,
-          complete: finished,
-        };
-        if (failure) req.log.warn({ ...line, ...failure }, 'upstream failed');
-        else req.log.info(line, 'proxied');
-      });
+      const x = await deps.gate.open(
+        req,
+        reply,
+        { host: t.host, path: t.url.pathname },
+        ctx.usage ? subjectsOf(t.host, t.url.pathname) : undefined,
+      );
       const body = req.method === 'GET' || req.method === 'HEAD' ? null : req.raw;
       const fr = {
         method: req.method,
@@ -173,63 +111,20 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         route: d.route,
         headers: req.headers,
         body,
-        signal: ac,
+        signal: x.signal,
       };
       let up: Upstream;
       let small: Buffer | undefined;
       try {
         up = deps.cache ? await deps.cache.serve(fr, deps.fwd, req.log) : await forward(deps.fwd, fr);
-        upstreamStatus = up.status;
-        // A small body is read whole and sent with its headers in one write: no stream plumbing per
-        // request, and a failure before its end is still a clean 502/504 rather than a cut answer.
-        const len = Number(up.headers['content-length'] ?? Number.NaN);
-        // (Cached files keep their own pooled copy into the response.)
-        if (up.body && len < SMALL_BODY && !(up.body instanceof FileRangeStream))
-          small = await readSmall(up.body, len, 'upstream response');
+        x.upstreamStatus = up.status;
+        small = await deps.gate.settle(up);
       } catch (err) {
-        const f = classify(err);
-        if (f.status === 499 || ac.aborted) {
-          reply.raw.destroy();
-          return reply;
-        }
-        const e = new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
-        if (f.status < 500) throw e;
-        failure = { reason: f.message, code: codeOf(err) || undefined };
-        throw alreadyLogged(e);
+        const e = deps.gate.failure(x, reply, err);
+        if (!e) return reply;
+        throw e;
       }
-      reply.code(up.status).headers(up.headers).headers(SAFETY_HEADERS);
-      if (small) {
-        // Charged, not written to the store at once: the budget's batch does that within its
-        // interval (a store write per small answer would cost more than the answer), and this
-        // instance counts its unwritten charges in its own checks.
-        budget?.charge(ip, small.length);
-        return reply.send(small);
-      }
-      if (up.offloaded !== undefined) {
-        // nginx sends the body (X-Accel-Redirect): charged now, as what it is about to send.
-        if (budget) {
-          budget.charge(ip, up.offloaded);
-          await budget.flush();
-        }
-        return reply.send();
-      }
-      if (up.text !== undefined) {
-        if (budget) {
-          budget.charge(ip, Buffer.byteLength(up.text));
-          await budget.flush();
-        }
-        return reply.send(up.text);
-      }
-      if (up.body) {
-        up.body.on('error', (err) => {
-          if (classify(err).status === 499) return; // the client left: not an upstream failure
-          failure = { reason: classify(err).message, code: codeOf(err) || undefined };
-          alreadyLogged(err);
-        });
-        meter(reply.raw, budget, ip);
-        return reply.send(up.body);
-      }
-      return reply.send();
+      return deps.gate.send(x, reply, up, small);
     },
   });
 }
