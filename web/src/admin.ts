@@ -40,6 +40,7 @@ interface Stats {
   queues: { name: string; queued: number; limit: number }[];
   budgets: Allowance[];
   quotas: Allowance[];
+  proxyEcosystems: string[];
 }
 
 type Child = Node | string | null | undefined | false;
@@ -314,7 +315,17 @@ function resources(s: Stats): Node[] {
     ],
     'No byte budget or quota is configured.',
   );
-  return [caches, relay, queues, budgets];
+  const eco = h(
+    'div',
+    { class: 'admin-table' },
+    h('h3', {}, 'Proxy ecosystems'),
+    h(
+      'p',
+      { 'data-table': 'proxy-ecosystems' },
+      s.proxyEcosystems.length ? s.proxyEcosystems.join(', ') : 'host-path form only',
+    ),
+  );
+  return [caches, relay, queues, budgets, eco];
 }
 
 function render(s: Stats): void {

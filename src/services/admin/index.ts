@@ -118,6 +118,10 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             .map(([name, max]) => ({ name, queued: g[`queue:${name}`] ?? 0, limit: max * s.instances })),
           budgets,
           quotas,
+          // The proxy's ecosystem profiles served beside its host-path form (DEVUTIL_PROXY_ECOSYSTEMS).
+          proxyEcosystems: enabled.has('proxy')
+            ? [...(ctx.config as Partial<ServiceContext['config']>).proxy!.ecosystems]
+            : [],
         },
       };
     },

@@ -28,6 +28,11 @@ function header(r: ForwardRequest, name: string): string | undefined {
 }
 
 type Stored = { headers: Record<string, string> };
+/**
+ * The proxy's shared store, also lent to ecosystem profiles (ecosystems/define.ts): their keys start
+ * with `<ecosystem>:` so they never meet the URL keys of the host-path form.
+ */
+export type ProxyStore = Cache<Stored>;
 type Entry = CacheEntry<Stored>;
 type Span = { status: number; headers: Record<string, string>; start: number; end: number };
 

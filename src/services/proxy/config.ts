@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { bool, budget, bytes, duration, int, list, rate, str, url } from '../../infra/config/schema.ts';
 import { resolveItem } from '../../infra/egress/netguard.ts';
 import { accelPrefix } from '../../infra/http/accel.ts';
+import { ecosystemFields } from './ecosystems/config.ts';
 
 /** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
 export const DEFAULT_ALLOW = [
@@ -37,7 +38,11 @@ function cidrItem(s: string): string | null {
   return null;
 }
 
-export const proxySection = {
+/**
+ * The proxy's section; `ecosystems` are the names DEVUTIL_PROXY_ECOSYSTEMS may list (the registry in
+ * ecosystems/index.ts), and each ecosystem's own settings are spread in from ecosystems/config.ts.
+ */
+export const proxySection = (ecosystems: readonly string[]) => ({
   enabled: bool(true, { doc: 'serve the reverse proxy (under /proxy/ and on its own host)' }),
   host: str('', { doc: 'Host header that routes every path to the proxy (e.g. proxy.example.com)' }),
   publicUrl: url('', {
@@ -96,4 +101,9 @@ export const proxySection = {
     min: 0,
     doc: 'how long PyPI index pages and Debian Release files stay fresh',
   }),
-};
+  ecosystems: list([], {
+    item: (s) => (ecosystems.includes(s) ? null : `unknown ecosystem; known: ${ecosystems.join(', ')}`),
+    doc: `ecosystem profiles served beside the host-path form (${ecosystems.join(', ')}); none by default`,
+  }),
+  ...ecosystemFields,
+});

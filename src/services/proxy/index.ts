@@ -1,12 +1,14 @@
 // Reverse proxy: an allow-listed accelerator for git, apt, pip, curl and browsers (seed 1.3, 4.7).
 import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
 import { type CacheStats, createStore, DiskCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
+import type { EcosystemDef } from './ecosystems/define.ts';
+import { enabledEcosystems, mountEcosystems } from './ecosystems/mount.ts';
 import { ProxyGate } from './exchange.ts';
 import { Links } from './links.ts';
 import { proxyRoutes } from './routes.ts';
@@ -24,7 +26,11 @@ function clientFilter(cidrs: readonly string[]): (ip: string) => boolean {
   return (ip) => bl.check(ip, isIPv4(ip) ? 'ipv4' : 'ipv6');
 }
 
-const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
+async function serveProxy(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  ecosystems: readonly EcosystemDef[],
+): Promise<void> {
   const cfg = ctx.config.proxy;
   app.envelopes.mount(MOUNT, 'text');
   const allow = new AllowList(cfg.allow);
@@ -105,21 +111,23 @@ const proxy: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     await budget.close();
   });
   const gate = new ProxyGate(ctx, { budget, clientAllowed: clientFilter(cfg.clients) });
-  await proxyRoutes(app, ctx, {
-    allow,
-    gate,
-    cache,
-    fwd: {
-      agent,
-      links: new Links(base, allow),
-      maxRedirects: cfg.maxRedirects,
-      maxResponseBytes: cfg.maxResponseBytes,
-      maxRequestBytes: cfg.maxRequestBytes,
-      maxRewriteBytes: cfg.maxRewriteBytes,
-      receivePack: cfg.receivePack,
-      apiGithub: cfg.allow.includes('api.github.com'),
-    },
-  });
-};
+  const fwd = {
+    agent,
+    links: new Links(base, allow),
+    maxRedirects: cfg.maxRedirects,
+    maxResponseBytes: cfg.maxResponseBytes,
+    maxRequestBytes: cfg.maxRequestBytes,
+    maxRewriteBytes: cfg.maxRewriteBytes,
+    receivePack: cfg.receivePack,
+    apiGithub: cfg.allow.includes('api.github.com'),
+  };
+  await proxyRoutes(app, ctx, { allow, gate, cache, fwd });
+  const enabled = enabledEcosystems(ecosystems, cfg.ecosystems);
+  await mountEcosystems(app, ctx, { mount: MOUNT, gate, fwd, store }, enabled);
+}
 
-export default proxy;
+/** The proxy plugin: the host-path form, and those of `ecosystems` that the config enables. */
+export const proxyPlugin =
+  (ecosystems: readonly EcosystemDef[]): FastifyPluginAsync<ServiceContext> =>
+  (app, ctx) =>
+    serveProxy(app, ctx, ecosystems);

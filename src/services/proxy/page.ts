@@ -1,8 +1,19 @@
 // The Reverse proxy section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
-import type { PageSection } from '../../page/section.ts';
+import type { PageInput, PageSection } from '../../page/section.ts';
+import type { EcosystemDef } from './ecosystems/define.ts';
 
-export const proxyPage: PageSection = {
+/** The set-up lines of each ecosystem profile this server serves (DEVUTIL_PROXY_ECOSYSTEMS). */
+function ecosystems(all: readonly EcosystemDef[], p: PageInput, proxy: string) {
+  const on = all.filter((d) => p.config.proxy.ecosystems.includes(d.name));
+  return on.map(
+    (d) =>
+      html`<div class="ecosystem" data-ecosystem="${d.name}"><h3>${d.title}</h3><p>${d.summary}</p>
+${d.setup({ urls: p.urls, config: p.config, proxy }).map((l) => example(l.label, l.text))}</div>`,
+  );
+}
+
+export const proxyPage = (all: readonly EcosystemDef[]): PageSection => ({
   nav: 'Proxy',
   title: 'Reverse proxy',
   lead: 'Reach GitHub, Debian and PyPI through this server: put the original host and path after the proxy address. Only the hosts listed below are served.',
@@ -14,6 +25,7 @@ ${example('Every GitHub clone through the proxy', `git config --global url."${x}
 ${example('Release download', `curl -fLO ${x}/github.com/<owner>/<repo>/releases/latest/download/<asset>`)}
 ${example('apt (/etc/apt/sources.list)', `deb ${x}/deb.debian.org/debian bookworm main\ndeb ${x}/security.debian.org/debian-security bookworm-security main`)}
 ${example('pip', `pip install --index-url ${x}/pypi.org/simple <package>`)}
+${ecosystems(all, p, x)}
 <details><summary>Allowed hosts</summary><ul class="hosts">${p.config.proxy.allow.map((h) => html`<li><code>${h}</code></li>`)}</ul></details>
 </div>
 <form class="tool" id="proxy-form">
@@ -25,4 +37,4 @@ ${copyField('proxy-out', 'Proxied URL')}
 <div class="example" id="proxy-snippet-box" hidden><div class="example-head"><span id="proxy-snippet-label">Snippet</span><button type="button" class="copy" data-copy>Copy</button></div><pre><code id="proxy-snippet"></code></pre></div>
 </form></div>`;
   },
-};
+});
