@@ -9,7 +9,7 @@ import { BodyTooLarge, capStream, readCapped } from '../../infra/egress/capped-b
 import type { Egress } from '../../infra/egress/client.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
-import { decide, type Route } from './policy.ts';
+import { decide, type HostPolicy, type Route } from './policy.ts';
 import { rewriteLfs, rewritePypi } from './rewrite.ts';
 
 export class ProxyError extends Error {
@@ -44,6 +44,8 @@ export interface ForwardOptions {
   maxRewriteBytes: number;
   receivePack: boolean;
   apiGithub: boolean;
+  /** An ecosystem's policy for its own hosts (it lends forward() a copy of these options). */
+  hostPolicy?: HostPolicy;
 }
 
 export interface ForwardRequest {
@@ -79,6 +81,8 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
   let url = r.route.path ? new URL(`${r.url.origin}${r.route.path}${r.url.search}`) : r.url;
   const firstHost = url.hostname;
   let htmlGuard = r.route.htmlGuard;
+  const keep = r.route.keepFromRedirect;
+  let kept: HeaderMap | undefined;
   for (let hop = 0; ; hop++) {
     if (url.hostname !== firstHost) {
       delete headers['authorization'];
@@ -108,6 +112,10 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
         return finish(o, r, { status: res.statusCode, headers: out, body: null, url }, true);
       }
       if (hop >= o.maxRedirects) throw new ProxyError(502, 'too many redirects');
+      if (keep) {
+        kept ??= {};
+        for (const k of keep) if (out[k] !== undefined) kept[k] = out[k];
+      }
       const d = decide(next.hostname, 'GET', next, o);
       if (!d.ok) throw new ProxyError(502, 'redirect to a path that is not allowed');
       htmlGuard ||= d.route.htmlGuard;
@@ -116,6 +124,7 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
     }
     const emptyBody = r.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
     if (emptyBody) res.body.resume();
+    if (kept) for (const k in kept) out[k] ??= kept[k] as string;
     return finish(
       o,
       { ...r, route: { ...r.route, htmlGuard } },
@@ -139,6 +148,7 @@ async function finish(
   if (!redirect && h['location']) h['location'] = o.links.rewriteHeader(h['location'], up.url);
   if (h['content-location']) h['content-location'] = o.links.rewriteHeader(h['content-location'], up.url);
   if (h['link']) h['link'] = o.links.rewriteLink(h['link'], up.url);
+  for (const k of r.route.urlHeaders ?? []) if (h[k]) h[k] = o.links.rewriteUrl(h[k]);
   const type = (h['content-type'] ?? '').toLowerCase();
   if (r.route.htmlGuard && type.startsWith('text/html')) {
     up.body?.resume();
@@ -165,18 +175,26 @@ async function finish(
     up.body?.destroy();
     throw new ProxyError(413, `upstream response exceeds ${o.maxResponseBytes} bytes`);
   }
+  const types = r.route.rewriteTypes;
+  const rewriting = r.route.rewrite && (!types || types.some((t) => type.startsWith(t)));
   // HEAD of a rewritten page: the upstream length and validators describe a different body.
-  if (r.route.rewrite && r.method === 'HEAD' && up.status === 200) {
+  if (rewriting && r.method === 'HEAD' && up.status === 200) {
     delete h['content-length'];
     delete h['etag'];
   }
-  if (r.route.rewrite && up.body && up.status === 200) {
+  if (rewriting && up.body && up.status === 200) {
     const raw = await readIndex(up.body, o.maxRewriteBytes);
     const enc = h['content-encoding'] ?? 'identity';
     // We asked for identity; gzip is undone (capped against bombs), anything else passes unchanged.
     if (enc !== 'identity' && enc !== 'gzip') return { ...up, headers: h, body: null, text: raw };
     const plain = enc === 'gzip' ? gunzipSync(raw, { maxOutputLength: o.maxRewriteBytes }) : raw;
-    const text = r.route.rewrite === 'pypi' ? rewritePypi(plain, type, o.links) : rewriteLfs(plain, o.links);
+    const rw = r.route.rewrite;
+    const text =
+      typeof rw === 'function'
+        ? rw(plain, type, o.links)
+        : rw === 'pypi'
+          ? rewritePypi(plain, type, o.links)
+          : rewriteLfs(plain, o.links);
     if (text !== null) {
       delete h['content-encoding'];
       delete h['etag'];

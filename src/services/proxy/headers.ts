@@ -50,6 +50,20 @@ const RESPONSE_KEEP = new Set([
   'ratelimit-policy',
   'x-github-request-id',
   'x-pypi-last-serial',
+  // Hugging Face Hub: the file behind a resolve URL, its Xet storage and the Hub's error codes
+  // (clients read these; huggingface_hub refuses a download without X-Repo-Commit).
+  'x-repo-commit',
+  'x-linked-etag',
+  'x-linked-size',
+  'x-xet-hash',
+  'x-xet-refresh-route',
+  'x-xet-cas-url',
+  'x-xet-access-token',
+  'x-xet-token-expiration',
+  'x-error-code',
+  'x-error-message',
+  'x-total-count',
+  'npm-notice',
 ]);
 
 export type HeaderMap = Record<string, string>;
@@ -101,5 +115,6 @@ export const SAFETY_HEADERS: HeaderMap = {
   'content-security-policy': "sandbox; default-src 'none'",
   'x-robots-tag': 'noindex',
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'Content-Length, Content-Range, Content-Disposition, ETag, Last-Modified',
+  'access-control-expose-headers':
+    'Content-Length, Content-Range, Content-Disposition, ETag, Last-Modified, Link, X-Repo-Commit, X-Linked-Etag, X-Linked-Size, X-Xet-Hash, X-Error-Code, X-Error-Message',
 };

@@ -123,7 +123,7 @@ async function serveProxy(
   };
   await proxyRoutes(app, ctx, { allow, gate, cache, fwd });
   const enabled = enabledEcosystems(ecosystems, cfg.ecosystems);
-  await mountEcosystems(app, ctx, { mount: MOUNT, gate, fwd, store }, enabled);
+  await mountEcosystems(app, ctx, { mount: MOUNT, gate, fwd, store, cache }, enabled);
 }
 
 /** The proxy plugin: the host-path form, and those of `ecosystems` that the config enables. */

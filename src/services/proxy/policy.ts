@@ -1,8 +1,12 @@
 // Per-host policy (digest §2): which methods and paths an upstream host is reachable for, how its
 // responses are treated (HTML guard, body rewrite) and which cache class they fall in.
 
+import type { Links } from './links.ts';
+
 export type CacheClass = 'none' | 'immutable' | 'revalidate';
-export type Rewrite = 'pypi' | 'lfs' | null;
+/** An ecosystem's body rewrite: the new body, or null to relay the original (not its type, not parsable). */
+export type BodyRewrite = (body: Buffer, contentType: string, links: Links) => string | null;
+export type Rewrite = 'pypi' | 'lfs' | BodyRewrite | null;
 
 export interface Route {
   methods: readonly string[];
@@ -14,16 +18,31 @@ export interface Route {
   gitRefs: boolean;
   /** Replace text/html bodies (GitHub pages must never be served under our domain). */
   htmlGuard: boolean;
+  /**
+   * Response headers of a redirecting hop kept on the final answer when they are missing there
+   * (the Hub's X-Repo-Commit and X-Linked-Size describe the file the CDN then sends).
+   */
+  keepFromRedirect?: readonly string[];
+  /** Response headers holding a URL, rewritten to proxy form like Location. */
+  urlHeaders?: readonly string[];
+  /**
+   * Content types (prefixes) the rewrite applies to; any other body streams through untouched
+   * (a Hub `resolve` answer is a small JSON document or a multi-gigabyte file). Unset: every body.
+   */
+  rewriteTypes?: readonly string[];
 }
+
+/** Policy of an ecosystem's own upstream hosts (its CDNs), consulted before the host list's; null = not its host. */
+export type HostPolicy = (host: string, method: string, url: URL) => Decision | null;
 
 export type Decision =
   | { ok: true; route: Route }
   | { ok: false; status: 403 | 405; reason: string; allow?: string };
 
-const READ = ['GET', 'HEAD'] as const;
+export const READ = ['GET', 'HEAD'] as const;
 const RPC = ['POST'] as const;
 
-const route = (r: Partial<Route>): Route => ({
+export const route = (r: Partial<Route>): Route => ({
   methods: READ,
   cache: 'none',
   rewrite: null,
@@ -62,7 +81,7 @@ function gitRoute(method: string, path: string, q: URLSearchParams, receivePack:
   return null;
 }
 
-function check(method: string, r: Route): Decision {
+export function check(method: string, r: Route): Decision {
   if (r.methods.includes(method)) return { ok: true, route: r };
   const allow = r.methods.includes('GET') ? [...r.methods, 'OPTIONS'] : [...r.methods, 'OPTIONS'];
   return { ok: false, status: 405, reason: `method ${method} not allowed here`, allow: allow.join(', ') };
@@ -79,8 +98,11 @@ export function decide(
   host: string,
   method: string,
   url: URL,
-  opts: { receivePack: boolean; apiGithub: boolean },
+  opts: { receivePack: boolean; apiGithub: boolean; hostPolicy?: HostPolicy | undefined },
 ): Decision {
+  // An ecosystem's hosts (its CDNs, reached by its redirects) follow its own policy.
+  const eco = opts.hostPolicy?.(host, method, url);
+  if (eco) return eco;
   const path = url.pathname;
   const q = url.searchParams;
   if (host === 'github.com') {

@@ -13,7 +13,7 @@ import type { ServiceContext } from '../../../context.ts';
 import type { Envelope } from '../../../errors.ts';
 import type { Egress } from '../../../infra/egress/client.ts';
 import type { PublicUrls } from '../../../infra/http/hosts.ts';
-import type { ProxyStore } from '../cache.ts';
+import type { ProxyCache, ProxyStore } from '../cache.ts';
 import type { ProxyGate } from '../exchange.ts';
 import type { ForwardOptions } from '../forward.ts';
 
@@ -94,6 +94,12 @@ export interface EcosystemApi {
   fwd: ForwardOptions;
   /** The proxy's shared cache (memory + disk, LRU, byte budget); null when DEVUTIL_PROXY_CACHE_MAX_BYTES=0. */
   store: ProxyStore | null;
+  /**
+   * The host-path form's cache policy over that store (immutable and revalidated classes, one fill
+   * for concurrent misses, Range and conditionals from complete objects), keyed by upstream URL;
+   * null when the cache is off.
+   */
+  cache: ProxyCache | null;
 }
 
 export type EcosystemPlugin = (api: EcosystemApi) => Promise<void>;

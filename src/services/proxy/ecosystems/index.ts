@@ -3,5 +3,8 @@
 // folder ecosystems/<name>/ (definition.ts, config.ts when it has settings) and a line here and in
 // ecosystems/config.ts. Definitions load no ecosystem code: their plugins load when enabled.
 import type { EcosystemDef } from './define.ts';
+import { goEcosystem } from './go/definition.ts';
+import { hfEcosystem } from './hf/definition.ts';
+import { npmEcosystem } from './npm/definition.ts';
 
-export const ECOSYSTEMS: readonly EcosystemDef[] = [];
+export const ECOSYSTEMS: readonly EcosystemDef[] = [hfEcosystem, npmEcosystem, goEcosystem];

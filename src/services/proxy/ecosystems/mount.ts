@@ -4,7 +4,7 @@
 // access checks. What the ecosystem then does with a request goes through api.gate.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import type { ProxyStore } from '../cache.ts';
+import type { ProxyCache, ProxyStore } from '../cache.ts';
 import type { ProxyGate } from '../exchange.ts';
 import type { ForwardOptions } from '../forward.ts';
 import type { EcosystemApi, EcosystemDef, EcosystemRoute } from './define.ts';
@@ -14,6 +14,7 @@ export interface Shared {
   gate: ProxyGate;
   fwd: ForwardOptions;
   store: ProxyStore | null;
+  cache: ProxyCache | null;
 }
 
 /** The definitions DEVUTIL_PROXY_ECOSYSTEMS names, in the order of the registry list. */
@@ -49,6 +50,7 @@ export async function mountEcosystems(
       agent: shared.fwd.agent,
       fwd: shared.fwd,
       store: shared.store,
+      cache: shared.cache,
       rawPath: (req: FastifyRequest) => {
         const raw = req.raw.url ?? '/';
         return raw.startsWith(`${prefix}/`) ? raw.slice(prefix.length) : raw;

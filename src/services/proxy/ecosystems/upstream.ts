@@ -1,0 +1,132 @@
+// For ecosystems whose clients speak plain HTTP to one upstream (npm, Go modules, Hugging Face):
+// a mount `/proxy/<name>/...` mapped path by path onto the upstream, through the host-path form's
+// machinery (forward(): redirects, header filtering, size caps, body rewrites; the shared cache's
+// policy; the gate's budget, concurrency, log line and metered send). Each profile brings its own
+// host allow-list, the policy of its storage hosts (reached by its redirects) and the URL prefixes
+// whose links are rewritten onto its mount.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../../context.ts';
+import { AppError, forbidden } from '../../../errors.ts';
+import type { Subjects } from '../../../infra/observe/usage/usage.ts';
+import { type ForwardOptions, forward, type Upstream } from '../forward.ts';
+import { SAFETY_HEADERS } from '../headers.ts';
+import { Links } from '../links.ts';
+import { check, type Decision, type Route } from '../policy.ts';
+import { AllowList } from '../target.ts';
+
+type ProxyConfig = ServiceContext['config']['proxy'];
+
+import type { EcosystemApi } from './define.ts';
+import { MountError } from './mount-error.ts';
+
+export { MountError };
+
+/** A request below the mount, mapped onto the upstream. */
+export interface MountTarget {
+  url: URL;
+  route: Route;
+}
+
+/** A request the profile answers itself (the checksum database probe). */
+export interface LocalAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface UpstreamProfile {
+  /** The upstream hosts it may reach: its own allow-list (`*.` entries on a label boundary). */
+  hosts(cfg: ProxyConfig): string[];
+  /** Upstream URL prefixes (ending in `/`) rewritten onto the mount in headers and bodies. */
+  origins(cfg: ProxyConfig): string[];
+  /** Maps `rest` (the raw path and query below the mount, from `/`); throws MountError to refuse. */
+  target(method: string, rest: string, cfg: ProxyConfig): MountTarget | LocalAnswer;
+  /** Policy of its hosts reached by a redirect; null = not one of its hosts. */
+  decide?(host: string, method: string, url: URL, cfg: ProxyConfig): Decision | null;
+  /** What a request was for, for the dashboard's top packages and files. */
+  subjects?(url: URL, cfg: ProxyConfig): Subjects | undefined;
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+// C0 controls, space, DEL and backslash never appear in a request a package client sends.
+const BAD_BYTES = /[\x00-\x20\x7f\\]/;
+
+export function serveUpstream(api: EcosystemApi, mount: string, title: string, p: UpstreamProfile): void {
+  const cfg = api.ctx.config.proxy;
+  const allow = new AllowList(p.hosts(cfg));
+  const base = api.fwd.links.base;
+  const fwd: ForwardOptions = {
+    ...api.fwd,
+    links: new Links(
+      base,
+      allow,
+      p.origins(cfg).map((o): [string, string] => [o, `${base}${mount}/`]),
+    ),
+    hostPolicy: (host, method, url) => p.decide?.(host, method, url, cfg) ?? null,
+  };
+
+  const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+    const rest = api.rawPath(req).slice(mount.length) || '/';
+    if (rest.length > cfg.maxPathLength) throw new AppError('BAD_TARGET', 400, 'request path is too long');
+    if (BAD_BYTES.test(rest))
+      throw new AppError('BAD_TARGET', 400, 'control characters or backslash in the path');
+    let t: MountTarget | LocalAnswer;
+    try {
+      t = p.target(req.method, rest, cfg);
+    } catch (err) {
+      if (err instanceof MountError) throw new AppError('BAD_TARGET', err.status, err.message);
+      throw err;
+    }
+    if ('status' in t) return reply.code(t.status).headers(t.headers).headers(SAFETY_HEADERS).send(t.body);
+    const host = t.url.hostname;
+    if (!allow.has(host)) throw forbidden(`host not allowed: ${host}`);
+    if (req.method === 'OPTIONS')
+      return reply
+        .code(204)
+        .headers({
+          ...SAFETY_HEADERS,
+          'access-control-allow-methods': t.route.methods.join(', '),
+          'access-control-allow-headers':
+            'Range, If-Range, If-None-Match, If-Modified-Since, Content-Type, Authorization, Accept',
+          'access-control-max-age': '600',
+        })
+        .send();
+    const d = check(req.method, t.route);
+    if (!d.ok)
+      throw new AppError('NOT_ALLOWED', d.status, d.reason, d.allow ? { headers: { allow: d.allow } } : {});
+    const x = await api.gate.open(
+      req,
+      reply,
+      { host, path: t.url.pathname },
+      api.ctx.usage ? p.subjects?.(t.url, cfg) : undefined,
+    );
+    const fr = {
+      method: req.method,
+      url: t.url,
+      route: d.route,
+      headers: req.headers,
+      body: req.method === 'GET' || req.method === 'HEAD' ? null : req.raw,
+      signal: x.signal,
+    };
+    let up: Upstream;
+    let small: Buffer | undefined;
+    try {
+      up = api.cache ? await api.cache.serve(fr, fwd, req.log) : await forward(fwd, fr);
+      x.upstreamStatus = up.status;
+      small = await api.gate.settle(up);
+    } catch (err) {
+      const e = api.gate.failure(x, reply, err);
+      if (!e) return reply;
+      throw e;
+    }
+    return api.gate.send(x, reply, up, small);
+  };
+
+  api.route({
+    method: [...METHODS],
+    url: `${mount}/*`,
+    summary: `${title} (mapped onto the upstream)`,
+    config: { largeBody: true },
+    handler,
+  });
+}
