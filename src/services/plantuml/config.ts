@@ -38,7 +38,21 @@ export const plantumlSection = {
   timeoutMs: duration(10_000, {
     unit: 'ms',
     min: 100,
-    doc: 'wall-clock limit of one render; the worker is killed past it',
+    doc: 'wall-clock limit of one render in any language; a JVM worker or render thread that runs past it is replaced',
+  }),
+  renderThreads: int(2, {
+    min: 1,
+    max: 64,
+    doc: 'worker threads for the JavaScript/WebAssembly engines (Graphviz, Mermaid, D2, Vega...); one render each at a time',
+  }),
+  renderThreadHeap: bytes(512 * 1024 ** 2, {
+    min: 64 * 1024 ** 2,
+    doc: 'JavaScript heap cap of each render thread; a diagram that needs more fails with 422, the server goes on',
+  }),
+  renderThreadIdleSec: duration(300, {
+    unit: 's',
+    min: 0,
+    doc: "a render thread idle this long exits, returning its engines' memory (0 = never)",
   }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   clientShare: int(50, {

@@ -6,6 +6,7 @@ import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
 import type { FormatSpec } from './formats.ts';
+import { sendKrokiError } from './kroki/reply.ts';
 import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
 const MAX_AGE = 432_000; // 5 days, as the server
@@ -152,9 +153,10 @@ export async function sendDiagram(
   reply.header('x-plantuml-cache', r.cached ? 'hit' : 'miss');
   reply.code(ok ? 200 : 400);
   if (!ok && o.kroki) {
+    // Kroki's message, "<cause> (line: N)" with a 1-based line, in its error shape (by Accept).
     const first = r.errors[0];
-    reply.type('text/plain; charset=utf-8');
-    return reply.send(`${first?.message ?? 'Syntax Error?'} (line: ${(first?.line ?? 0) + 1})\n`);
+    const msg = `${first?.message ?? 'Syntax Error?'} (line: ${(first?.line ?? 0) + 1})`;
+    return sendKrokiError(req, reply, 400, msg, { 'cache-control': 'no-cache' });
   }
   reply.type(fmt.contentType);
   if (fmt.base64) return reply.send(`data:image/png;base64,${r.body.toString('base64')}`);

@@ -64,6 +64,18 @@ function checkSize(text: string, maxBytes: number): string {
   return text;
 }
 
+/** Kroki's encoding first (zlib + base64url), then PlantUML's, for the other diagram languages. */
+export function decodeKroki(segment: string, maxBytes: number): string {
+  const s = segment.trim();
+  try {
+    const text = fromKroki(s, maxBytes);
+    if (text.length > 0) return text;
+  } catch (err) {
+    if (isTooBig(err)) throw new DecodeError('diagram source is too large');
+  }
+  return decodeDiagram(s, maxBytes);
+}
+
 /** The server's encoder (/coder, editor links): trim, drop @startuml/@enduml lines, DEFLATE 9. */
 export function encodeDiagram(text: string): string {
   const lines = text.trim().split(/\r?\n/);

@@ -6,6 +6,8 @@ import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
 import { engineFor } from './engine.ts';
 import { IncludeFetcher } from './includes.ts';
+import { DiagramRenderer } from './kroki/renderer.ts';
+import { krokiRoutes } from './kroki/routes.ts';
 import { proxyRoute } from './proxy.ts';
 import { plantumlRoutes } from './routes.ts';
 import { engineProfile } from './worker.ts';
@@ -40,12 +42,33 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   engine.useIncludes(includes);
   engine.onEvent((e) => events.inc({ event: e }));
   ctx.metrics.caches.push(engine.cache);
+  // Every other language (Kroki API): worker threads and system programs, the same shared cache.
+  const renderer = new DiagramRenderer({
+    threads: cfg.renderThreads,
+    threadHeapMb: Math.round(cfg.renderThreadHeap / 1024 ** 2),
+    threadIdleMs: cfg.renderThreadIdleSec * 1000,
+    timeoutMs: cfg.timeoutMs,
+    queueSize: cfg.queueSize,
+    clientShare: cfg.clientShare,
+    limitSize: cfg.limitSize,
+    cache: engine.cache,
+    log,
+  });
   const workers = ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state']);
+  const threads = ctx.metrics.gauge(
+    'devutil_plantuml_render_threads',
+    'render threads of the JavaScript/WebAssembly engines by state',
+    ['state'],
+  );
   const refresh = () => {
     const s = engine.stats();
     workers.set({ state: 'busy' }, s.busy);
     workers.set({ state: 'idle' }, s.idle);
     workers.set({ state: 'queued' }, s.queued);
+    const t = renderer.stats();
+    threads.set({ state: 'busy' }, t.busy);
+    threads.set({ state: 'idle' }, t.threads - t.busy);
+    threads.set({ state: 'queued' }, t.queued);
   };
   const diagrams = ctx.metrics.counter(
     'devutil_plantuml_diagrams_total',
@@ -94,7 +117,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     { critical: false },
   );
   app.addHook('onClose', async () => {
-    await engine.close();
+    await Promise.all([engine.close(), renderer.close()]);
     await http.close();
   });
   // A listening server checks Java at once (cheap) so the first diagram does not wait for it;
@@ -105,6 +128,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   });
 
   await plantumlRoutes(app, ctx, engine);
+  await krokiRoutes(app, ctx, engine, renderer);
   await proxyRoute(app, ctx, engine);
   await editorRoutes(app, ctx);
 };

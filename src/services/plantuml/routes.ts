@@ -1,14 +1,14 @@
 // plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), plus Kroki's
-// routes for Kroki clients. Thin: decode -> engine -> diagram-reply.
+// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { badRequest, notFound } from '../../errors.ts';
 import { ByteLru } from '../../infra/cache/lru.ts';
-import { checkJsonDepth } from '../../infra/http/json-body.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
-import { DecodeError, decodeDiagram, encodeDiagram, normalizeSource } from './encoding.ts';
+import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
-import { formatFromAccept, formatOf } from './formats.ts';
+import { formatOf } from './formats.ts';
+import { typeList } from './kroki/languages.ts';
 
 type Params = { fmt: string; index?: string; encoded?: string };
 
@@ -23,12 +23,26 @@ const decoded = new ByteLru<{ source: string }>(
   256 * 1024,
 );
 
-export function decodeOrThrow(encoded: string, maxBytes: number): string {
-  const memo = `${maxBytes}:${encoded}`;
+/**
+ * The text of an encoded diagram. `plantuml`: PlantUML's encoding first, bare text wrapped in
+ * @startuml/@enduml; `raw`: the same decoding, text as it is (Kroki's PlantUML-family types);
+ * `kroki`: Kroki's zlib + base64url first, text as it is (the other languages).
+ */
+export function decodeOrThrow(
+  encoded: string,
+  maxBytes: number,
+  mode: 'plantuml' | 'raw' | 'kroki' = 'plantuml',
+): string {
+  const memo = `${maxBytes}:${mode}:${encoded}`;
   const hit = decoded.get(memo);
   if (hit) return hit.source;
   try {
-    const source = normalizeSource(decodeDiagram(encoded, maxBytes));
+    const source =
+      mode === 'kroki'
+        ? decodeKroki(encoded, maxBytes)
+        : mode === 'raw'
+          ? decodeDiagram(encoded, maxBytes)
+          : normalizeSource(decodeDiagram(encoded, maxBytes));
     if (encoded.length <= 16 * 1024) decoded.set(memo, { source });
     return source;
   } catch (err) {
@@ -44,9 +58,12 @@ function bodyText(body: unknown, maxBytes: number): string {
   return body.toString('utf8'); // UTF-8 whatever the charset says (digest section 1 quirk fixed)
 }
 
-function parseIndex(s: string | undefined): number {
+function parseIndex(s: string | undefined, word: string): number {
   if (s === undefined) return 0;
-  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX) throw notFound('no such diagram route');
+  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX)
+    throw notFound(
+      `no such diagram route: ${word.slice(0, 40)} is neither a format nor a diagram type; diagram types: ${typeList()}`,
+    );
   return Number(s);
 }
 
@@ -67,8 +84,11 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     const { fmt: word, index } = req.params;
     const mapper = req.headers['x-preferred-color-mapper'];
     const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
-    if (!fmt) throw notFound(`unknown format ${word.slice(0, 40)}`);
-    const idx = parseIndex(index);
+    if (!fmt)
+      throw notFound(
+        `unknown format or diagram type ${word.slice(0, 40)}; formats: png svg txt eps epstext pdf base64 map check; diagram types: ${typeList()}`,
+      );
+    const idx = parseIndex(index, word);
     reply.header('access-control-allow-origin', '*');
     if (fmt.op === 'check') {
       let line: string;
@@ -145,49 +165,5 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     }
     // [quirk] the server's content type for /language.
     return reply.header('access-control-allow-origin', '*').type('text/text').send(text);
-  });
-
-  // Kroki: GET /plantuml/{fmt}/{deflate+base64url} is served above (the decoder falls back to
-  // Kroki's encoding); a Kroki client whose base URL is ours/plantuml adds one more segment.
-  const kroki = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, source: string) => {
-    const fmt = formatOf(req.params.fmt, undefined, true);
-    if (fmt?.op !== 'render') throw notFound(`unknown format ${req.params.fmt.slice(0, 40)}`);
-    return sendDiagram(req, reply, engine, fmt, 0, source, { ...opts, kroki: true });
-  };
-  const kr = (what: string) => brief(`Kroki: ${what}`);
-  const krokiGet = { onRequest, schema: kr('render a Kroki-encoded (deflate + base64url) diagram') };
-  app.get<{ Params: Params }>('/plantuml/plantuml/:fmt/:encoded', krokiGet, (req, reply) =>
-    kroki(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes)),
-  );
-  const krokiPost = { onRequest, schema: kr('render the diagram text in the body') };
-  app.post<{ Params: Params }>('/plantuml/plantuml/:fmt', krokiPost, (req, reply) =>
-    kroki(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
-  );
-  const krokiAccept = { onRequest, schema: kr('render the body in the format the Accept header names') };
-  app.post('/plantuml/plantuml', krokiAccept, (req, reply) => {
-    const r = req as FastifyRequest<{ Params: Params }>;
-    r.params.fmt = formatFromAccept(req.headers.accept);
-    return kroki(r, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
-  });
-  // Kroki's POST / with JSON {diagram_source, diagram_type, output_format}.
-  const krokiJson = {
-    onRequest,
-    schema: kr('render {"diagram_source", "diagram_type": "plantuml", "output_format"} JSON'),
-  };
-  app.post('/plantuml/', krokiJson, (req, reply) => {
-    let json: { diagram_source?: unknown; diagram_type?: unknown; output_format?: unknown };
-    const text = bodyText(req.body, cfg.maxSourceBytes);
-    checkJsonDepth(text, ctx.config.server.jsonMaxDepth);
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw badRequest('expected JSON {"diagram_source", "diagram_type", "output_format"}');
-    }
-    if (typeof json.diagram_source !== 'string') throw badRequest('diagram_source must be a string');
-    if (json.diagram_type !== undefined && json.diagram_type !== 'plantuml')
-      throw badRequest('only diagram_type "plantuml" is served here');
-    const r = req as FastifyRequest<{ Params: Params }>;
-    r.params.fmt = typeof json.output_format === 'string' ? json.output_format : 'svg';
-    return kroki(r, reply, normalizeSource(json.diagram_source));
   });
 }

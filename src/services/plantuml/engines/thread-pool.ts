@@ -1,0 +1,189 @@
+// Worker threads for the JavaScript and WebAssembly diagram engines: a layout that runs away (a
+// huge graph, a pathological Mermaid or Vega spec) must never block the event loop, and a render
+// past its deadline is stopped by terminating its thread, which a synchronous engine cannot do for
+// itself. Each thread runs one render at a time (the engines are synchronous), loads engines on
+// first use, has a heap cap (an allocation bomb ends that thread, not the server), and retires when
+// idle so the memory of rarely used engines goes back. Admission (fair queue, client share) is the
+// caller's; this only dispatches to free threads and replaces the ones that die.
+import { Worker } from 'node:worker_threads';
+
+/** What a thread is asked: render `source` with engine `engine` (a module in this folder). */
+export interface ThreadJob {
+  engine: string;
+  source: string;
+  format: string;
+  options: Record<string, string>;
+}
+
+/** What a thread answers (structured clone). */
+export type ThreadReply =
+  | { ok: true; body: Uint8Array | string }
+  | { ok: false; kind: 'syntax' | 'unsupported' | 'failed'; message: string; line?: number };
+
+export class ThreadTimeout extends Error {}
+/** The thread died under the render: out of memory, or an engine crash. */
+export class ThreadCrashed extends Error {}
+export class ThreadPoolClosed extends Error {}
+
+export interface ThreadPoolOptions {
+  size: number;
+  timeoutMs: number;
+  /** V8 old-generation cap per thread (MiB). */
+  heapMb: number;
+  /** A thread with nothing to do for this long exits (0 = never). */
+  idleMs: number;
+  onEvent?: (event: 'spawn' | 'exit' | 'timeout' | 'crash', detail: Record<string, unknown>) => void;
+}
+
+interface Pending {
+  job: ThreadJob;
+  resolve: (r: ThreadReply) => void;
+  reject: (e: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Pending | null;
+  timer: NodeJS.Timeout | null;
+  idle: NodeJS.Timeout | null;
+  seq: number;
+}
+
+const ENTRY = new URL('./thread.js', import.meta.url);
+
+export class ThreadPool {
+  private readonly o: ThreadPoolOptions;
+  private readonly slots = new Set<Slot>();
+  private readonly waiting: Pending[] = [];
+  private closed = false;
+  /** Threads started since the pool was made (tests and /metrics look at replacements). */
+  spawned = 0;
+
+  constructor(o: ThreadPoolOptions) {
+    this.o = o;
+  }
+
+  stats(): { threads: number; busy: number; queued: number } {
+    let busy = 0;
+    for (const s of this.slots) if (s.busy) busy++;
+    return { threads: this.slots.size, busy, queued: this.waiting.length };
+  }
+
+  /** Thread ids of the live threads (tests). */
+  threadIds(): number[] {
+    return [...this.slots].map((s) => s.worker.threadId);
+  }
+
+  run(job: ThreadJob): Promise<ThreadReply> {
+    if (this.closed) return Promise.reject(new ThreadPoolClosed('the diagram renderer is shutting down'));
+    return new Promise<ThreadReply>((resolve, reject) => {
+      this.waiting.push({ job, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    while (this.waiting.length > 0) {
+      let slot: Slot | undefined;
+      for (const s of this.slots) if (!s.busy) slot = s;
+      if (!slot) {
+        if (this.slots.size >= this.o.size) return;
+        slot = this.spawn();
+      }
+      this.start(slot, this.waiting.shift()!);
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(ENTRY, {
+      resourceLimits: { maxOldGenerationSizeMb: this.o.heapMb, maxYoungGenerationSizeMb: 32 },
+      stdout: false,
+      stderr: false,
+    });
+    const slot: Slot = { worker, busy: null, timer: null, idle: null, seq: 0 };
+    this.slots.add(slot);
+    this.spawned++;
+    this.o.onEvent?.('spawn', { threadId: worker.threadId });
+    worker.on('message', (msg: { seq: number; reply: ThreadReply }) => {
+      if (msg.seq !== slot.seq || !slot.busy) return;
+      const p = slot.busy;
+      this.settle(slot);
+      p.resolve(msg.reply);
+      this.dispatch();
+      this.armIdle(slot);
+    });
+    let why: Error | null = null;
+    worker.on('error', (err) => {
+      why = err;
+    });
+    worker.on('exit', (code) => {
+      this.slots.delete(slot);
+      if (slot.idle) clearTimeout(slot.idle);
+      const p = slot.busy;
+      if (p) {
+        this.settle(slot);
+        const oom = (why as { code?: string } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+        this.o.onEvent?.('crash', { threadId: worker.threadId, code, oom });
+        p.reject(
+          new ThreadCrashed(
+            oom
+              ? 'the diagram needs more memory than a render may use'
+              : 'the diagram engine crashed on this diagram',
+          ),
+        );
+      } else this.o.onEvent?.('exit', { threadId: worker.threadId, code });
+      if (!this.closed) this.dispatch();
+    });
+    return slot;
+  }
+
+  private start(slot: Slot, p: Pending): void {
+    if (slot.idle) clearTimeout(slot.idle);
+    slot.idle = null;
+    slot.busy = p;
+    slot.seq++;
+    slot.timer = setTimeout(() => {
+      // The only way to stop a synchronous layout: end its thread. Its replacement starts on demand.
+      const job = slot.busy;
+      if (!job) return;
+      this.settle(slot);
+      this.slots.delete(slot);
+      this.o.onEvent?.('timeout', { threadId: slot.worker.threadId, engine: job.job.engine });
+      void slot.worker.terminate();
+      job.reject(new ThreadTimeout(`no result within ${this.o.timeoutMs} ms`));
+      this.dispatch();
+    }, this.o.timeoutMs);
+    slot.worker.postMessage({ seq: slot.seq, job: p.job });
+  }
+
+  private settle(slot: Slot): void {
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = null;
+    slot.busy = null;
+  }
+
+  private armIdle(slot: Slot): void {
+    if (this.o.idleMs <= 0 || slot.busy) return;
+    slot.idle = setTimeout(() => {
+      if (slot.busy || !this.slots.has(slot)) return;
+      this.slots.delete(slot);
+      void slot.worker.terminate();
+    }, this.o.idleMs);
+    slot.idle.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const p of this.waiting.splice(0))
+      p.reject(new ThreadPoolClosed('the diagram renderer is shutting down'));
+    const all = [...this.slots];
+    this.slots.clear();
+    for (const s of all) {
+      if (s.idle) clearTimeout(s.idle);
+      const p = s.busy;
+      this.settle(s);
+      p?.reject(new ThreadPoolClosed('the diagram renderer is shutting down'));
+    }
+    await Promise.all(all.map((s) => s.worker.terminate()));
+  }
+}

@@ -1,0 +1,39 @@
+// Entry of a diagram render thread (thread-pool.ts). Plain JavaScript so that it starts on Node 20
+// too, where a worker thread cannot load TypeScript until tsx is registered in it (Node 24/26 strip
+// types themselves). Each engine module (./<name>.ts) is imported on its first job and exports
+// render(source, format, options) -> string | Uint8Array; a DiagramError it throws is the user's
+// mistake (400), anything else is the engine failing (422).
+import { parentPort } from 'node:worker_threads';
+
+if (!process.features.typescript) {
+  const { register } = await import('tsx/esm/api');
+  register();
+}
+
+const engines = new Map();
+
+function load(name) {
+  if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`bad engine name ${name}`);
+  let m = engines.get(name);
+  if (!m) {
+    m = import(`./${name}.ts`);
+    engines.set(name, m);
+  }
+  return m;
+}
+
+parentPort.on('message', async ({ seq, job }) => {
+  let reply;
+  try {
+    const mod = await load(job.engine);
+    const body = await mod.render(job.source, job.format, job.options);
+    reply = { ok: true, body };
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    const kind =
+      e.name === 'DiagramError' ? 'syntax' : e.name === 'UnsupportedDiagram' ? 'unsupported' : 'failed';
+    reply = { ok: false, kind, message: String(e.message).slice(0, 2000) };
+    if (typeof e.line === 'number') reply.line = e.line;
+  }
+  parentPort.postMessage({ seq, reply });
+});
