@@ -1,7 +1,6 @@
 // What every service plugin receives: config, public URLs, shared limiter, metrics, readiness
 // checks, the optional Redis connection and the broadcast bus on it, the absolute data directory,
-// the service definitions, the handles of the listeners that run beside the HTTP server and the
-// usage recorder.
+// the service definitions, each utility's own per-server state and the usage recorder.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -13,8 +12,7 @@ import type { Subjects, UsageRecorder } from './infra/observe/usage/usage.ts';
 import type { Broadcast } from './infra/state/broadcast.ts';
 import type { SharedState } from './infra/state/state.ts';
 import type { BlobStore } from './infra/storage/blob-store.ts';
-import type { ServiceDef } from './services/define.ts';
-import type { RelayHandle } from './services/relay/background.ts';
+import type { LocalKey, ServiceDef } from './services/define.ts';
 
 export interface ReadyResult {
   ok: boolean;
@@ -95,8 +93,8 @@ export interface ServiceContext {
   version: string;
   /** Every utility definition this server was built with, enabled or not (services/index.ts). */
   services: readonly ServiceDef[];
-  /** The Syncthing relay when it runs in this process (worker 1 in cluster mode); set by its listener. */
-  relay: RelayHandle;
+  /** A utility's per-server state (services/define.ts LocalKey), made on first use. */
+  local<T>(key: LocalKey<T>): T;
   /** Usage counts for the admin dashboard; null when it is off (no admin token), so nothing is counted. */
   usage: UsageRecorder | null;
 }

@@ -30,7 +30,7 @@ import { connectRedis } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
 import { adminToken } from './services/admin/config.ts';
-import { isEnabled, type ServiceDef } from './services/define.ts';
+import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
 
@@ -48,6 +48,15 @@ export interface BuildOptions {
   services?: readonly ServiceDef[];
   /** The clock behind day-long rules (ctx.now); default Date.now. */
   now?: () => number;
+}
+
+/** ctx.local: each key's state made once per server, on first use. */
+function localState(): ServiceContext['local'] {
+  const made = new Map<LocalKey<unknown>, unknown>();
+  return <T>(key: LocalKey<T>): T => {
+    if (!made.has(key)) made.set(key, key.make());
+    return made.get(key) as T;
+  };
 }
 
 type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
@@ -158,7 +167,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     now: opts.now ?? Date.now,
     version: VERSION,
     services,
-    relay: { running: null, failure: null },
+    local: localState(),
     usage,
   };
   app.decorate('ctx', ctx);

@@ -32,6 +32,51 @@ export interface EarlyContext {
   logger: Logger;
 }
 
+/** Hits and misses of a cache, counted since this process started. */
+export interface Lookups {
+  hits: number;
+  misses: number;
+}
+
+/** The sessions of a listener beside the HTTP server (the Syncthing relay) in this process. */
+export interface Sessions {
+  /** Open now. */
+  active: number;
+  /** Started since this process started. */
+  started: number;
+  /** Bytes carried since this process started. */
+  bytes: number;
+}
+
+/**
+ * What a utility shows on the operator's dashboard (services/admin), read at each usage flush and
+ * each stats request. The dashboard reads these and nothing else of a utility, so a utility keeps
+ * its metric names and config keys to itself. A reader answers null when what it reads is not on
+ * this server; for `cache`, `queue` and a set quota that is a fault, which
+ * services/admin/dashboards.test.ts catches.
+ */
+export interface Dashboard {
+  /** The hit ratio of its cache. */
+  cache?(): Promise<Lookups | null>;
+  /** Work waiting for a slot now, and at most how much may wait in one instance. */
+  queue?: { readonly limit: number; waiting(): Promise<number | null> };
+  /** Its listener's sessions; null while no listener runs in this process. */
+  sessions?(): Promise<Sessions | null>;
+  /** The optional profiles it serves on this server (the proxy's ecosystems). */
+  readonly profiles?: readonly string[];
+  /** Bytes stored against its quota (every instance together); null when no quota is set. */
+  quota?(): Promise<{ used: number; limit: number } | null>;
+}
+
+/**
+ * A utility's per-server state (the relay's running listener): `ctx.local(key)` makes it with
+ * `key.make()` the first time a server asks, so the utility's plugin, background listener and
+ * dashboard share one, and two servers in one process never do.
+ */
+export interface LocalKey<T> {
+  make(): T;
+}
+
 export interface ServiceDef<N extends string = string, S extends Section = Section> {
   /** The utility's one name: folder, config section, env prefix, log field `svc`, metric label. */
   readonly name: N;
@@ -48,6 +93,8 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
   readonly prelaunch?: (early: EarlyContext) => Promise<void>;
   /** Starts a listener that lives beside the HTTP server (one owner process; see main.ts). */
   readonly background?: (ctx: ServiceContext) => Promise<Background>;
+  /** Its figures on the operator's dashboard. */
+  readonly dashboard?: (ctx: ServiceContext) => Dashboard;
 }
 
 /** Keeps the literal name and the section's field types (they make up the Config type). */

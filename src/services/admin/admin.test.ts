@@ -13,6 +13,7 @@ import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { relayBackground } from '../relay/background.ts';
 import { clientIdentity, joinRelay, joinSession, requestSession } from '../relay/client.ts';
+import { RELAY } from '../relay/handle.ts';
 import type { Message } from '../relay/protocol/messages.ts';
 
 const TOKEN = testSecret('admin-token-');
@@ -123,14 +124,14 @@ describe('admin dashboard routes', () => {
       const s = await stats(app, 'day');
       assert.deepEqual(
         s.caches.map((c) => c.name),
-        ['proxy', 'image', 'plantuml', 'avatar'],
+        ['image', 'proxy', 'plantuml', 'avatar'],
       );
       assert.deepEqual(
         s.queues.map((q) => [q.name, q.limit]),
         [
+          ['image', 32],
           ['plantuml', 64],
           ['avatar', 256],
-          ['image', 32],
         ],
       );
       assert.equal(s.relay.running, false);
@@ -178,7 +179,7 @@ describe('admin stats of the Syncthing relay', () => {
   });
 
   it('shows open sessions, sessions started and bytes relayed by a real relay session', async () => {
-    const port = app.ctx.relay.running?.port ?? 0;
+    const port = app.ctx.local(RELAY).running?.port ?? 0;
     const [a, b] = [clientIdentity(), clientIdentity()];
     const joined = await joinRelay('127.0.0.1', port, a);
     const invite = (m: Message) => m as Extract<Message, { type: 'sessionInvitation' }>;

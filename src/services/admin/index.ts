@@ -10,12 +10,21 @@ import { summarize } from '../../infra/observe/usage/summary.ts';
 import type { WindowName } from '../../infra/observe/usage/usage.ts';
 import { loadAssets } from '../../page/assets.ts';
 import { secure } from '../../page/headers.ts';
-import { isEnabled } from '../define.ts';
 import { renderAdminPage } from './page.ts';
-import { allowances, CACHE_NAMES, probesOf, queueLimits } from './probes.ts';
+import { allowances, dashboardsOf, probesOf } from './probes.ts';
 
 /** Rows of each top-N table in the answer. */
 const TOP_ROWS = 10;
+
+/** A listener's sessions over the window, from the keys probesOf writes. */
+function sessionsOf(name: string | undefined, c: Record<string, number>, g: Record<string, number>) {
+  return {
+    running: name !== undefined && (g[`${name}:instances`] ?? 0) > 0,
+    activeSessions: name ? (g[`${name}:active`] ?? 0) : 0,
+    sessions: name ? (c[`${name}:sessions`] ?? 0) : 0,
+    bytes: name ? (c[`${name}:bytes`] ?? 0) : 0,
+  };
+}
 
 const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cfg = ctx.config.admin;
@@ -23,11 +32,10 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   if (!cfg.token || !usage) return;
   app.envelopes.mount('/rest/api/v1/admin', 'v1');
   app.envelopes.mount('/admin', 'text');
-  usage.setProbes(probesOf(ctx));
+  const boards = dashboardsOf(ctx);
+  usage.setProbes(probesOf(boards));
   if (cluster.isWorker && !ctx.redis)
     ctx.logger.warn({ svc: 'admin' }, 'admin dashboard without redis: each worker shows its own counts only');
-  const enabled = new Set(ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name));
-  const limits = queueLimits(ctx);
 
   let assets: Awaited<ReturnType<typeof loadAssets>> | null = null;
   try {
@@ -84,7 +92,7 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         throw unavailable('the shared usage counters are unreachable; try again shortly', 5);
       }
       const s = summarize(window, read, TOP_ROWS);
-      const { budgets, quotas } = await allowances(ctx);
+      const { budgets, quotas } = await allowances(ctx, boards);
       const c = s.counters;
       const g = s.gauges;
       return {
@@ -102,26 +110,24 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           utilities: s.utilities,
           topClients: { byBytes: s.top.clientBytes, byRequests: s.top.clientRequests },
           topProxied: { repositories: s.top.repo, packages: s.top.package, files: s.top.file },
-          caches: CACHE_NAMES.filter((n) => enabled.has(n)).map((name) => {
+          caches: boards.flatMap(({ name, board }) => {
+            if (!board.cache) return [];
             const hits = c[`cache:${name}:hit`] ?? 0;
             const misses = c[`cache:${name}:miss`] ?? 0;
-            return { name, hits, misses, hitRatio: hits + misses ? hits / (hits + misses) : null };
+            return [{ name, hits, misses, hitRatio: hits + misses ? hits / (hits + misses) : null }];
           }),
-          relay: {
-            running: (g['relay:instances'] ?? 0) > 0,
-            activeSessions: g['relay:active'] ?? 0,
-            sessions: c['relay:sessions'] ?? 0,
-            bytes: c['relay:bytes'] ?? 0,
-          },
-          queues: Object.entries(limits)
-            .filter(([name]) => enabled.has(name))
-            .map(([name, max]) => ({ name, queued: g[`queue:${name}`] ?? 0, limit: max * s.instances })),
+          // The Syncthing relay: the utility whose dashboard reports sessions.
+          relay: sessionsOf(boards.find(({ board }) => board.sessions)?.name, c, g),
+          queues: boards.flatMap(({ name, board }) =>
+            board.queue
+              ? [{ name, queued: g[`queue:${name}`] ?? 0, limit: board.queue.limit * s.instances }]
+              : [],
+          ),
           budgets,
           quotas,
-          // The proxy's ecosystem profiles served beside its host-path form (DEVUTIL_PROXY_ECOSYSTEMS).
-          proxyEcosystems: enabled.has('proxy')
-            ? [...(ctx.config as Partial<ServiceContext['config']>).proxy!.ecosystems]
-            : [],
+          // The proxy's ecosystem profiles served beside its host-path form (DEVUTIL_PROXY_ECOSYSTEMS):
+          // the profiles the utilities' dashboards report (only the proxy has any).
+          proxyEcosystems: boards.flatMap(({ board }) => board.profiles ?? []),
         },
       };
     },

@@ -2,6 +2,7 @@
 
 import { defineService } from '../define.ts';
 import { avatarSection } from './config.ts';
+import { avatarDashboard } from './dashboard.ts';
 import { avatarPage } from './page.ts';
 
 export default defineService({
@@ -10,4 +11,5 @@ export default defineService({
   plugin: () => import('./index.ts'),
   host: { mount: '/avatar', urlsCarryMount: true, label: 'Avatars' },
   page: avatarPage,
+  dashboard: avatarDashboard,
 });

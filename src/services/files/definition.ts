@@ -2,6 +2,7 @@
 
 import { defineService } from '../define.ts';
 import { filesSection } from './config.ts';
+import { filesDashboard } from './dashboard.ts';
 import { filesPage } from './page.ts';
 
 export default defineService({
@@ -9,4 +10,5 @@ export default defineService({
   config: filesSection,
   plugin: () => import('./index.ts'),
   page: filesPage,
+  dashboard: filesDashboard,
 });

@@ -2,6 +2,7 @@
 
 import { defineService } from '../define.ts';
 import { imageSection } from './config.ts';
+import { imageDashboard } from './dashboard.ts';
 import { imagePage } from './page.ts';
 
 export default defineService({
@@ -9,4 +10,5 @@ export default defineService({
   config: imageSection,
   plugin: () => import('./index.ts'),
   page: imagePage,
+  dashboard: imageDashboard,
 });

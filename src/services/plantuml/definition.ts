@@ -2,6 +2,7 @@
 
 import { defineService } from '../define.ts';
 import { plantumlSection } from './config.ts';
+import { plantumlDashboard } from './dashboard.ts';
 import { plantumlPage } from './page.ts';
 
 export default defineService({
@@ -10,6 +11,7 @@ export default defineService({
   plugin: () => import('./index.ts'),
   host: { mount: '/plantuml', label: 'PlantUML' },
   page: plantumlPage,
+  dashboard: plantumlDashboard,
   prelaunch: async ({ config, dataDir, logger }) => {
     if (!config.plantuml.prestart) return;
     const { prelaunch } = await import('./engine.ts');

@@ -2,6 +2,7 @@
 // serve (ecosystems/index.ts; tests may give it others).
 import { defineService } from '../define.ts';
 import { proxySection } from './config.ts';
+import { proxyDashboard } from './dashboard.ts';
 import type { EcosystemDef } from './ecosystems/define.ts';
 import { ECOSYSTEMS } from './ecosystems/index.ts';
 import { proxyPage } from './page.ts';
@@ -16,6 +17,7 @@ export function proxyDefinition(ecosystems: readonly EcosystemDef[]) {
     plugin: async () => ({ default: (await import('./index.ts')).proxyPlugin(ecosystems) }),
     host: { mount: MOUNT, label: 'Proxy' },
     page: proxyPage(ecosystems),
+    dashboard: proxyDashboard,
   });
 }
 

@@ -1,6 +1,6 @@
 // Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
 // through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
-// definition starts (definition.ts); it records itself on ctx.relay.
+// definition starts (definition.ts); it records itself on the relay's handle (handle.ts).
 import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
 import type { BackgroundDef } from '../../background.ts';
@@ -8,15 +8,9 @@ import type { Config } from '../../config.ts';
 import type { ServiceContext } from '../../context.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
 import type { Metrics } from '../../infra/observe/metrics.ts';
+import { RELAY, SESSIONS_METRIC } from './handle.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
-
-/** The relay of one server (ServiceContext.relay): the one running in this process, if any. */
-export interface RelayHandle {
-  running: Relay | null;
-  /** Why the relay is not running in this process although enabled, if it failed to start. */
-  failure: string | null;
-}
 
 /** Splits "host", "host:port", "[v6]:port" or "[v6]". */
 export function splitHostPort(s: string): { host: string; port: number } {
@@ -88,7 +82,7 @@ export function relayMetrics(metrics: Metrics, relay: () => Relay | null): Relay
       });
     },
   });
-  const sessions = metrics.counter('devutil_relay_sessions_total', 'sessions that started piping');
+  const sessions = metrics.counter(SESSIONS_METRIC, 'sessions that started piping');
   const refused = metrics.counter(
     'devutil_relay_refused_total',
     'connections refused or closed by the relay',
@@ -100,7 +94,7 @@ export function relayMetrics(metrics: Metrics, relay: () => Relay | null): Relay
 export const relayBackground: BackgroundDef = {
   name: 'relay',
   async start(ctx: ServiceContext) {
-    const handle = ctx.relay;
+    const handle = ctx.local(RELAY);
     const identity = loadOrCreateIdentity(ctx.dataDir);
     const log = ctx.logger.child({ svc: 'relay' });
     if (identity.created) log.info({ deviceId: identity.deviceId }, 'relay identity created');

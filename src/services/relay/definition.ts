@@ -2,6 +2,7 @@
 
 import { defineService } from '../define.ts';
 import { relaySection } from './config.ts';
+import { relayDashboard } from './dashboard.ts';
 import { relayPage } from './page.ts';
 
 export default defineService({
@@ -11,4 +12,5 @@ export default defineService({
   page: relayPage,
   // The relay's own TLS listener; the plugin above only serves its status route.
   background: async (ctx) => (await import('./background.ts')).relayBackground.start(ctx),
+  dashboard: relayDashboard,
 });

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { assertNoInternals } from '../../../test/helpers/leaks.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { relayBackground } from './background.ts';
+import { RELAY } from './handle.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 
 describe('relay HTTP endpoint (relay in another worker)', () => {
@@ -92,11 +93,11 @@ describe('relay handle on the server context', () => {
     const two = await buildTestServer({ overrides: { relay } });
     const bg = await relayBackground.start(one.ctx);
     try {
-      assert.ok(one.ctx.relay.running);
-      assert.equal(two.ctx.relay.running, null);
+      assert.ok(one.ctx.local(RELAY).running);
+      assert.equal(two.ctx.local(RELAY).running, null);
       const mine = (await one.inject({ url: '/rest/api/v1/relay' })).json();
       assert.equal(mine.data.running, true);
-      assert.equal(mine.data.deviceId, one.ctx.relay.running?.identity.deviceId);
+      assert.equal(mine.data.deviceId, one.ctx.local(RELAY).running?.identity.deviceId);
       loadOrCreateIdentity(two.ctx.dataDir);
       const other = (await two.inject({ url: '/rest/api/v1/relay' })).json();
       assert.equal(other.data.running, false);
@@ -106,6 +107,6 @@ describe('relay handle on the server context', () => {
       await one.close();
       await two.close();
     }
-    assert.equal(one.ctx.relay.running, null, 'closing the relay clears its handle');
+    assert.equal(one.ctx.local(RELAY).running, null, 'closing the relay clears its handle');
   });
 });

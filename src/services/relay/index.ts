@@ -1,5 +1,5 @@
 // GET /rest/api/v1/relay: the Syncthing relay URI and live stats (v1 envelope). The relay itself is
-// a background listener (background.ts) recorded on ctx.relay; in cluster mode it lives in worker 1
+// a background listener (background.ts) recorded on its handle (handle.ts); in cluster mode it lives in worker 1
 // only, so other workers answer from the stored identity and read the stats from the relay's
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
@@ -8,6 +8,7 @@ import { unavailable } from '../../errors.ts';
 import { readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { relaySettings } from './background.ts';
+import { RELAY } from './handle.ts';
 import { readIdentity } from './identity.ts';
 import { relayUri } from './relay.ts';
 
@@ -50,6 +51,7 @@ async function remoteStats(ctx: ServiceContext, http: Egress): Promise<Record<st
 const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/rest/api/v1/relay', 'v1');
   const settings = relaySettings(ctx.config, ctx.urls.base, ctx.version);
+  const handle = ctx.local(RELAY);
   // Our own relay's status port, on an address the operator configured: not a target a request or an
   // upstream chose, so the private-address guard (which would refuse loopback) is off for it.
   const http = createEgress({ guard: false, timeoutMs: 1000 });
@@ -67,7 +69,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       },
     },
     async () => {
-      const r = ctx.relay.running;
+      const r = handle.running;
       if (r) {
         return {
           status: 1,
@@ -94,7 +96,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           port,
           running: stats !== null,
           stats,
-          note: ctx.relay.failure
+          note: handle.failure
             ? 'the relay failed to start; see the server log'
             : stats
               ? 'stats read from the relay status port (the relay runs in another worker)'
