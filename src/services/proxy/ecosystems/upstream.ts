@@ -12,7 +12,7 @@ import { type ForwardOptions, forward, type Upstream } from '../forward.ts';
 import { SAFETY_HEADERS } from '../headers.ts';
 import { Links } from '../links.ts';
 import { check, type Decision, type Route } from '../policy.ts';
-import { AllowList } from '../target.ts';
+import { AllowList, parseTarget, TargetError } from '../target.ts';
 
 type ProxyConfig = ServiceContext['config']['proxy'];
 
@@ -57,12 +57,24 @@ export function serveUpstream(api: EcosystemApi, mount: string, title: string, p
   const base = api.fwd.links.base;
   const fwd: ForwardOptions = {
     ...api.fwd,
+    // The upstream's own URLs map onto the mount; its other hosts (storage, CDNs) onto
+    // `<mount>/_/<host>/...`, served here too: `_` starts no npm name, Go module path or Hub id.
     links: new Links(
-      base,
+      `${base}${mount}/_`,
       allow,
       p.origins(cfg).map((o): [string, string] => [o, `${base}${mount}/`]),
     ),
     hostPolicy: (host, method, url) => p.decide?.(host, method, url, cfg) ?? null,
+  };
+
+  /** `/<host>/<path>` of one of its other hosts, parsed like the host-path form, under its policy. */
+  const storage = (method: string, raw: string): MountTarget => {
+    const t = parseTarget(raw, { maxLength: cfg.maxPathLength, allowHttp: false });
+    if (!allow.has(t.host)) throw new MountError(403, `host not allowed: ${t.host}`);
+    const d = p.decide?.(t.host, method === 'OPTIONS' ? 'GET' : method, t.url, cfg);
+    if (!d) throw new MountError(403, `host not served here: ${t.host}`);
+    if (!d.ok) throw new MountError(d.status, d.reason);
+    return { url: t.url, route: d.route };
   };
 
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -72,9 +84,10 @@ export function serveUpstream(api: EcosystemApi, mount: string, title: string, p
       throw new AppError('BAD_TARGET', 400, 'control characters or backslash in the path');
     let t: MountTarget | LocalAnswer;
     try {
-      t = p.target(req.method, rest, cfg);
+      t = rest.startsWith('/_/') ? storage(req.method, rest.slice(2)) : p.target(req.method, rest, cfg);
     } catch (err) {
-      if (err instanceof MountError) throw new AppError('BAD_TARGET', err.status, err.message);
+      if (err instanceof MountError || err instanceof TargetError)
+        throw new AppError('BAD_TARGET', err.status, err.message);
       throw err;
     }
     if ('status' in t) return reply.code(t.status).headers(t.headers).headers(SAFETY_HEADERS).send(t.body);

@@ -1,0 +1,115 @@
+// Hugging Face through the hf mount against a fake Hub and its storage: a stock @huggingface/hub
+// client (in a process that can connect to the proxy alone) downloads a plain file, an LFS file
+// and a Xet-backed file; huggingface_hub's HEAD sees the Hub's file headers; the storage hosts are
+// reached only through the proxy, with their signed URLs and Xet token never logged.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { curl } from '../fixtures/proxy/curl.ts';
+import { type FakeHub, HF_COMMIT, HF_REPO, installHub } from '../fixtures/proxy/hf.ts';
+import { ok } from '../fixtures/proxy/run.ts';
+import { startWorld, type World } from '../fixtures/proxy/world.ts';
+import { LogCapture } from '../helpers/server.ts';
+
+const CLIENT = join(import.meta.dirname, '..', 'fixtures', 'proxy', 'hf-client.mjs');
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+describe('proxy: Hugging Face mount', { timeout: 120_000 }, () => {
+  let w: World;
+  let hub: FakeHub;
+  const logs = new LogCapture();
+  before(async () => {
+    w = await startWorld({ git: false, logs, overrides: { proxy: { ecosystems: ['hf'] } } });
+    hub = installHub(w.net);
+  });
+  after(() => w?.close());
+
+  const hosts = (from: number) => new Set(w.net.seen.slice(from).map((s) => s.host));
+
+  it('lets @huggingface/hub download a plain, an LFS and a Xet-backed file, reaching no host but the proxy', async () => {
+    const from = w.net.seen.length;
+    const r = await ok(
+      process.execPath,
+      [CLIENT, `${w.base}/hf`, HF_REPO, 'config.json', 'model.bin', 'weights.safetensors'],
+      { timeoutMs: 90_000 },
+    );
+    const out = JSON.parse(r.stdout) as {
+      files: Record<string, string>;
+      attempts: string[];
+      guardRefused: boolean;
+    };
+    assert.equal(out.guardRefused, true, 'the client cannot reach other hosts');
+    assert.deepEqual(out.attempts, [new URL(w.proxy.url).host]);
+    assert.equal(out.files['config.json'], sha(hub.plain));
+    assert.equal(out.files['model.bin'], sha(hub.lfs));
+    assert.equal(out.files['weights.safetensors'], sha(hub.xet));
+    // The proxy fetched from the Hub, the LFS CDN and Xet storage (token, reconstruction, xorbs).
+    const seen = hosts(from);
+    for (const h of ['huggingface.co', 'cdn-lfs.hf.co', 'cas-server.xethub.hf.co', 'transfer.xethub.hf.co'])
+      assert.ok(seen.has(h), h);
+  });
+
+  it("answers huggingface_hub's HEAD with the Hub's file headers and serves the Xet file whole through the bridge", async () => {
+    const url = `${w.base}/hf/${HF_REPO}/resolve/main/weights.safetensors`;
+    const head = await curl(['-I', '-H', 'Accept-Encoding: identity', url]);
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['x-repo-commit'], HF_COMMIT);
+    assert.equal(head.headers['x-linked-size'], String(hub.xet.length));
+    assert.match(head.headers['x-xet-hash'] ?? '', /^[0-9a-f]{64}$/);
+    const link = head.headers['link'] ?? '';
+    assert.ok(
+      link.includes(`<${w.base}/hf/api/models/${HF_REPO}/xet-read-token/${HF_COMMIT}>; rel="xet-auth"`),
+      link,
+    );
+    assert.ok(link.includes(`<${w.base}/hf/_/cas-server.xethub.hf.co/v1/reconstructions/`), link);
+    assert.ok(!link.includes('https://'), link);
+    const get = await curl([url]);
+    assert.equal(get.status, 200);
+    assert.ok(get.body.equals(hub.xet));
+    assert.ok(w.net.seen.some((s) => s.host === 'cas-bridge.xethub.hf.co'));
+  });
+
+  it('moves the Xet read token casUrl and the reconstruction URLs onto the proxy', async () => {
+    const tok = await curl([`${w.base}/hf/api/models/${HF_REPO}/xet-read-token/${HF_COMMIT}`]);
+    const t = JSON.parse(tok.body.toString()) as { casUrl: string; accessToken: string };
+    assert.equal(t.casUrl, `${w.base}/hf/_/cas-server.xethub.hf.co`);
+    assert.equal(tok.headers['x-xet-cas-url'], `${w.base}/hf/_/cas-server.xethub.hf.co`);
+    const hash = /reconstructions\/([0-9a-f]{64})/.exec(
+      (await curl(['-I', `${w.base}/hf/${HF_REPO}/resolve/main/weights.safetensors`])).headers['link'] ?? '',
+    )?.[1];
+    for (const v of ['v1', 'v2']) {
+      const rec = await curl([
+        '-H',
+        `Authorization: Bearer ${t.accessToken}`,
+        `${t.casUrl}/${v}/reconstructions/${hash}`,
+      ]);
+      assert.equal(rec.status, 200, rec.body.toString());
+      const body = rec.body.toString();
+      assert.ok(!body.includes('https://transfer.xethub.hf.co'), body);
+      assert.ok(body.includes(`${w.base}/hf/_/transfer.xethub.hf.co/xorbs/default/`), body);
+    }
+    // Signed query strings and the Xet token never reach the logs.
+    assert.ok(!logs.text().includes(t.accessToken));
+    assert.doesNotMatch(logs.text(), /Signature=[0-9a-f]/);
+  });
+
+  it('keeps LFS downloads on the proxy, caches a download by commit, and never relays Hub web pages', async () => {
+    const byCommit = `${w.base}/hf/${HF_REPO}/resolve/${HF_COMMIT}/model.bin`;
+    const first = await curl([byCommit]);
+    assert.equal(first.status, 200);
+    assert.ok(first.body.equals(hub.lfs));
+    assert.equal(first.headers['x-linked-etag'], `"${sha(hub.lfs)}"`);
+    const cdn = () => w.net.seen.filter((s) => s.host === 'cdn-lfs.hf.co').length;
+    const before = cdn();
+    const second = await curl([byCommit]);
+    assert.ok(second.body.equals(hub.lfs));
+    assert.equal(cdn(), before, 'served from the cache');
+    const page = await curl([`${w.base}/hf/${HF_REPO}`]);
+    assert.equal(page.status, 403);
+    assert.match(page.headers['content-type'] ?? '', /^application\/json/);
+    const missing = await curl([`${w.base}/hf/${HF_REPO}/resolve/main/nope.txt`]);
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers['x-error-code'], 'EntryNotFound');
+  });
+});
