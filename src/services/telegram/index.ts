@@ -4,7 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Counter, Histogram } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
 import { BotApiClient } from './client.ts';
-import { MemoryPauses, RedisPauses } from './pauses.ts';
+import { Pauses } from './pauses.ts';
 import { telegramRoutes } from './routes.ts';
 
 export interface TelegramMetrics {
@@ -44,7 +44,7 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       ['reason'],
     ),
   };
-  const pauses = ctx.redis ? new RedisPauses(ctx.redis, ctx.config.redis.keyPrefix) : new MemoryPauses();
+  const pauses = new Pauses(ctx.state);
   await telegramRoutes(app, { ctx, client, metrics, pauses });
 };
 
