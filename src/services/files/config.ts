@@ -56,16 +56,16 @@ export const filesSection = {
     doc: 'an unfinished resumable (tus) upload is removed this long after its last write (Upload-Expires)',
   }),
   uploadRateLimit: rate('600/min', {
-    doc: 'resumable upload requests (HEAD, PATCH, DELETE) per client IP; creation counts as an upload (rate_limit)',
+    doc: 'resumable upload requests (HEAD, PATCH, DELETE) per client (IPv6: its network); creation counts as an upload (rate_limit)',
   }),
   uploadLockWaitMs: duration(2000, {
     unit: 'ms',
     min: 0,
     doc: 'how long a PATCH or HEAD waits for another request on the same upload before 423 Locked',
   }),
-  uploadLockTtlMs: duration(30_000, {
+  uploadLockTtlMs: duration(6000, {
     unit: 'ms',
     min: 1000,
-    doc: 'the lock of a request on an upload lapses this long after its holder stopped renewing it (crash)',
+    doc: 'lease of the request writing an upload, renewed every third of it: a crashed holder frees the upload this long after its last renewal, and a holder that cannot renew in time stops writing',
   }),
 };

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
 import { quotaStore, SpaceQuota } from '../../infra/limits/quota.ts';
-import { Locks, lockStore } from '../../infra/state/lock.ts';
+import { Leases } from '../../infra/state/lease.ts';
 import { DownloadLimits } from './downloads.ts';
 import { RedisDownloadCounter } from './lifetime.ts';
 import { fileRoutes } from './routes.ts';
@@ -70,9 +70,8 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     store.downloads = new RedisDownloadCounter(ctx.redis, `${ctx.config.redis.keyPrefix}files:dl:`);
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
   await fileRoutes(app, ctx, store, limits);
-  // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lock.
-  const locks = new Locks(lockStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:lock:`));
-  await tusRoutes(app, ctx, store, uploads, locks);
+  // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lease.
+  await tusRoutes(app, ctx, store, uploads, new Leases(ctx.state));
 
   let timer: NodeJS.Timeout | undefined;
   let sweeping = false;

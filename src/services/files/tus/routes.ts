@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
 import { QuotaFullError, type Reservation } from '../../../infra/limits/quota.ts';
-import type { Locks } from '../../../infra/state/lock.ts';
+import type { HeldLease, Leases } from '../../../infra/state/lease.ts';
 import { readLimits } from '../lifetime.ts';
 import { sanitizeFilename, validKey } from '../names.ts';
 import { tokenOf, uploadAnswer } from '../routes.ts';
@@ -72,7 +72,7 @@ export async function tusRoutes(
   ctx: ServiceContext,
   files: FileStore,
   uploads: UploadStore,
-  locks: Locks,
+  leases: Leases,
 ): Promise<void> {
   const cfg = ctx.config.files;
   const ttlMs = cfg.uploadExpirySec * 1000;
@@ -105,12 +105,15 @@ export async function tusRoutes(
     return s;
   }
 
-  /** Runs `fn` holding upload `id`'s lock (shared through Redis): 423 when another request keeps it. */
-  async function locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` holding upload `id`'s lease (shared through Redis): 423 when another request keeps it.
+   * `fn` gets the lease's signal: it aborts the moment the lease is lost, and writes stop with it.
+   */
+  async function locked<T>(id: string, fn: (lease: AbortSignal) => Promise<T>): Promise<T> {
     if (!UPLOAD_ID.test(id)) throw notFound('no upload with this id');
-    let held: Awaited<ReturnType<Locks['acquire']>>;
+    let held: HeldLease | null;
     try {
-      held = await locks.acquire(`upload:${id}`, lockOpts);
+      held = await leases.acquire(`upload:${id}`, lockOpts);
     } catch (err) {
       throw unavailable('upload lock unavailable, try again shortly', 5, 'LOCK_UNAVAILABLE', { cause: err });
     }
@@ -119,7 +122,12 @@ export async function tusRoutes(
         headers: { 'retry-after': 1 },
       });
     try {
-      return await fn();
+      return await fn(held.signal);
+    } catch (err) {
+      // Whatever failed after the lease was lost failed because of it: the client retries.
+      if (held.signal.aborted && !(err instanceof AppError))
+        throw unavailable('the upload lock was lost; retry', 1, 'LOCK_LOST', { cause: err });
+      throw err;
     } finally {
       await held.release();
     }
@@ -193,7 +201,7 @@ export async function tusRoutes(
       throw new AppError('BAD_CONTENT_TYPE', 415, `PATCH bodies must be ${PATCH_TYPE}`);
     const at = offsetHeader('Upload-Offset', req.headers['upload-offset']);
     if (at === null) throw badRequest('Upload-Offset is required', 'NO_OFFSET');
-    return locked(req.params.id, async () => {
+    return locked(req.params.id, async (lease) => {
       const s = await load(req.params.id);
       if (s.result && at === s.info.length) {
         // A repeated final PATCH (its answer was lost): nothing to write, the result is known.
@@ -214,12 +222,7 @@ export async function tusRoutes(
       const res = await reserve(Number.isFinite(declared) ? declared : 0);
       let part: Awaited<ReturnType<UploadStore['writePart']>>;
       try {
-        part = await uploads.writePart(
-          s.id,
-          s.offset,
-          received(req.raw, room, res),
-          new AbortController().signal,
-        );
+        part = await uploads.writePart(s.id, s.offset, received(req.raw, room, res), lease);
       } catch (err) {
         await res?.release();
         throw err instanceof QuotaFullError ? insufficientStorage() : err;
@@ -243,6 +246,7 @@ export async function tusRoutes(
           declaredType: s.info.filetype,
           token: tokenOf(req),
           declaredBytes: s.info.length,
+          signal: lease,
           limits: () => s.info.limits,
         });
       } catch (err) {
