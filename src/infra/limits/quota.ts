@@ -1,303 +1,335 @@
-// A space quota that holds under concurrency: a writer reserves its bytes before they are stored
-// (a declared length up front, streamed bytes as they arrive), then commits the final size or
-// releases the reservation on failure. Counted in Redis when configured, so every instance and
-// cluster worker draws from one quota; reservations of a process that died expire on their own.
-import type { Redis } from 'ioredis';
+// A space quota whose count equals what the store holds, on one instance or many (a reservation
+// pool on the shared state). Before a writer stores anything it reserves its bytes (a declared
+// length up front, streamed bytes as they arrive; a reservation is set to its new total, never
+// added to). After it published (or deleted) a key, settle(key) reads what the store holds under
+// that key now and writes that one ledger line, holding the key's lease: the last settle of a key
+// always runs after its last change and sees it, so parallel replacements of one key cannot each
+// subtract the same old size. The counted bytes are the ledger's sum.
+//
+// Failure: the quota fails closed (a reservation the store cannot confirm is refused with 503, and
+// a writer whose reservation lapsed or cannot be kept alive stops); a settle that cannot reach the
+// store is kept and retried until it lands, its reservation kept alive meanwhile. A full count
+// (reconcile: list the store, settle every key whose line differs) runs at start-up, periodically,
+// and when the store answers again after failing, and says in the log what it corrected.
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { unavailable } from '../../errors.ts';
-
-export interface QuotaStore {
-  readonly kind: 'memory' | 'redis';
-  /**
-   * Sets reservation `id` to `bytes` when the committed bytes plus every reservation (this one at
-   * its new size) stay within `limit`: true; over it: false; null while the committed bytes are
-   * not known yet (see init).
-   */
-  reserve(id: string, bytes: number, limit: number, ttlMs: number): Promise<boolean | null>;
-  /** Drops reservation `id` (when given) and adds `delta` to the committed bytes (never below 0). */
-  settle(id: string | null, delta: number): Promise<void>;
-  /** Keeps running reservations alive for another `ttlMs`. */
-  touch(ids: readonly string[], ttlMs: number): Promise<void>;
-  /** Sets the committed bytes unless another instance did first. */
-  init(used: number): Promise<void>;
-  usage(): Promise<{ used: number; reserved: number } | null>;
-}
-
-export class MemoryQuotaStore implements QuotaStore {
-  readonly kind = 'memory';
-  private used: number | null = null;
-  private res = new Map<string, { bytes: number; expireAt: number }>();
-
-  private purge(now: number): number {
-    let sum = 0;
-    for (const [id, r] of this.res) {
-      if (r.expireAt <= now) this.res.delete(id);
-      else sum += r.bytes;
-    }
-    return sum;
-  }
-
-  async reserve(id: string, bytes: number, limit: number, ttlMs: number): Promise<boolean | null> {
-    if (this.used === null) return null;
-    const now = Date.now();
-    const others = this.purge(now) - (this.res.get(id)?.bytes ?? 0);
-    if (this.used + others + bytes > limit) return false;
-    this.res.set(id, { bytes, expireAt: now + ttlMs });
-    return true;
-  }
-
-  async settle(id: string | null, delta: number): Promise<void> {
-    if (id) this.res.delete(id);
-    if (this.used !== null) this.used = Math.max(0, this.used + delta);
-  }
-
-  async touch(ids: readonly string[], ttlMs: number): Promise<void> {
-    for (const id of ids) {
-      const r = this.res.get(id);
-      if (r) r.expireAt = Date.now() + ttlMs;
-    }
-  }
-
-  async init(used: number): Promise<void> {
-    this.used ??= used;
-  }
-
-  async usage(): Promise<{ used: number; reserved: number } | null> {
-    return this.used === null ? null : { used: this.used, reserved: this.purge(Date.now()) };
-  }
-}
-
-// The server's clock decides expiry, so instances whose clocks differ agree on it.
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
-
-// KEYS: used, reservations (hash id -> bytes), expiries (zset id -> ms). ARGV: id, bytes, limit, ttl.
-const RESERVE = `${NOW}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do redis.call('HDEL', KEYS[2], id) end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local used = redis.call('GET', KEYS[1])
-if not used then return -1 end
-local sum = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do sum = sum + tonumber(v) end
-local cur = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-if tonumber(used) + sum - cur + tonumber(ARGV[2]) > tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[1])
-return 1`;
-
-// ARGV: id ('' = none), delta.
-const SETTLE = `if ARGV[1] ~= '' then
-  redis.call('HDEL', KEYS[2], ARGV[1])
-  redis.call('ZREM', KEYS[3], ARGV[1])
-end
-if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('INCRBY', KEYS[1], ARGV[2]) < 0 then
-  redis.call('SET', KEYS[1], 0)
-end
-return 1`;
-
-// ARGV: ttl, ids...
-const TOUCH = `${NOW}
-for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
-return 1`;
-
-type Scripts = {
-  quotaReserve(u: string, r: string, e: string, id: string, b: number, l: number, t: number): Promise<number>;
-  quotaSettle(u: string, r: string, e: string, id: string, d: number): Promise<number>;
-  quotaTouch(e: string, ttl: number, ...ids: string[]): Promise<number>;
-};
-
-export class RedisQuotaStore implements QuotaStore {
-  readonly kind = 'redis';
-  private readonly redis: Redis & Scripts;
-  private readonly keys: [string, string, string];
-  constructor(redis: Redis, prefix: string) {
-    redis.defineCommand('quotaReserve', { numberOfKeys: 3, lua: RESERVE });
-    redis.defineCommand('quotaSettle', { numberOfKeys: 3, lua: SETTLE });
-    redis.defineCommand('quotaTouch', { numberOfKeys: 1, lua: TOUCH });
-    this.redis = redis as Redis & Scripts;
-    this.keys = [`${prefix}used`, `${prefix}reserved`, `${prefix}expires`];
-  }
-
-  async reserve(id: string, bytes: number, limit: number, ttlMs: number): Promise<boolean | null> {
-    const r = await this.redis.quotaReserve(...this.keys, id, bytes, limit, ttlMs);
-    return r === -1 ? null : r === 1;
-  }
-
-  async settle(id: string | null, delta: number): Promise<void> {
-    await this.redis.quotaSettle(...this.keys, id ?? '', delta);
-  }
-
-  async touch(ids: readonly string[], ttlMs: number): Promise<void> {
-    if (ids.length) await this.redis.quotaTouch(this.keys[2], ttlMs, ...ids);
-  }
-
-  async init(used: number): Promise<void> {
-    await this.redis.set(this.keys[0], used, 'NX');
-  }
-
-  async usage(): Promise<{ used: number; reserved: number } | null> {
-    const [used, vals] = await Promise.all([this.redis.get(this.keys[0]), this.redis.hvals(this.keys[1])]);
-    if (used === null) return null;
-    return { used: Number(used), reserved: vals.reduce((a, v) => a + Number(v), 0) };
-  }
-}
+import { Leases } from '../state/lease.ts';
+import type { SharedState } from '../state/state.ts';
 
 export class QuotaFullError extends Error {}
 
 export interface QuotaOptions {
   limit: number;
-  store: QuotaStore;
-  /** Counts the bytes already stored, once, when the store does not know them yet. */
-  count: () => Promise<number>;
-  failMode: 'open' | 'closed';
+  state: SharedState;
+  /** The pool's name on the shared state (one per quota). */
+  pool: string;
+  /** Every counted key and its size, from a listing of the store (the full count). */
+  list: () => Promise<Map<string, number>>;
+  /** What the store holds under `key` now (null: nothing). */
+  head: (key: string) => Promise<number | null>;
   logger: Logger;
   /** How far a streamed reservation grows past the bytes seen (fewer store round trips). */
   stepBytes?: number;
-  /** A reservation not refreshed for this long is dropped (its process died). */
+  /** A reservation not kept alive for this long lapses (its process died). */
   ttlMs?: number;
+  /** How often failed settles are retried. */
+  retryMs?: number;
 }
 
-let nextId = 0;
+const quotaUnavailable = (cause?: unknown) =>
+  unavailable('storage quota unavailable, try again shortly', 5, 'QUOTA_UNAVAILABLE', { cause });
 
 export class SpaceQuota {
   readonly limit: number;
-  readonly o: QuotaOptions;
   readonly ttlMs: number;
   readonly step: number;
-  private readonly live = new Set<Reservation>();
+  private readonly o: QuotaOptions;
+  private readonly leases: Leases;
+  /** Reservations this process holds (kept alive by the heartbeat). */
+  private readonly live = new Map<string, Reservation>();
+  /** Keys whose settle has not landed yet, with the reservations that wait for it. */
+  private readonly pending = new Map<string, Set<Reservation>>();
   private heartbeat: NodeJS.Timeout | null = null;
+  private retry: NodeJS.Timeout | null = null;
   private counting: Promise<void> | null = null;
-  private readonly tag = `${process.pid}-${Date.now().toString(36)}`;
+  private failing = false;
+  private closed = false;
+  private readonly tag = randomBytes(6).toString('base64url');
+  private seq = 0;
 
   constructor(o: QuotaOptions) {
     this.o = o;
     this.limit = o.limit;
     this.ttlMs = o.ttlMs ?? 60_000;
     this.step = o.stepBytes ?? Math.min(8 * 1024 ** 2, Math.max(64 * 1024, Math.floor(o.limit / 64)));
+    this.leases = new Leases(o.state);
   }
 
-  /** Reserves `bytes` (at least 1, so a full quota refuses at once); throws QuotaFullError. */
-  async reserve(bytes: number): Promise<Reservation> {
-    const r = new Reservation(this, `${this.tag}-${++nextId}`);
-    await r.ensure(Math.max(1, bytes), true);
+  /**
+   * Reserves `bytes` (at least 1, so a full quota refuses at once) for a writer. `credit`: bytes of
+   * this write already counted in the ledger (resumable upload parts that become the file), which
+   * the reservation does not take again. Throws QuotaFullError, or a 503 when the store is away.
+   */
+  async reserve(bytes: number, credit = 0): Promise<Reservation> {
+    const r = new Reservation(this, `${this.tag}-${++this.seq}`, credit);
+    await r.ensure(Math.max(credit + 1, bytes), true);
     return r;
   }
 
-  /** Sets reservation `id` to `bytes`; false when that does not fit. */
-  async put(id: string, bytes: number): Promise<boolean> {
-    for (;;) {
-      const ok = await this.o.store.reserve(id, bytes, this.limit, this.ttlMs);
-      if (ok !== null) return ok;
-      await this.init();
+  /** Sets reservation `r` to `bytes`; false when that does not fit. Throws when the store is away. */
+  async put(r: Reservation, bytes: number): Promise<boolean> {
+    for (let tries = 0; ; tries++) {
+      const got = await this.guard(() =>
+        this.o.state.reserve(this.o.pool, r.id, bytes, this.limit, this.ttlMs),
+      );
+      if (got !== 'unknown') {
+        if (got === 'ok') this.track(r);
+        return got === 'ok';
+      }
+      if (tries > 2) throw quotaUnavailable(new Error('quota not counted'));
+      await this.count();
     }
   }
 
-  /** Counts the stored bytes into the store when it does not know them (once per process at a time). */
-  private init(): Promise<void> {
-    this.counting ??= this.o
-      .count()
-      .then((n) => this.o.store.init(n))
-      .finally(() => {
-        this.counting = null;
-      });
+  /** Runs a store call; a failure is logged once per outage and rethrown as 503. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      const v = await fn();
+      if (this.failing) {
+        this.failing = false;
+        this.o.logger.info('files quota store answers again; counting the store');
+        void this.reconcile().catch(() => {});
+      }
+      return v;
+    } catch (err) {
+      if (!this.failing)
+        this.o.logger.warn(
+          { err: { message: (err as Error).message } },
+          'quota store failed; refusing uploads',
+        );
+      this.failing = true;
+      throw quotaUnavailable(err);
+    }
+  }
+
+  /** Counts the store into a pool that has no ledger yet (once per process at a time). */
+  private count(): Promise<void> {
+    this.counting ??= (async () => {
+      const listed = await this.o.list();
+      await this.o.state.poolInit(this.o.pool, listed);
+      const total = [...listed.values()].reduce((a, b) => a + b, 0);
+      this.o.logger.info({ keys: listed.size, bytes: total }, 'files quota counted');
+    })().finally(() => {
+      this.counting = null;
+    });
     return this.counting;
   }
 
-  /** Adds committed bytes outside a reservation (deletes, expiry); failures are logged, not thrown. */
-  async adjust(delta: number): Promise<void> {
-    if (delta === 0) return;
-    await this.o.store.settle(null, delta).catch((err) => this.storeFailed(err));
+  /**
+   * Writes what the store holds under `key` into the ledger and drops reservation `r` (which stays
+   * alive until this lands). Never throws: a settle that fails is retried in the background.
+   */
+  async settle(key: string, r: Reservation | null = null): Promise<void> {
+    let waiting = this.pending.get(key);
+    if (!waiting) {
+      waiting = new Set();
+      this.pending.set(key, waiting);
+    }
+    if (r) waiting.add(r);
+    await this.flushKey(key);
+  }
+
+  private async flushKey(key: string): Promise<boolean> {
+    const waiting = this.pending.get(key);
+    if (!waiting) return true;
+    try {
+      const lease = await this.leases.acquire(`quota:${this.o.pool}:${key}`, { waitMs: 5000, ttlMs: 10_000 });
+      if (!lease) throw new Error(`quota key busy: ${key}`);
+      try {
+        const size = await this.o.head(key);
+        const rs = [...waiting];
+        // The first reservation goes with the line; any others (rare) are dropped after it.
+        await this.guard(() =>
+          this.o.state.settle(this.o.pool, rs[0]?.id ?? null, [{ key, size: size ?? null }]),
+        );
+        for (const r of rs.slice(1)) await this.guard(() => this.o.state.settle(this.o.pool, r.id, []));
+        for (const r of rs) {
+          waiting.delete(r);
+          this.untrack(r);
+        }
+        if (waiting.size === 0) this.pending.delete(key);
+        return true;
+      } finally {
+        await lease.release();
+      }
+    } catch (err) {
+      if (!this.failing)
+        this.o.logger.warn(
+          { key, err: { message: (err as Error).message } },
+          'quota settle failed; retrying',
+        );
+      this.scheduleRetry();
+      return false;
+    }
+  }
+
+  private scheduleRetry(): void {
+    if (this.retry || this.closed) return;
+    this.retry = setTimeout(async () => {
+      this.retry = null;
+      for (const key of [...this.pending.keys()]) if (!(await this.flushKey(key))) break;
+    }, this.o.retryMs ?? 2000);
+    this.retry.unref();
+  }
+
+  /** Drops a reservation that stored nothing. Never throws (a lost release lapses with its ttl). */
+  async release(r: Reservation): Promise<void> {
+    this.untrack(r);
+    await this.o.state.settle(this.o.pool, r.id, []).catch(() => {});
+  }
+
+  /**
+   * The full count: lists the store and settles every key whose ledger line differs (each settle
+   * reads the key again under its lease, so uploads running meanwhile are not undone). Logs what
+   * it corrected; resolves with the number of keys settled.
+   */
+  async reconcile(): Promise<number> {
+    const before = await this.guard(() => this.o.state.poolUsage(this.o.pool));
+    if (before.settled === null) {
+      await this.count();
+      return 0;
+    }
+    const [listed, ledger] = await Promise.all([this.o.list(), this.o.state.poolLedger(this.o.pool)]);
+    const differ = new Set<string>();
+    for (const [k, v] of listed) if (ledger.get(k) !== v) differ.add(k);
+    for (const k of ledger.keys()) if (!listed.has(k)) differ.add(k);
+    for (const k of differ) await this.settle(k);
+    const after = await this.guard(() => this.o.state.poolUsage(this.o.pool));
+    if (differ.size > 0 && after.settled !== before.settled)
+      this.o.logger.warn(
+        { keys: differ.size, countedBefore: before.settled, countedAfter: after.settled },
+        'files quota corrected from the store',
+      );
+    return differ.size;
   }
 
   async usage(): Promise<{ used: number; reserved: number }> {
-    let u = await this.o.store.usage();
-    if (!u) {
-      await this.init();
-      u = await this.o.store.usage();
+    let u = await this.guard(() => this.o.state.poolUsage(this.o.pool));
+    if (u.settled === null) {
+      await this.count();
+      u = await this.guard(() => this.o.state.poolUsage(this.o.pool));
     }
-    return u ?? { used: 0, reserved: 0 };
+    return { used: u.settled ?? 0, reserved: u.reserved };
   }
 
-  track(r: Reservation, on: boolean): void {
-    if (on) this.live.add(r);
-    else this.live.delete(r);
-    if (this.live.size > 0 && !this.heartbeat) {
-      this.heartbeat = setInterval(() => {
-        const ids = [...this.live].map((x) => x.id);
-        this.o.store.touch(ids, this.ttlMs).catch((err) => this.storeFailed(err));
-      }, this.ttlMs / 3);
-      this.heartbeat.unref();
-    } else if (this.live.size === 0 && this.heartbeat) {
+  private track(r: Reservation): void {
+    this.live.set(r.id, r);
+    if (this.heartbeat || this.closed) return;
+    this.heartbeat = setInterval(() => void this.keepAlive(), this.ttlMs / 3);
+    this.heartbeat.unref();
+  }
+
+  private untrack(r: Reservation): void {
+    this.live.delete(r.id);
+    if (this.live.size === 0 && this.heartbeat) {
       clearInterval(this.heartbeat);
       this.heartbeat = null;
     }
   }
 
-  storeFailed(err: unknown): void {
-    this.o.logger.warn({ err: { message: (err as Error).message } }, 'quota store failed');
+  /**
+   * Keeps this process's reservations alive. One that lapsed (Redis lost it, or it was frozen past
+   * its ttl) is taken again if it still fits; a writer whose reservation cannot be confirmed within
+   * its ttl is stopped (fail closed). Reservations of stored keys waiting for their settle are kept
+   * as they are: their bytes are in the store either way.
+   */
+  private async keepAlive(): Promise<void> {
+    const rs = [...this.live.values()];
+    const sent = Date.now();
+    let lost: string[];
+    try {
+      lost = await this.o.state.keep(
+        this.o.pool,
+        rs.map((r) => r.id),
+        this.ttlMs,
+      );
+    } catch {
+      for (const r of rs) if (sent - r.confirmed > this.ttlMs * 0.8) r.stop(quotaUnavailable());
+      return;
+    }
+    const gone = new Set(lost);
+    for (const r of rs) {
+      if (!gone.has(r.id)) r.confirmed = sent;
+      else if (r.writing) {
+        const ok = await this.put(r, r.bytes).catch(() => false);
+        if (ok) r.confirmed = sent;
+        else r.stop(quotaUnavailable(new Error('reservation lapsed')));
+      }
+    }
   }
 
   close(): void {
+    this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.retry) clearTimeout(this.retry);
     this.heartbeat = null;
+    this.retry = null;
   }
 }
 
 export class Reservation {
   readonly id: string;
+  /** Bytes held in the pool (beyond the credit). */
   bytes = 0;
-  /** The store failed and the fail mode is open: the writer goes on uncounted. */
-  private unchecked = false;
-  private done = false;
+  /** Epoch ms the pool last confirmed this reservation. */
+  confirmed = Date.now();
+  /** Still streaming (false once the write ended: its fate is settle or release). */
+  writing = true;
+  private readonly credit: number;
+  private stopped: unknown = null;
   private readonly q: SpaceQuota;
-  constructor(q: SpaceQuota, id: string) {
+
+  constructor(q: SpaceQuota, id: string, credit: number) {
     this.q = q;
     this.id = id;
+    this.credit = credit;
   }
 
-  /** Grows the reservation to cover `total` bytes (a step more when streaming); throws QuotaFullError. */
+  /** The writer must stop: its space can no longer be vouched for. */
+  stop(err: unknown): void {
+    this.stopped ??= err;
+  }
+
+  /**
+   * Grows the reservation to cover `total` bytes of the write (a step more when streaming); throws
+   * QuotaFullError when they do not fit, or the 503 that stopped this reservation.
+   */
   async ensure(total: number, exact = false): Promise<void> {
-    if (this.unchecked || total <= this.bytes) return;
-    try {
-      const ahead = exact ? total : Math.min(total + this.q.step, this.q.limit);
-      let got = ahead;
-      let ok = ahead >= total && (await this.q.put(this.id, ahead));
-      if (!ok && ahead !== total) {
-        got = total;
-        ok = await this.q.put(this.id, total);
-      }
-      if (!ok) throw new QuotaFullError('storage quota is full');
-      if (this.bytes === 0) this.q.track(this, true);
-      this.bytes = got;
-    } catch (err) {
-      if (err instanceof QuotaFullError) throw err;
-      this.q.storeFailed(err);
-      if (this.q.o.failMode === 'closed')
-        throw unavailable('storage quota unavailable, try again shortly', 5, 'QUOTA_UNAVAILABLE');
-      this.unchecked = true;
+    if (this.stopped) throw this.stopped;
+    const need = total - this.credit;
+    if (need <= this.bytes) return;
+    const ahead = exact ? need : Math.min(need + this.q.step, this.q.limit);
+    let got = ahead;
+    let ok = await this.q.put(this, ahead);
+    if (!ok && ahead !== need) {
+      got = need;
+      ok = await this.q.put(this, need);
     }
+    if (!ok) throw new QuotaFullError('storage quota is full');
+    this.bytes = got;
+    this.confirmed = Date.now();
   }
 
-  /** The write is stored: drop the reservation and count `delta` bytes as committed. */
-  async commit(delta: number): Promise<void> {
-    if (this.done) return;
-    this.done = true;
-    this.q.track(this, false);
-    await this.q.o.store
-      .settle(this.bytes > 0 ? this.id : null, delta)
-      .catch((err) => this.q.storeFailed(err));
+  /** The write published `key` (or changed it): count what it holds and drop the reservation. */
+  async settle(key: string): Promise<void> {
+    this.writing = false;
+    await this.q.settle(key, this);
   }
 
-  /** The write failed or was aborted: give the space back. */
+  /** The write stored nothing: give the space back. */
   async release(): Promise<void> {
-    if (this.done) return;
-    this.done = true;
-    this.q.track(this, false);
-    if (this.bytes > 0) await this.q.o.store.settle(this.id, 0).catch((err) => this.q.storeFailed(err));
+    this.writing = false;
+    await this.q.release(this);
   }
-}
-
-/** The quota on the shared Redis when there is one, else counted in this process. */
-export function quotaStore(redis: Redis | null, prefix: string): QuotaStore {
-  return redis ? new RedisQuotaStore(redis, prefix) : new MemoryQuotaStore();
 }

@@ -7,7 +7,12 @@ export const filesSection = {
   enabled: bool(true, { doc: 'serve the file storage API under /api/file' }),
   maxBytes: bytes(512 * 1024 ** 2, { min: 1, doc: 'largest upload, in bytes or with a unit (512MiB)' }),
   quotaBytes: bytes(0, {
-    doc: 'total bytes the stored files may take, reserved before each upload is stored (shared through Redis); 507 when full (0 = no quota)',
+    doc: 'total bytes the stored files (and unfinished resumable uploads) may take, reserved before each upload is stored (shared through Redis); 507 when full, 503 while Redis is unreachable (0 = no quota)',
+  }),
+  quotaCheckSec: duration(600, {
+    unit: 's',
+    min: 10,
+    doc: 'how often the quota count is checked against a listing of the store and corrected (also at start-up and when Redis answers again after failing)',
   }),
   rateLimit: rate('60/min', { doc: 'uploads per client IP' }),
   codec: oneOf('br', ['br', 'gzip', 'none'] as const, {

@@ -1,15 +1,18 @@
 // Max-Downloads at download time: which requests take a count, which are refused, and when a file
 // that reached its limit is deleted. The rule (docs/files.md "Lifetimes"):
 // - a GET that starts sending the body of the file (no Range, or a Range from byte 0) takes one
-//   download; past the limit it answers 404 and the file is deleted;
-// - a Range from a later byte continues a download already counted and takes none (it counts as a
-//   new one if nothing was counted yet); continuations are served for resumeGraceSec after the last
-//   allowed download started;
-// - HEAD, 304 and 416 never count (no body); they answer 404 once no download remains;
-// - the file is deleted as soon as the last allowed download has sent its final byte, else by the
-//   lazy check of any later request or the sweeper once the grace is over.
+//   download; when none is left it answers 404 (the file stays for the downloads under way);
+// - a Range from a later byte continues a download of the same client (its client key) that was
+//   counted within resumeGraceSec and takes none; from any other client it is a new download;
+// - HEAD, 304 and 416 never count (no body); they answer 404 once no download remains, except to a
+//   client whose download is under way;
+// - the body is opened before the count is taken, so a counted download always has its bytes even
+//   if the last one finishes first and deletes the file;
+// - the file is deleted once every allowed download has sent its final byte, else by the lazy check
+//   of any later request or the sweeper once the grace after the last one is over.
 import { AppError, notFound, unavailable } from '../../errors.ts';
-import { type DownloadCounter, type DownloadState, pastLimits } from './lifetime.ts';
+import type { DownloadCounter, DownloadState } from './download-counter.ts';
+import type { Lifetime } from './lifetime.ts';
 import type { FileStore, StoredFile } from './store.ts';
 
 export type DownloadKind = 'peek' | 'new' | 'continue';
@@ -17,8 +20,15 @@ export type DownloadKind = 'peek' | 'new' | 'continue';
 export interface Admission {
   /** Downloads left after this one (null: no Max-Downloads). */
   remaining: number | null;
-  /** This request is (part of) the last allowed download: delete the file once it sent the final byte. */
-  last: boolean;
+  /** This request is one of the counted downloads (or continues one): call finish() after its final byte. */
+  tracked: boolean;
+}
+
+/** Whether a file is past its limits: Max-Days passed, or every download used and done or its grace over. */
+export function usedUp(l: Lifetime, s: DownloadState, now: number): boolean {
+  if (l.expiresAt !== null && now >= l.expiresAt) return true;
+  if (l.maxDownloads === null || s.count < l.maxDownloads) return false;
+  return s.done >= l.maxDownloads || !s.inGrace;
 }
 
 export class DownloadLimits {
@@ -35,24 +45,39 @@ export class DownloadLimits {
     return `${f.key}:${f.lifetime?.id ?? ''}`;
   }
 
-  /** When the counter may be dropped: the file's Max-Days or retention end, whichever is first. */
-  private forgetAt(f: StoredFile): number | null {
+  /**
+   * How long the counters must live: until the file's Max-Days or retention end (whichever is
+   * first) and the grace after it, counted from now by the files clock; null = as long as the file.
+   */
+  private lifeMs(f: StoredFile): number | null {
     const ends = [f.lifetime?.expiresAt ?? null, this.files.retentionEnd(f)].filter(
       (t): t is number => t !== null,
     );
-    return ends.length ? Math.min(...ends) + this.graceMs : null;
+    return ends.length ? Math.min(...ends) + this.graceMs - this.files.now() : null;
   }
 
-  /** Lets a request have the file or throws 404 (deleting the file when it is past its limits). */
-  async admit(f: StoredFile, kind: DownloadKind): Promise<Admission> {
+  /** Lets `client` have the file or throws 404 (deleting the file when it is past its limits). */
+  async admit(f: StoredFile, kind: DownloadKind, client: string): Promise<Admission> {
     const l = f.lifetime;
-    if (!l || l.maxDownloads === null) return { remaining: null, last: false };
+    if (!l || l.maxDownloads === null) return { remaining: null, tracked: false };
+    const max = l.maxDownloads;
     const now = this.files.now();
-    let s: DownloadState;
+    const id = this.counterId(f);
+    let out: Admission | null;
     try {
-      s = await this.counter.peek(this.counterId(f));
-      if (kind === 'new' || (kind === 'continue' && s.count === 0))
-        s = await this.counter.take(this.counterId(f), now, this.forgetAt(f));
+      const s = await this.counter.peek(id, now);
+      if (usedUp(l, s, now)) {
+        await this.expire(f);
+        throw notFound('no file with this key');
+      }
+      const holder = s.count > 0 && (await this.counter.holds(id, client, now));
+      if (kind === 'peek')
+        out = s.count < max || holder ? { remaining: max - s.count, tracked: false } : null;
+      else if (kind === 'continue' && holder) out = { remaining: max - s.count, tracked: true };
+      else {
+        const n = await this.counter.take(id, max, client, now, this.lifeMs(f));
+        out = n === null ? null : { remaining: max - n, tracked: true };
+      }
     } catch (err) {
       // Never served uncounted: the uploader asked for at most N downloads.
       if (err instanceof AppError) throw err;
@@ -60,27 +85,29 @@ export class DownloadLimits {
         cause: err,
       });
     }
-    if (pastLimits(l, s, now, this.graceMs)) {
-      await this.expire(f);
-      throw notFound('no file with this key');
-    }
-    const remaining = Math.max(0, l.maxDownloads - s.count);
-    if (kind === 'peek' && remaining === 0) throw notFound('no file with this key');
-    return { remaining, last: remaining === 0 };
+    if (!out) throw notFound('no file with this key');
+    return out;
   }
 
-  /** Deletes the file version `f` and its counter (a replacement uploaded meanwhile is kept). */
+  /** A tracked download sent the final byte: the file goes once every allowed download did. */
+  async finish(f: StoredFile): Promise<void> {
+    const max = f.lifetime?.maxDownloads;
+    if (max == null) return;
+    if ((await this.counter.finished(this.counterId(f), this.lifeMs(f))) >= max) await this.expire(f);
+  }
+
+  /** Deletes the file version `f` and its counters (a replacement uploaded meanwhile is kept). */
   async expire(f: StoredFile): Promise<void> {
     await this.files.removeVersion(f);
     if (f.lifetime) await this.counter.forget(this.counterId(f));
   }
 
-  /** Deletes every file past its limits (Max-Days, or downloads used up and the grace over). */
+  /** Deletes every file past its limits (Max-Days, or downloads used up and done or the grace over). */
   async sweep(): Promise<number> {
     let n = 0;
     for await (const f of this.files.limited()) {
-      const s = await this.counter.peek(this.counterId(f));
-      if (f.lifetime && pastLimits(f.lifetime, s, this.files.now(), this.graceMs)) {
+      const s = await this.counter.peek(this.counterId(f), this.files.now());
+      if (f.lifetime && usedUp(f.lifetime, s, this.files.now())) {
         await this.expire(f);
         n++;
       }

@@ -4,10 +4,10 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
-import { quotaStore, SpaceQuota } from '../../infra/limits/quota.ts';
+import { SpaceQuota } from '../../infra/limits/quota.ts';
 import { Leases } from '../../infra/state/lease.ts';
+import { DownloadCounter } from './download-counter.ts';
 import { DownloadLimits } from './downloads.ts';
-import { RedisDownloadCounter } from './lifetime.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
 import { tusRoutes } from './tus/routes.ts';
@@ -26,23 +26,35 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
 
   if (cfg.quotaBytes > 0 && !ctx.redis && cluster.isWorker)
     log.warn('files quota without redis: each worker counts its own uploads; set redis.url to share it');
-  const quota: SpaceQuota | null =
-    cfg.quotaBytes > 0
-      ? new SpaceQuota({
-          limit: cfg.quotaBytes,
-          store: quotaStore(ctx.redis, `${ctx.config.redis.keyPrefix}files:quota:`),
-          // Parts of unfinished resumable uploads take space too: they count against the same quota.
-          count: async (): Promise<number> => (await store.countStored()) + (await uploads.countStored()),
-          failMode: ctx.config.redis.failMode,
-          logger: log,
-        })
-      : null;
-  const store: FileStore = new FileStore(ctx.blobs, cfg, log, quota);
+  const store = new FileStore(ctx.blobs, cfg, log, {
+    now: ctx.now,
+    // Shared through Redis when configured, so Max-Downloads holds across instances.
+    downloads: new DownloadCounter(ctx.state, cfg.resumeGraceSec * 1000),
+  });
   if (cfg.accelRedirect && ctx.blobs.kind !== 'fs')
     log.warn('files.accelRedirect only applies to the fs storage backend; downloads are served as usual');
   if (ctx.config.storage.s3PresignedDownloads && ctx.blobs.kind !== 's3')
     log.warn('storage.s3PresignedDownloads only applies to the s3 backend; downloads are served as usual');
-  const uploads: UploadStore = new UploadStore(ctx.blobs, quota);
+  const uploads = new UploadStore(ctx.blobs);
+  const quota: SpaceQuota | null =
+    cfg.quotaBytes > 0
+      ? new SpaceQuota({
+          limit: cfg.quotaBytes,
+          state: ctx.state,
+          pool: 'files',
+          // Parts of unfinished resumable uploads take space too: they count against the same quota.
+          list: async () => {
+            const all = new Map<string, number>();
+            for await (const [k, n] of store.listStored()) all.set(k, n);
+            for await (const [k, n] of uploads.listParts()) all.set(k, n);
+            return all;
+          },
+          head: async (key) => (await ctx.blobs.head(key))?.size ?? null,
+          logger: log,
+        })
+      : null;
+  store.quota = quota;
+  uploads.quota = quota;
   // Read at scrape time: with Redis these are the figures of every instance together.
   const quotaGauge = (name: string, help: string, pick: (u: { used: number; reserved: number }) => number) =>
     new Gauge({
@@ -64,10 +76,6 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'bytes reserved against the files quota by uploads in progress',
     (u) => u.reserved,
   );
-  store.now = ctx.now;
-  // Download counts live in Redis when configured, so Max-Downloads holds across instances.
-  if (ctx.redis)
-    store.downloads = new RedisDownloadCounter(ctx.redis, `${ctx.config.redis.keyPrefix}files:dl:`);
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
   await fileRoutes(app, ctx, store, limits);
   // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lease.
@@ -89,15 +97,24 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       sweeping = false;
     }
   };
+  let reconciling: NodeJS.Timeout | undefined;
   app.addHook('onReady', async () => {
-    // Counting what is stored can take a while on a big bucket: before the first upload, not during it.
-    await quota?.usage().catch((err: unknown) => log.warn({ err }, 'files quota not counted yet'));
+    // Counting what is stored can take a while on a big bucket: before the first upload, not during
+    // it. With a ledger already in Redis this corrects what a crashed instance left behind.
+    await quota?.reconcile().catch((err: unknown) => log.warn({ err }, 'files quota not counted yet'));
+    if (quota) {
+      reconciling = setInterval(() => {
+        quota.reconcile().catch((err: unknown) => log.warn({ err }, 'files quota check failed'));
+      }, cfg.quotaCheckSec * 1000);
+      reconciling.unref();
+    }
     // Always: files with Max-Days or Max-Downloads may exist whatever the retention.
     timer = setInterval(sweep, cfg.sweepIntervalSec * 1000);
     timer.unref();
   });
   app.addHook('onClose', async () => {
     clearInterval(timer);
+    clearInterval(reconciling);
     quota?.close();
   });
 };

@@ -9,7 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { MemoryState } from '../../infra/state/memory.ts';
 import { createBlobStore } from '../../infra/storage/blob-store.ts';
+import { DownloadCounter } from './download-counter.ts';
 import { DownloadLimits } from './downloads.ts';
 import { DAY_MS } from './lifetime.ts';
 import { FileStore } from './store.ts';
@@ -129,8 +131,11 @@ describe('file lifetimes', () => {
     const { key } = await post({ 'Max-Downloads': '1' });
     const head = await get(key, { range: 'bytes=0-9' });
     assert.equal(head.statusCode, 206);
-    // The first download is not complete: no new download remains, but the file is still there.
-    assert.equal((await get(key, {}, 'HEAD')).statusCode, 404);
+    // The first download is not complete: no new download remains for anyone else, but the file
+    // is still there for the client that started it.
+    assert.equal((await get(key, {}, 'HEAD')).statusCode, 200);
+    const other = await app.inject({ method: 'HEAD', url: `/api/file/${key}`, remoteAddress: '192.0.2.9' });
+    assert.equal(other.statusCode, 404);
     const rest = await get(key, { range: 'bytes=10-' });
     assert.equal(rest.statusCode, 206);
     assert.deepEqual(Buffer.concat([head.rawPayload, rest.rawPayload]), BODY);
@@ -170,8 +175,10 @@ describe('file lifetimes', () => {
       max_days: 3,
       expires_at: new Date(clock + 3 * DAY_MS).toISOString(),
     });
-    assert.equal((await get(a.key)).statusCode, 200);
-    assert.equal((await get(a.key)).statusCode, 404);
+    const g1 = await get(a.key);
+    assert.equal(g1.statusCode, 200);
+    const g2 = await get(a.key);
+    assert.equal(g2.statusCode, 404, JSON.stringify([g1.headers, g2.headers]));
     // The same value twice is fine; an unrelated field is ignored.
     const b = await post(
       { 'max-downloads': '2' },
@@ -254,9 +261,11 @@ describe('the lifetime sweeper', () => {
       s3ForcePathStyle: false,
     });
     const opts = { maxBytes: 1 << 20, quotaBytes: 0, codec: 'none' as const, level: 1, minSavingPercent: 10 };
-    const files = new FileStore(blobs, { ...opts, maxAgeSec: 0, minAgeSec: 0 }, pino({ level: 'silent' }));
     let now = Date.UTC(2026, 0, 1);
-    files.now = () => now;
+    const files = new FileStore(blobs, { ...opts, maxAgeSec: 0, minAgeSec: 0 }, pino({ level: 'silent' }), {
+      now: () => now,
+      downloads: new DownloadCounter(new MemoryState(), 60_000),
+    });
     const limits = new DownloadLimits(files, files.downloads, 60_000);
     const up = (key: string, maxDownloads?: number, maxDays?: number) =>
       files.upload({
@@ -276,7 +285,7 @@ describe('the lifetime sweeper', () => {
     await up('plain');
     const used = await files.find('used');
     assert.ok(used);
-    await limits.admit(used, 'new');
+    await limits.admit(used, 'new', '192.0.2.1');
     assert.equal(await limits.sweep(), 0);
     now += DAY_MS;
     assert.equal(await limits.sweep(), 2);
@@ -287,16 +296,14 @@ describe('the lifetime sweeper', () => {
     // A counter that cannot be reached refuses the download (503), it never serves it uncounted.
     const unused = await files.find('unused');
     assert.ok(unused);
-    const down = new DownloadLimits(
-      files,
-      {
-        take: () => Promise.reject(new Error('ECONNREFUSED')),
-        peek: () => Promise.reject(new Error('ECONNREFUSED')),
-        forget: async () => {},
-      },
-      60_000,
-    );
-    await assert.rejects(down.admit(unused, 'new'), { status: 503 });
+    const away = new Proxy(new MemoryState(), {
+      get: (t, p) =>
+        typeof p === 'string' && p !== 'kind'
+          ? () => Promise.reject(new Error('ECONNREFUSED'))
+          : Reflect.get(t, p),
+    });
+    const down = new DownloadLimits(files, new DownloadCounter(away, 60_000), 60_000);
+    await assert.rejects(down.admit(unused, 'new', '192.0.2.1'), { status: 503 });
     // The markers of deleted files went with them: only "unused" is still swept.
     const markers = [];
     for await (const e of blobs.list('file-limits/')) markers.push(e.key);

@@ -1,9 +1,7 @@
 // File lifetimes (transfer.sh's Max-Downloads / Max-Days): the request values checked as hostile
-// input, the blob metadata that carries them (so every instance enforces them), the download
-// counter every instance shares (Redis when configured, else this process) and the rule that decides
-// whether a request may still have the file.
+// input and the blob metadata that carries them (so every instance enforces them). The download
+// counts are in download-counter.ts, the rule in downloads.ts.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { badRequest } from '../../errors.ts';
 
 export const DAY_MS = 86_400_000;
@@ -115,84 +113,4 @@ export function lifetimeResult(l: Lifetime): LifetimeResult {
     max_days: l.maxDays,
     expires_at: l.expiresAt === null ? null : new Date(l.expiresAt).toISOString(),
   };
-}
-
-export interface DownloadState {
-  /** Downloads started so far. */
-  count: number;
-  /** Epoch ms of the last one started (0 = none). */
-  lastAt: number;
-}
-
-export interface DownloadCounter {
-  /** Counts one download of `id` at `now`; forgets the counter at `forgetAt` (epoch ms) if given. */
-  take(id: string, now: number, forgetAt: number | null): Promise<DownloadState>;
-  peek(id: string): Promise<DownloadState>;
-  forget(id: string): Promise<void>;
-}
-
-/** One process's counts (no Redis): lost on restart, not shared between instances. */
-export class MemoryDownloadCounter implements DownloadCounter {
-  private rows = new Map<string, DownloadState & { forgetAt: number | null }>();
-
-  async take(id: string, now: number, forgetAt: number | null): Promise<DownloadState> {
-    for (const [k, r] of this.rows) if (r.forgetAt !== null && r.forgetAt <= now) this.rows.delete(k);
-    const r = this.rows.get(id) ?? { count: 0, lastAt: 0, forgetAt };
-    r.count++;
-    r.lastAt = now;
-    this.rows.set(id, r);
-    return { count: r.count, lastAt: r.lastAt };
-  }
-
-  async peek(id: string): Promise<DownloadState> {
-    const r = this.rows.get(id);
-    return { count: r?.count ?? 0, lastAt: r?.lastAt ?? 0 };
-  }
-
-  async forget(id: string): Promise<void> {
-    this.rows.delete(id);
-  }
-}
-
-// HINCRBY is atomic, so two instances never hand out the same download; the time of the last one
-// rides along for the resume grace.
-const TAKE = `local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('HSET', KEYS[1], 't', ARGV[1])
-if tonumber(ARGV[2]) > 0 then redis.call('PEXPIREAT', KEYS[1], ARGV[2]) end
-return n`;
-
-export class RedisDownloadCounter implements DownloadCounter {
-  private readonly redis: Redis & { filesTakeDownload(k: string, now: number, at: number): Promise<number> };
-  private readonly prefix: string;
-  constructor(redis: Redis, prefix: string) {
-    redis.defineCommand('filesTakeDownload', { numberOfKeys: 1, lua: TAKE });
-    this.redis = redis as RedisDownloadCounter['redis'];
-    this.prefix = prefix;
-  }
-
-  async take(id: string, now: number, forgetAt: number | null): Promise<DownloadState> {
-    const n = await this.redis.filesTakeDownload(this.prefix + id, now, forgetAt ?? 0);
-    return { count: Number(n), lastAt: now };
-  }
-
-  async peek(id: string): Promise<DownloadState> {
-    const [n, t] = await this.redis.hmget(this.prefix + id, 'n', 't');
-    return { count: Number(n ?? 0), lastAt: Number(t ?? 0) };
-  }
-
-  async forget(id: string): Promise<void> {
-    await this.redis.del(this.prefix + id);
-  }
-}
-
-/**
- * Whether a file is past its limits: its Max-Days passed, more downloads were started than allowed
- * (a concurrent request lost the race), or the last allowed one started more than `graceMs` ago (Range
- * continuations of it are served until then).
- */
-export function pastLimits(l: Lifetime, s: DownloadState, now: number, graceMs: number): boolean {
-  if (l.expiresAt !== null && now >= l.expiresAt) return true;
-  if (l.maxDownloads === null) return false;
-  if (s.count > l.maxDownloads) return true;
-  return s.count >= l.maxDownloads && now - s.lastAt > graceMs;
 }

@@ -1,4 +1,5 @@
 // POST/GET/HEAD/DELETE /api/file/<key> (seed 2.1, 4.1, 4.2): thin HTTP layer over FileStore.
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
@@ -263,7 +264,25 @@ export async function fileRoutes(
           : range.kind === 'range' && range.start > 0
             ? 'continue'
             : 'new';
-      const admitted = await limits.admit(file, kind);
+      // Ranges address the decoded bytes, so `curl -C -` resumes the same file it started.
+      const raw = encoded && range.kind === 'none';
+      const length = range.kind === 'range' ? range.end - range.start + 1 : raw ? file.stored : file.size;
+      const slice = range.kind === 'range' ? { range } : {};
+      // A counted download opens its bytes before it takes its count: a download that finishes
+      // first and deletes the used-up file cannot take them from one counted before it.
+      const limited = file.lifetime?.maxDownloads != null;
+      let body: Readable | null = null;
+      if (limited && kind !== 'peek' && length > 0) {
+        body = await files.open(file, { raw, ...slice });
+        if (!body) continue; // replaced meanwhile: start over
+      }
+      let admitted: Awaited<ReturnType<DownloadLimits['admit']>>;
+      try {
+        admitted = await limits.admit(file, kind, req.clientKey);
+      } catch (err) {
+        body?.destroy();
+        throw err;
+      }
       if (admitted.remaining !== null) reply.header('x-remaining-downloads', admitted.remaining);
       const end = file.lifetime?.expiresAt;
       if (end) reply.header('x-remaining-days', Math.max(0, (end - files.now()) / DAY_MS).toFixed(3));
@@ -278,7 +297,7 @@ export async function fileRoutes(
       reply.type(file.mimetype);
       // A file with Max-Downloads is always sent from here: a presigned URL could be fetched again
       // and again, and its final byte is what deletes the last allowed download.
-      const off = file.lifetime?.maxDownloads == null ? offloadOf(file, req, offload) : null;
+      const off = limited ? null : offloadOf(file, req, offload);
       if (off?.kind === 'accel') {
         // nginx sends the body file (Range included); the headers are ours (README: nginx offload).
         if (off.encoded) reply.header('content-encoding', file.encoding);
@@ -306,22 +325,19 @@ export async function fileRoutes(
         reply.removeHeader('content-disposition');
         return reply.code(416).send();
       }
-      // Ranges address the decoded bytes, so `curl -C -` resumes the same file it started.
-      const raw = encoded && range.kind === 'none';
-      const length = range.kind === 'range' ? range.end - range.start + 1 : raw ? file.stored : file.size;
       if (raw) reply.header('content-encoding', file.encoding);
       if (range.kind === 'range') {
         reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${file.size}`);
       }
       reply.header('content-length', length);
       if (req.method === 'HEAD') return reply.send();
-      // The last allowed download deletes the file once its final byte is out (a cut one can resume).
-      if (admitted.last && (range.kind === 'none' || range.end === file.size - 1))
+      // A counted download that sends the final byte is done; the last one done deletes the file.
+      if (admitted.tracked && (range.kind === 'none' || range.end === file.size - 1))
         reply.raw.once('finish', () => {
-          limits.expire(file).catch((err: unknown) => req.log.warn({ err }, 'used-up file not deleted'));
+          limits.finish(file).catch((err: unknown) => req.log.warn({ err }, 'used-up file not deleted'));
         });
       if (length === 0) return reply.send();
-      const body = await files.open(file, { raw, ...(range.kind === 'range' ? { range } : {}) });
+      body ??= await files.open(file, { raw, ...slice });
       if (body) return reply.send(body);
     }
     throw notFound('no file with this key');

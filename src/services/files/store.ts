@@ -5,6 +5,7 @@ import { pipeline, Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
 import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/limits/quota.ts';
+import { MemoryState } from '../../infra/state/memory.ts';
 import {
   BlobExistsError,
   type BlobInfo,
@@ -12,15 +13,14 @@ import {
   type PresignOptions,
 } from '../../infra/storage/blob-store.ts';
 import { type Codec, decoder, type Encoding, encoder, sampleSaving } from './codec.ts';
+import { DownloadCounter } from './download-counter.ts';
 import {
-  type DownloadCounter,
   type Lifetime,
   type LifetimeResult,
   type Limits,
   lifetimeMeta,
   lifetimeOf,
   lifetimeResult,
-  MemoryDownloadCounter,
 } from './lifetime.ts';
 import { ratio } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
@@ -76,6 +76,13 @@ export interface UploadInput {
   afterBody?: () => Promise<void>;
   /** Max-Downloads / Max-Days; read after afterBody (form fields may follow the file part). */
   limits?: () => Limits;
+  /** Bytes of this upload the quota counts already (the parts of a resumable upload). */
+  credit?: number;
+}
+
+export interface FileStoreDeps {
+  now: () => number;
+  downloads: DownloadCounter;
 }
 
 export interface UploadResult {
@@ -117,28 +124,45 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
   };
 }
 
+/** Who a write stores for: a new key (a fresh owner token) or a replacement by the owner. */
+interface Claim {
+  ownerHash: string;
+  /** Handed to the uploader of a new key, once. */
+  ownerToken?: string;
+  /** The key holds a live file that this write replaces. */
+  replaces: boolean;
+  /** The version this write replaces or clears (its download count goes with it). */
+  previous: BlobInfo | null;
+}
+
+/** The first bytes of an upload, read to choose the type and the codec; `rest` yields the whole body. */
+interface Head {
+  sample: Buffer;
+  empty: boolean;
+  body: () => AsyncGenerator<Buffer>;
+}
+
 export class FileStore {
   private readonly blobs: BlobStore;
   private readonly o: FilesOptions;
   private readonly log: Logger;
   /** Stored bytes against quotaBytes (null = no quota), shared by every instance on one Redis. */
-  readonly quota: SpaceQuota | null;
-  /** The clock of lifetimes (Max-Days, resume grace); tests move it instead of waiting. */
-  now: () => number = Date.now;
-  /** Download counts of files with Max-Downloads (index.ts sets the Redis one when configured). */
-  downloads: DownloadCounter = new MemoryDownloadCounter();
-  constructor(blobs: BlobStore, o: FilesOptions, log: Logger, quota: SpaceQuota | null = null) {
+  quota: SpaceQuota | null = null;
+  /** The one clock of this store (retention, Max-Days, resume grace); tests move it instead of waiting. */
+  now: () => number;
+  /** Download counts of files with Max-Downloads (index.ts passes the shared one). */
+  downloads: DownloadCounter;
+  constructor(blobs: BlobStore, o: FilesOptions, log: Logger, deps: Partial<FileStoreDeps> = {}) {
     this.blobs = blobs;
     this.o = o;
     this.log = log;
-    this.quota = quota;
+    this.now = deps.now ?? Date.now;
+    this.downloads = deps.downloads ?? new DownloadCounter(new MemoryState(), 3_600_000);
   }
 
-  /** Bytes the stored files take now (the quota's starting count). */
-  async countStored(): Promise<number> {
-    let n = 0;
-    for await (const e of this.blobs.list(NS)) n += e.size;
-    return n;
+  /** Every stored file's blob key and size (the quota's full count). */
+  async *listStored(): AsyncGenerator<[string, number]> {
+    for await (const e of this.blobs.list(NS)) yield [e.key, e.size];
   }
 
   /** Seconds a file of `stored` bytes lives: fixed, or 0x0.st's cubic size rule; 0 = forever. */
@@ -150,14 +174,14 @@ export class FileStore {
     return min + (min - max) * (x - 1) ** 3;
   }
 
-  expired(stored: number, lastModified: Date, now = Date.now()): boolean {
+  expired(stored: number, lastModified: Date, now = this.now()): boolean {
     const r = this.retentionSec(stored);
     return r > 0 && now - lastModified.getTime() > r * 1000;
   }
 
-  /** Counts stored bytes that change outside an upload's reservation (deletes, expiry). */
-  private async account(delta: number): Promise<void> {
-    await this.quota?.adjust(delta);
+  /** Counts what `key` holds now after a change outside a reservation (deletes, expiry). */
+  private async recount(blobKey: string): Promise<void> {
+    await this.quota?.settle(blobKey);
   }
 
   /** Epoch ms at which `f` falls to the retention rule, or null when it is kept. */
@@ -184,7 +208,7 @@ export class FileStore {
   async removeVersion(f: StoredFile): Promise<void> {
     const cur = await this.blobs.head(NS + f.key);
     if (cur && cur.meta['sha256'] === f.sha256 && cur.meta['life-id'] === f.lifetime?.id) {
-      if (await this.blobs.delete(NS + f.key)) await this.account(-cur.size);
+      if (await this.blobs.delete(NS + f.key)) await this.recount(NS + f.key);
       await this.blobs.delete(LIMITED + f.key);
     }
     if (f.lifetime) await this.downloads.forget(`${f.key}:${f.lifetime.id}`);
@@ -234,93 +258,156 @@ export class FileStore {
       throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
   }
 
+  /**
+   * Stores an upload under its key: checks who may write it, reserves its space, writes it (see
+   * write), and counts the key once it is published, whatever happened after.
+   */
   async upload(inp: UploadInput): Promise<UploadResult> {
-    const key = NS + inp.key;
-    const existing = await this.blobs.head(key);
-    let ownerHash: string;
-    let ownerToken: string | undefined;
-    const live = existing && !this.expired(existing.size, existing.lastModified);
-    if (live) {
-      if (!tokenMatches(inp.token, existing.meta['owner']))
-        throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
-      ownerHash = existing.meta['owner'] ?? '';
-    } else {
-      if (existing && (await this.blobs.delete(key))) await this.account(-existing.size);
-      ownerToken = randomBytes(24).toString('base64url');
-      ownerHash = hashToken(ownerToken);
-    }
-    const { maxBytes } = this.o;
+    const claim = await this.claim(inp.key, inp.token);
     // The declared length (an upper bound of the file) is reserved before the body is read, so N
     // concurrent uploads can never together pass the quota; without it, bytes are reserved as they come.
     let res: Reservation | null = null;
     try {
-      res = this.quota ? await this.quota.reserve(Math.min(inp.declaredBytes ?? 0, maxBytes + 1)) : null;
+      const declared = Math.min(inp.declaredBytes ?? 0, this.o.maxBytes + 1);
+      res = this.quota ? await this.quota.reserve(declared, inp.credit ?? 0) : null;
     } catch (err) {
       throw this.mapError(err);
     }
-    let out: UploadResult;
+    let published = false;
+    let file: StoredFile;
     try {
-      out = await this.store(inp, key, ownerHash, ownerToken, live ? (existing?.size ?? 0) : null, res);
-    } catch (err) {
-      await res?.release();
-      throw err;
+      file = await this.write(inp, claim, res, () => {
+        published = true;
+      });
+    } finally {
+      // The reservation is held until the key is counted (or given back when nothing was published).
+      if (published) await (res ? res.settle(NS + inp.key) : this.recount(NS + inp.key));
+      else await res?.release();
     }
     // The version it replaced takes its download count along; a new version counts from zero.
-    const old = existing ? lifetimeOf(existing.meta) : null;
+    const old = claim.previous ? lifetimeOf(claim.previous.meta) : null;
     if (old) await this.downloads.forget(`${inp.key}:${old.id}`);
-    return out;
+    if (file.lifetime) await this.blobs.put(LIMITED + inp.key, Readable.from([]), {});
+    this.log.debug(
+      { key: inp.key, size: file.size, stored: file.stored, encoding: file.encoding },
+      'file stored',
+    );
+    return {
+      info: fileInfo(file),
+      ...(claim.ownerToken ? { ownerToken: claim.ownerToken } : {}),
+      ...(file.lifetime ? { lifetime: lifetimeResult(file.lifetime) } : {}),
+    };
   }
 
-  private async store(
+  /** The owner of `key` after this write: its owner replacing it, or a new owner of a free key. */
+  private async claim(key: string, token: string | undefined): Promise<Claim> {
+    const existing = await this.blobs.head(NS + key);
+    if (existing && !this.expired(existing.size, existing.lastModified)) {
+      if (!tokenMatches(token, existing.meta['owner']))
+        throw conflict('a file with this key exists; replacing it needs its owner token', 'KEY_EXISTS');
+      return { ownerHash: existing.meta['owner'] ?? '', replaces: true, previous: existing };
+    }
+    // A file past its retention is cleared first: the key is free.
+    if (existing && (await this.blobs.delete(NS + key))) await this.recount(NS + key);
+    const ownerToken = randomBytes(24).toString('base64url');
+    return { ownerHash: hashToken(ownerToken), ownerToken, replaces: false, previous: existing };
+  }
+
+  /**
+   * Streams the upload into the blob store: the first bytes choose the type and whether to
+   * compress; every byte is hashed, counted against maxBytes and reserved as it arrives. Calls
+   * `published` once the blob is visible under its key.
+   */
+  private async write(
     inp: UploadInput,
-    key: string,
-    ownerHash: string,
-    ownerToken: string | undefined,
-    /** Size of the live file being replaced, or null for a new key. */
-    replaces: number | null,
+    claim: Claim,
     res: Reservation | null,
-  ): Promise<UploadResult> {
-    const { maxBytes } = this.o;
-    const it = inp.file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const head: Buffer[] = [];
-    let headLen = 0;
+    published: () => void,
+  ): Promise<StoredFile> {
+    const head = await this.readHead(inp.file);
+    const mimetype = usableDeclaredType(inp.declaredType) ?? sniff(head.sample, inp.filename);
+    const codec = this.codecFor(head, mimetype);
+    const counted = this.meter(res);
+    const src = pipeline(head.body, counted.stream, () => {}) as unknown as Readable;
+    const body = codec ? pipeline(src, encoder(codec, this.o.level), () => {}) : src;
+    const meta = { filename: inp.filename, mimetype, encoding: codec ?? 'identity', owner: claim.ownerHash };
+    let stored: BlobInfo;
+    try {
+      stored = await this.blobs.put(NS + inp.key, body, meta, {
+        ifAbsent: !claim.replaces,
+        ...(inp.signal ? { signal: inp.signal } : {}),
+        finalize: async () => {
+          await inp.afterBody?.();
+          return {
+            size: String(counted.bytes()),
+            sha256: counted.sha256(),
+            created: new Date(this.now()).toISOString(),
+            ...lifetimeMeta(inp.limits?.() ?? {}, this.now()),
+          };
+        },
+      });
+    } catch (err) {
+      throw this.mapError(err);
+    }
+    published();
+    const file = toStored(inp.key, stored);
+    // The sample promised a saving the whole file did not deliver: keep the plain bytes instead.
+    if (codec && stored.size > counted.bytes() * (1 - this.o.minSavingPercent / 100))
+      return this.storeDecoded(file);
+    return file;
+  }
+
+  /** Reads up to SAMPLE bytes of `file`; the rest follows them in `body()`. */
+  private async readHead(file: Readable): Promise<Head> {
+    const it = file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const chunks: Buffer[] = [];
+    let length = 0;
     let ended = false;
     try {
-      while (headLen < SAMPLE) {
+      while (length < SAMPLE) {
         const r = await it.next();
         if (r.done) {
           ended = true;
           break;
         }
-        head.push(r.value);
-        headLen += r.value.length;
+        chunks.push(r.value);
+        length += r.value.length;
       }
     } catch (err) {
       throw this.mapError(err);
     }
-    const sample = Buffer.concat(head).subarray(0, SAMPLE);
-    const mimetype = usableDeclaredType(inp.declaredType) ?? sniff(sample, inp.filename);
-    const codec = this.o.codec;
-    const compress =
-      codec !== 'none' &&
-      headLen > 0 &&
-      !alreadyCompressed(mimetype) &&
-      sampleSaving(codec, this.o.level, sample) * 100 >= this.o.minSavingPercent;
+    return {
+      sample: Buffer.concat(chunks).subarray(0, SAMPLE),
+      empty: length === 0,
+      body: async function* () {
+        yield* chunks;
+        while (!ended) {
+          const r = await it.next();
+          if (r.done) return;
+          yield r.value;
+        }
+      },
+    };
+  }
 
+  /** The codec to store with, when the sample says it pays; null = as is. */
+  private codecFor(head: Head, mimetype: string): 'br' | 'gzip' | null {
+    const codec = this.o.codec;
+    if (codec === 'none' || head.empty || alreadyCompressed(mimetype)) return null;
+    return sampleSaving(codec, this.o.level, head.sample) * 100 >= this.o.minSavingPercent ? codec : null;
+  }
+
+  /**
+   * Counts, hashes and caps the original bytes, reserving them as they pass. Original bytes bound
+   * the stored ones (a compressed copy is kept only when smaller), so reserving the original length
+   * is enough whatever the codec does.
+   */
+  private meter(res: Reservation | null): { stream: Transform; bytes: () => number; sha256: () => string } {
+    const maxBytes = this.o.maxBytes;
     const hash = createHash('sha256');
-    let original = 0;
-    async function* source(): AsyncGenerator<Buffer> {
-      for (const c of head) yield c;
-      while (!ended) {
-        const r = await it.next();
-        if (r.done) break;
-        yield r.value;
-      }
-    }
     const mapError = (err: unknown) => this.mapError(err);
-    // Original bytes bound the stored ones (a compressed copy is kept only when smaller), so
-    // reserving the original length is enough whatever the codec does.
-    const meter = new Transform({
+    let original = 0;
+    const stream = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         original += chunk.length;
         if (original > maxBytes) return cb(tooLarge(`file exceeds the upload limit of ${maxBytes} bytes`));
@@ -332,55 +419,7 @@ export class FileStore {
         );
       },
     });
-    const src = pipeline(source, meter, () => {}) as unknown as Readable;
-    const body = compress ? pipeline(src, encoder(codec as 'br' | 'gzip', this.o.level), () => {}) : src;
-    const encoding: Encoding = compress ? (codec as Encoding) : 'identity';
-    const meta = { filename: inp.filename, mimetype, encoding, owner: ownerHash };
-    let stored: BlobInfo;
-    try {
-      stored = await this.blobs.put(key, body, meta, {
-        ifAbsent: replaces === null,
-        ...(inp.signal ? { signal: inp.signal } : {}),
-        finalize: async () => {
-          await inp.afterBody?.();
-          return {
-            size: String(original),
-            sha256: hash.digest('hex'),
-            created: new Date().toISOString(),
-            ...lifetimeMeta(inp.limits?.() ?? {}, this.now()),
-          };
-        },
-      });
-    } catch (err) {
-      throw this.mapError(err);
-    }
-    let file = toStored(inp.key, stored);
-    try {
-      if (compress && stored.size > original * (1 - this.o.minSavingPercent / 100)) {
-        file = await this.storeDecoded(file);
-      }
-    } finally {
-      // The reservation is held until the final size is known (the plain copy may be larger).
-      await res?.commit(file.stored - (replaces ?? 0));
-    }
-    if (file.lifetime) await this.blobs.put(LIMITED + inp.key, Readable.from([]), {});
-    this.log.debug(
-      { key: inp.key, size: original, stored: file.stored, encoding: file.encoding },
-      'file stored',
-    );
-    return {
-      info: {
-        filename: file.filename,
-        mimetype: file.mimetype,
-        size: file.size,
-        original_size: file.size,
-        compressed: file.encoding !== 'identity',
-        compressed_size: file.stored,
-        compression_ratio: file.encoding === 'identity' ? '0.00%' : ratio(file.size, file.stored),
-      },
-      ...(ownerToken ? { ownerToken } : {}),
-      ...(file.lifetime ? { lifetime: lifetimeResult(file.lifetime) } : {}),
-    };
+    return { stream, bytes: () => original, sha256: () => hash.digest('hex') };
   }
 
   private mapError(err: unknown): unknown {
@@ -394,8 +433,8 @@ export class FileStore {
   }
 
   /**
-   * The sample promised a saving the whole file did not deliver: replace the (valid) compressed
-   * copy by the plain bytes, decoded from the store, unless someone replaced the file meanwhile.
+   * Replaces the (valid) compressed copy by the plain bytes, decoded from the store, unless
+   * someone replaced the file meanwhile.
    */
   private async storeDecoded(file: StoredFile): Promise<StoredFile> {
     const body = await this.open(file, { raw: false });
@@ -416,7 +455,7 @@ export class FileStore {
     }
     if (!tokenMatches(token, info.meta['owner']))
       throw forbidden('deleting needs the owner token', 'BAD_TOKEN');
-    if (await this.blobs.delete(NS + key)) await this.account(-info.size);
+    if (await this.blobs.delete(NS + key)) await this.recount(NS + key);
     const life = lifetimeOf(info.meta);
     if (life) {
       await this.blobs.delete(LIMITED + key);
@@ -425,18 +464,31 @@ export class FileStore {
   }
 
   /** Deletes every expired file; returns how many. */
-  async sweep(now = Date.now()): Promise<number> {
+  async sweep(now = this.now()): Promise<number> {
     if (this.o.maxAgeSec <= 0) return 0;
     let n = 0;
     for await (const e of this.blobs.list(NS)) {
       if (!this.expired(e.size, e.lastModified, now)) continue;
       if (await this.blobs.delete(e.key)) {
-        await this.account(-e.size);
+        await this.recount(e.key);
         n++;
       }
     }
     return n;
   }
+}
+
+/** The 2.1 file_info of a stored file. */
+function fileInfo(file: StoredFile): FileInfo {
+  return {
+    filename: file.filename,
+    mimetype: file.mimetype,
+    size: file.size,
+    original_size: file.size,
+    compressed: file.encoding !== 'identity',
+    compressed_size: file.stored,
+    compression_ratio: file.encoding === 'identity' ? '0.00%' : ratio(file.size, file.stored),
+  };
 }
 
 /** Passes only bytes [start, end] (inclusive) of the stream, then ends it. */

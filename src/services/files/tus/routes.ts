@@ -227,7 +227,8 @@ export async function tusRoutes(
         await res?.release();
         throw err instanceof QuotaFullError ? insufficientStorage() : err;
       }
-      await res?.commit(part?.size ?? 0);
+      if (part) await res?.settle(part.blob);
+      else await res?.release();
       const offset = s.offset + (part?.size ?? 0);
       reply.header('upload-offset', offset);
       if (!part || offset < s.info.length) {
@@ -235,8 +236,6 @@ export async function tusRoutes(
         return reply.code(204).send();
       }
       const parts = [...s.parts, part];
-      // The file's own reservation (its length) takes over the space the parts held.
-      await files.quota?.adjust(-offset);
       let out: Awaited<ReturnType<FileStore['upload']>>;
       try {
         out = await files.upload({
@@ -246,6 +245,8 @@ export async function tusRoutes(
           declaredType: s.info.filetype,
           token: tokenOf(req),
           declaredBytes: s.info.length,
+          // The parts are counted already: the file takes their space over until they are deleted.
+          credit: offset,
           signal: lease,
           limits: () => s.info.limits,
         });
@@ -253,7 +254,6 @@ export async function tusRoutes(
         // Not stored (409, 507, storage down): the upload goes back to where this PATCH started, so a
         // client that asks for the offset never takes an unstored upload for a finished one.
         await uploads.dropPart(part);
-        await files.quota?.adjust(s.offset);
         reply.header('upload-offset', s.offset);
         throw err;
       }

@@ -63,17 +63,19 @@ const json = (v: unknown) => Readable.from([Buffer.from(JSON.stringify(v))]);
 export class UploadStore {
   private readonly blobs: BlobStore;
   /** Parts count against the files quota from their PATCH until the upload completes or goes. */
-  readonly quota: SpaceQuota | null;
-  constructor(blobs: BlobStore, quota: SpaceQuota | null = null) {
+  quota: SpaceQuota | null = null;
+  constructor(blobs: BlobStore) {
     this.blobs = blobs;
-    this.quota = quota;
   }
 
-  /** Bytes the parts of unfinished uploads take now (the quota's starting count). */
-  async countStored(): Promise<number> {
-    let n = 0;
-    for await (const e of this.blobs.list(NS)) if (e.key.includes(`/${PART}`)) n += e.size;
-    return n;
+  /** Every part of an unfinished upload and its size (the quota's full count). */
+  async *listParts(): AsyncGenerator<[string, number]> {
+    for await (const e of this.blobs.list(NS)) if (e.key.includes(`/${PART}`)) yield [e.key, e.size];
+  }
+
+  /** Deletes a part and counts its key again. */
+  private async deletePart(blob: string): Promise<void> {
+    if (await this.blobs.delete(blob)) await this.quota?.settle(blob);
   }
 
   async create(info: UploadInfo): Promise<string> {
@@ -130,7 +132,7 @@ export class UploadStore {
 
   /** Drops one part (a final PATCH whose file could not be stored goes back to the offset before it). */
   async dropPart(p: Part): Promise<void> {
-    await this.blobs.delete(p.blob);
+    await this.deletePart(p.blob);
   }
 
   /** The whole upload's bytes, part after part. */
@@ -150,19 +152,17 @@ export class UploadStore {
   /** Records the result and frees the parts. */
   async complete(s: UploadState, result: unknown): Promise<void> {
     await this.blobs.put(`${NS}${s.id}/result`, json(result), {});
-    for (const p of s.parts) await this.blobs.delete(p.blob);
+    for (const p of s.parts) await this.deletePart(p.blob);
   }
 
   /** Deletes every blob of upload `id` and gives its parts' space back to the quota. */
   async remove(id: string): Promise<void> {
     const keys = [];
     for await (const e of this.blobs.list(`${NS}${id}/`)) keys.push(e.key);
-    let freed = 0;
     for (const k of keys) {
-      const part = k.includes(`/${PART}`) ? await this.blobs.head(k) : null;
-      if ((await this.blobs.delete(k)) && part) freed += part.size;
+      if (k.includes(`/${PART}`)) await this.deletePart(k);
+      else await this.blobs.delete(k);
     }
-    if (freed) await this.quota?.adjust(-freed);
   }
 
   /** Removes every upload whose last write is older than `ttlMs`; returns how many. */
