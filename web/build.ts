@@ -14,7 +14,8 @@ const ROOT = join(WEB_DIR, '..');
 /**
  * Framework-free server modules the page bundles too (one copy of the logic). They are part of the
  * source hash, and the build refuses any other import from outside web/src, so a change to what the
- * page runs always means a rebuild.
+ * page runs always means a rebuild. Type-only imports (`import type`, e.g. the admin page's answer
+ * shape from src/services/admin/stats.ts) are erased and bundle nothing.
  */
 export const SHARED_SOURCES = ['src/services/plantuml/text-encoder.ts'].map((p) => join(ROOT, p));
 

@@ -1,47 +1,14 @@
 // The admin page: asks for the token (kept in this tab's sessionStorage, sent only as an
 // Authorization header), reads GET /rest/api/v1/admin/stats and draws it: charts built as SVG by
 // chart.ts, each with a table saying the same in text. Every figure from the server is set as text,
-// never as markup (client addresses and proxied paths come from strangers).
+// never as markup (client addresses and proxied paths come from strangers). The answer's shape is
+// the server's own type module (src/services/admin/stats.ts), shared with the route.
+import type { AdminStats as Stats, TopRow } from '../../src/services/admin/stats.ts';
 import { bar, columns, formatBytes, formatCount } from './chart.ts';
 import { byId, setStatus } from './dom.ts';
 
 const KEY = 'devutil-admin-token';
 const REFRESH_MS = 15_000;
-
-interface Counts {
-  requests: number;
-  errors: number;
-  bytesIn: number;
-  bytesOut: number;
-}
-interface TopRow {
-  key: string;
-  requests: number;
-  bytes?: number;
-}
-interface Allowance {
-  name: string;
-  used: number;
-  limit: number;
-  clientLimit?: number;
-}
-interface Stats {
-  window: 'hour' | 'day';
-  stepSeconds: number;
-  instances: number;
-  shared: boolean;
-  totals: Counts;
-  series: (Counts & { t: number })[];
-  utilities: (Counts & { name: string })[];
-  topClients: { byBytes: TopRow[]; byRequests: TopRow[] };
-  topProxied: { repositories: TopRow[]; packages: TopRow[]; files: TopRow[] };
-  caches: { name: string; hits: number; misses: number; hitRatio: number | null }[];
-  relay: { running: boolean; activeSessions: number; sessions: number; bytes: number };
-  queues: { name: string; queued: number; limit: number }[];
-  budgets: Allowance[];
-  quotas: Allowance[];
-  proxyEcosystems: string[];
-}
 
 type Child = Node | string | null | undefined | false;
 

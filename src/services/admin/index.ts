@@ -12,12 +12,17 @@ import { loadAssets } from '../../page/assets.ts';
 import { secure } from '../../page/headers.ts';
 import { renderAdminPage } from './page.ts';
 import { allowances, dashboardsOf, probesOf } from './probes.ts';
+import type { AdminStats } from './stats.ts';
 
 /** Rows of each top-N table in the answer. */
 const TOP_ROWS = 10;
 
 /** A listener's sessions over the window, from the keys probesOf writes. */
-function sessionsOf(name: string | undefined, c: Record<string, number>, g: Record<string, number>) {
+function sessionsOf(
+  name: string | undefined,
+  c: Record<string, number>,
+  g: Record<string, number>,
+): AdminStats['relay'] {
   return {
     running: name !== undefined && (g[`${name}:instances`] ?? 0) > 0,
     activeSessions: name ? (g[`${name}:active`] ?? 0) : 0,
@@ -95,41 +100,39 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       const { budgets, quotas } = await allowances(ctx, boards);
       const c = s.counters;
       const g = s.gauges;
-      return {
-        status: 1,
-        message: 'success',
-        data: {
-          window: s.window,
-          stepSeconds: s.stepSeconds,
-          from: s.from,
-          to: s.to,
-          instances: s.instances,
-          shared: usage.sink.shared,
-          totals: s.totals,
-          series: s.series,
-          utilities: s.utilities,
-          topClients: { byBytes: s.top.clientBytes, byRequests: s.top.clientRequests },
-          topProxied: { repositories: s.top.repo, packages: s.top.package, files: s.top.file },
-          caches: boards.flatMap(({ name, board }) => {
-            if (!board.cache) return [];
-            const hits = c[`cache:${name}:hit`] ?? 0;
-            const misses = c[`cache:${name}:miss`] ?? 0;
-            return [{ name, hits, misses, hitRatio: hits + misses ? hits / (hits + misses) : null }];
-          }),
-          // The Syncthing relay: the utility whose dashboard reports sessions.
-          relay: sessionsOf(boards.find(({ board }) => board.sessions)?.name, c, g),
-          queues: boards.flatMap(({ name, board }) =>
-            board.queue
-              ? [{ name, queued: g[`queue:${name}`] ?? 0, limit: board.queue.limit * s.instances }]
-              : [],
-          ),
-          budgets,
-          quotas,
-          // The proxy's ecosystem profiles served beside its host-path form (DEVUTIL_PROXY_ECOSYSTEMS):
-          // the profiles the utilities' dashboards report (only the proxy has any).
-          proxyEcosystems: boards.flatMap(({ board }) => board.profiles ?? []),
-        },
+      // Typed as the page reads it (stats.ts): a field renamed here is renamed for the page too.
+      const data: AdminStats = {
+        window: s.window,
+        stepSeconds: s.stepSeconds,
+        from: s.from,
+        to: s.to,
+        instances: s.instances,
+        shared: usage.sink.shared,
+        totals: s.totals,
+        series: s.series,
+        utilities: s.utilities,
+        topClients: { byBytes: s.top.clientBytes, byRequests: s.top.clientRequests },
+        topProxied: { repositories: s.top.repo, packages: s.top.package, files: s.top.file },
+        caches: boards.flatMap(({ name, board }) => {
+          if (!board.cache) return [];
+          const hits = c[`cache:${name}:hit`] ?? 0;
+          const misses = c[`cache:${name}:miss`] ?? 0;
+          return [{ name, hits, misses, hitRatio: hits + misses ? hits / (hits + misses) : null }];
+        }),
+        // The Syncthing relay: the utility whose dashboard reports sessions.
+        relay: sessionsOf(boards.find(({ board }) => board.sessions)?.name, c, g),
+        queues: boards.flatMap(({ name, board }) =>
+          board.queue
+            ? [{ name, queued: g[`queue:${name}`] ?? 0, limit: board.queue.limit * s.instances }]
+            : [],
+        ),
+        budgets,
+        quotas,
+        // The proxy's ecosystem profiles served beside its host-path form (DEVUTIL_PROXY_ECOSYSTEMS):
+        // the profiles the utilities' dashboards report (only the proxy has any).
+        proxyEcosystems: boards.flatMap(({ board }) => board.profiles ?? []),
       };
+      return { status: 1, message: 'success', data };
     },
   );
 };

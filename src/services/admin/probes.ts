@@ -6,6 +6,7 @@ import type { ServiceContext } from '../../context.ts';
 import { samples } from '../../infra/observe/series.ts';
 import type { Gauges, Probes } from '../../infra/observe/usage/usage.ts';
 import { type Dashboard, isEnabled } from '../define.ts';
+import type { Allowance } from './stats.ts';
 
 /** The dashboards of the utilities this server serves, in definition order. */
 export function dashboardsOf(ctx: ServiceContext): { name: string; board: Dashboard }[] {
@@ -51,16 +52,6 @@ export function probesOf(boards: readonly { name: string; board: Dashboard }[]):
       return out;
     },
   };
-}
-
-export interface Allowance {
-  name: string;
-  /** Bytes used in the current window (budgets) or stored (quotas), every instance together. */
-  used: number;
-  /** The total limit; 0 = none. */
-  limit: number;
-  /** A byte budget's per-client limit; 0 = none. */
-  clientLimit?: number;
 }
 
 /**
