@@ -16,6 +16,8 @@ export interface Language {
   readonly formats: readonly string[];
   /** Diagram options (Kroki-Diagram-Options-*, query, diagram_options) this engine reads. */
   readonly options?: readonly string[];
+  /** Options always passed (Vega-Lite is the Vega engine with lite=true). */
+  readonly preset?: Readonly<Record<string, string>>;
   /** npm package the thread engine needs (optional dependency). */
   readonly pkg?: string;
   /** A small diagram whose labels show up in the SVG. */
@@ -75,6 +77,201 @@ export const LANGUAGES: readonly Language[] = [
     sample: 'digraph { hello -> world }',
     label: 'world',
   },
+  {
+    type: 'mermaid',
+    kind: 'thread',
+    engine: 'mermaid',
+    pkg: 'beautiful-mermaid',
+    formats: ['svg', 'png'],
+    sample: 'graph LR\n  client[Browser] -->|GET /mermaid| devutil\n  devutil --> cache[(Cache)]',
+    label: 'devutil',
+  },
+  {
+    type: 'd2',
+    kind: 'thread',
+    engine: 'd2',
+    pkg: '@terrastruct/d2',
+    formats: ['svg'],
+    options: ['theme', 'sketch', 'layout'],
+    sample: 'client -> devutil: GET /d2\ndevutil -> cache',
+    label: 'devutil',
+  },
+  {
+    type: 'nomnoml',
+    kind: 'thread',
+    engine: 'nomnoml',
+    pkg: 'nomnoml',
+    formats: ['svg'],
+    sample: '[Client]->[devutil]\n[devutil]->[<database> Cache]',
+    label: 'devutil',
+  },
+  {
+    type: 'wavedrom',
+    kind: 'thread',
+    engine: 'wavedrom',
+    pkg: 'wavedrom',
+    formats: ['svg'],
+    sample:
+      '{ signal: [\n  { name: "clk", wave: "p......" },\n  { name: "data", wave: "x.345x.", data: ["head", "body", "tail"] }\n] }',
+    label: 'body',
+  },
+  {
+    type: 'vega',
+    kind: 'thread',
+    engine: 'vega',
+    pkg: 'vega',
+    formats: ['svg', 'png'],
+    sample: JSON.stringify(
+      {
+        width: 200,
+        height: 100,
+        title: 'devutil renders',
+        data: [
+          {
+            name: 't',
+            values: [
+              { k: 'svg', v: 28 },
+              { k: 'png', v: 55 },
+            ],
+          },
+        ],
+        scales: [
+          { name: 'x', type: 'band', domain: { data: 't', field: 'k' }, range: 'width', padding: 0.1 },
+          { name: 'y', domain: { data: 't', field: 'v' }, range: 'height' },
+        ],
+        axes: [{ orient: 'bottom', scale: 'x' }],
+        marks: [
+          {
+            type: 'rect',
+            from: { data: 't' },
+            encode: {
+              enter: {
+                x: { scale: 'x', field: 'k' },
+                width: { scale: 'x', band: 1 },
+                y: { scale: 'y', field: 'v' },
+                y2: { scale: 'y', value: 0 },
+              },
+            },
+          },
+        ],
+      },
+      null,
+      1,
+    ),
+    label: 'devutil renders',
+  },
+  {
+    type: 'vegalite',
+    kind: 'thread',
+    engine: 'vega',
+    pkg: 'vega-lite',
+    preset: { lite: 'true' },
+    formats: ['svg', 'png'],
+    sample: JSON.stringify(
+      {
+        title: 'devutil renders',
+        data: {
+          values: [
+            { k: 'svg', v: 28 },
+            { k: 'png', v: 55 },
+          ],
+        },
+        mark: 'bar',
+        encoding: { x: { field: 'k', type: 'nominal' }, y: { field: 'v', type: 'quantitative' } },
+      },
+      null,
+      1,
+    ),
+    label: 'devutil renders',
+  },
+  {
+    type: 'bytefield',
+    kind: 'thread',
+    engine: 'bytefield',
+    pkg: 'bytefield-svg',
+    formats: ['svg'],
+    sample: '(draw-column-headers)\n(draw-box "Address" {:span 4})\n(draw-box "Payload" {:span 12})',
+    label: 'Payload',
+  },
+  {
+    type: 'dbml',
+    kind: 'thread',
+    engine: 'dbml',
+    pkg: '@softwaretechnik/dbml-renderer',
+    formats: ['svg'],
+    sample:
+      'Table users {\n  id integer [pk]\n  name varchar\n}\nTable posts {\n  id integer [pk]\n  user_id integer [ref: > users.id]\n}',
+    label: 'posts',
+  },
+  {
+    type: 'pikchr',
+    kind: 'thread',
+    engine: 'pikchr',
+    pkg: 'pikchr-wasm',
+    formats: ['svg'],
+    sample: 'box "devutil" fit\narrow\ncylinder "cache" fit',
+    label: 'devutil',
+  },
+  {
+    type: 'svgbob',
+    kind: 'thread',
+    engine: 'svgbob',
+    pkg: 'svgbob-wasm',
+    formats: ['svg'],
+    sample: '+--------+      +---------+\n| client |----->| devutil |\n+--------+      +---------+',
+    label: 'devutil',
+  },
+  {
+    type: 'blockdiag',
+    kind: 'command',
+    engine: 'blockdiag',
+    formats: ['svg', 'png'],
+    sample: 'blockdiag {\n  client -> devutil -> cache;\n}',
+    label: 'devutil',
+  },
+  {
+    type: 'seqdiag',
+    kind: 'command',
+    engine: 'seqdiag',
+    formats: ['svg', 'png'],
+    sample:
+      'seqdiag {\n  browser -> devutil [label = "GET /seqdiag"];\n  browser <- devutil [label = "svg"];\n}',
+    label: 'devutil',
+  },
+  {
+    type: 'actdiag',
+    kind: 'command',
+    engine: 'actdiag',
+    formats: ['svg', 'png'],
+    sample:
+      'actdiag {\n  write -> render -> read\n  lane author {\n    write; read\n  }\n  lane devutil {\n    render\n  }\n}',
+    label: 'render',
+  },
+  {
+    type: 'nwdiag',
+    kind: 'command',
+    engine: 'nwdiag',
+    formats: ['svg', 'png'],
+    sample:
+      'nwdiag {\n  network dmz {\n    address = "210.x.x.x/24"\n    devutil [address = "210.x.x.1"];\n  }\n}',
+    label: 'devutil',
+  },
+  {
+    type: 'packetdiag',
+    kind: 'command',
+    engine: 'packetdiag',
+    formats: ['svg', 'png'],
+    sample: 'packetdiag {\n  colwidth = 32\n  0-15: Source\n  16-31: Destination\n}',
+    label: 'Destination',
+  },
+  {
+    type: 'rackdiag',
+    kind: 'command',
+    engine: 'rackdiag',
+    formats: ['svg', 'png'],
+    sample: 'rackdiag {\n  8U;\n  1: devutil\n  2: Cache\n}',
+    label: 'devutil',
+  },
 ];
 
 const byType = new Map(LANGUAGES.map((l) => [l.type, l]));
@@ -88,4 +285,15 @@ export function typeList(): string {
 }
 
 /** Kroki's other types, which devutil does not render, and why (listed by /health). */
-export const NOT_SERVED: Readonly<Record<string, string>> = {};
+export const NOT_SERVED: Readonly<Record<string, string>> = {
+  erd: 'not available: its only implementation is a Haskell program with no Debian or npm package',
+  bpmn: 'not rendered by devutil: bpmn-js draws in a browser',
+  excalidraw: 'not rendered by devutil: Excalidraw draws in a browser',
+  diagramsnet: 'not rendered by devutil: diagrams.net draws in a browser',
+  structurizr: 'not rendered by devutil: Structurizr is a Java library outside PlantUML',
+  umlet: 'not rendered by devutil: UMLet is a Java program with no package here',
+  symbolator: 'not rendered by devutil: Symbolator is a Python program with no Debian package',
+  tikz: 'not rendered by devutil: TikZ needs a TeX installation',
+  wireviz: 'not rendered by devutil: WireViz is a Python program with no Debian package',
+  goat: 'not rendered by devutil: GoAT is a Go program with no package here',
+};

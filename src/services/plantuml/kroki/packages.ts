@@ -10,7 +10,13 @@ export function packageVersion(pkg: string): string | null {
   if (known.has(pkg)) return known.get(pkg) ?? null;
   let version: string | null = null;
   try {
-    let dir = dirname(fileURLToPath(import.meta.resolve(pkg)));
+    let entry: string;
+    try {
+      entry = import.meta.resolve(pkg);
+    } catch {
+      entry = import.meta.resolve(`${pkg}/package.json`); // a package with no main entry (svgbob-wasm)
+    }
+    let dir = dirname(fileURLToPath(entry));
     for (let i = 0; i < 6 && version === null; i++, dir = dirname(dir)) {
       try {
         const p = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {

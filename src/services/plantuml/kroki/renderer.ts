@@ -36,6 +36,8 @@ export interface Outcome {
 export class EngineMissing extends Error {}
 /** The engine failed on this source (not a syntax error): 422. */
 export class EngineFailed extends Error {}
+/** This engine does not render this kind of diagram (a Mermaid type that needs a browser): 422. */
+export class Unsupported extends Error {}
 /** The result would exceed a size cap (PNG pixels): 413. */
 export class TooLarge extends Error {}
 
@@ -153,8 +155,7 @@ export class DiagramRenderer {
 
   private async renderSvg(j: DiagramJob, client: string): Promise<Outcome> {
     const reply = await this.admission.run(client, async (): Promise<ThreadReply> => {
-      if (j.lang.kind === 'command')
-        return runCommand(j.lang.engine, j.source, j.format, this.o.timeoutMs, this.o.limitSize);
+      if (j.lang.kind === 'command') return runCommand(j.lang.engine, j.source, this.o.timeoutMs);
       return this.pool.run({ engine: j.lang.engine, source: j.source, format: 'svg', options: j.options });
     });
     if (reply.ok) return { ok: true, body: Buffer.from(reply.body), cached: false };
@@ -166,6 +167,7 @@ export class DiagramRenderer {
         ...(reply.line !== undefined ? { line: reply.line } : {}),
         cached: false,
       };
+    if (reply.kind === 'unsupported') throw new Unsupported(reply.message);
     this.o.log.warn({ type: j.lang.type, message: reply.message }, 'diagram engine failed');
     throw new EngineFailed(`the ${j.lang.type} engine failed on this diagram: ${reply.message}`);
   }

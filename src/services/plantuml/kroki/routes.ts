@@ -17,7 +17,14 @@ import { formatOf } from '../formats.ts';
 import { decodeOrThrow } from '../routes.ts';
 import { health } from './health.ts';
 import { LANGUAGES, type Language, languageOf, typeList } from './languages.ts';
-import { type DiagramJob, type DiagramRenderer, EngineFailed, EngineMissing, TooLarge } from './renderer.ts';
+import {
+  type DiagramJob,
+  type DiagramRenderer,
+  EngineFailed,
+  EngineMissing,
+  TooLarge,
+  Unsupported,
+} from './renderer.ts';
 import { CONTENT_TYPES, formatFromAccept, krokiStatus, MAX_AGE, sendKrokiError } from './reply.ts';
 
 type Params = { fmt?: string; encoded?: string };
@@ -34,6 +41,7 @@ function httpOf(err: unknown): unknown {
   if (err instanceof ThreadCrashed) return new AppError('RENDER_CRASHED', 422, err.message);
   if (err instanceof TooLarge) return tooLarge(err.message, 'TOO_LARGE');
   if (err instanceof EngineFailed) return new AppError('RENDER_FAILED', 422, err.message);
+  if (err instanceof Unsupported) return new AppError('UNSUPPORTED_DIAGRAM', 422, err.message);
   return err;
 }
 
@@ -41,7 +49,7 @@ function httpOf(err: unknown): unknown {
 function optionsOf(req: FastifyRequest, lang: Language, json?: unknown): Record<string, string> {
   const allowed = new Set(lang.options ?? []);
   const out: Record<string, string> = {};
-  if (allowed.size === 0) return out;
+  if (allowed.size === 0) return { ...lang.preset };
   const put = (k: string, v: unknown) => {
     const key = k.toLowerCase();
     if (!allowed.has(key) || Object.keys(out).length >= MAX_OPTIONS) return;
@@ -52,7 +60,9 @@ function optionsOf(req: FastifyRequest, lang: Language, json?: unknown): Record<
   for (const [k, v] of Object.entries(req.headers))
     if (k.startsWith('kroki-diagram-options-')) put(k.slice('kroki-diagram-options-'.length), v);
   if (json && typeof json === 'object') for (const [k, v] of Object.entries(json)) put(k, v);
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+  return Object.fromEntries(
+    Object.entries({ ...out, ...lang.preset }).sort(([a], [b]) => a.localeCompare(b)),
+  );
 }
 
 function bodyText(body: unknown, maxBytes: number): string {

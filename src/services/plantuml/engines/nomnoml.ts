@@ -1,0 +1,15 @@
+// Nomnoml (MIT): UML-ish boxes and arrows, laid out by graphre in pure JavaScript.
+import { DiagramError, lineOf } from './diagram-error.ts';
+
+let mod: Promise<typeof import('nomnoml')> | undefined;
+
+export async function render(source: string): Promise<string> {
+  mod ??= import('nomnoml');
+  const n = await mod;
+  try {
+    return n.renderSvg(source);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new DiagramError(msg, lineOf(msg));
+  }
+}
