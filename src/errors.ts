@@ -1,5 +1,5 @@
 // AppError and the one error / not-found handler. Each route family answers in its own envelope
-// (CONVENTIONS.md "Public interface first"); clients never see a stack, a path or a secret.
+// (docs/protocols/public-interface.md §8); clients never see a stack, a path or a secret.
 import {
   type FastifyError,
   type FastifyInstance,

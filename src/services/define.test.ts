@@ -12,7 +12,7 @@ import { example } from '../page/html.ts';
 import { defineService, sectionOf } from './define.ts';
 import { SERVICES } from './index.ts';
 
-// What would be src/services/toy/config.ts, index.ts, page.ts and definition.ts.
+// What would be the files of a folder src/services/toy/: config.ts, index.ts, page.ts, definition.ts.
 const toySection = {
   enabled: bool(true, { doc: 'serve the toy under /toy/' }),
   host: str('', { doc: 'Host header that routes every path to the toy' }),

@@ -1,5 +1,6 @@
-// apt through the proxy against a fake Debian mirror (digest §5.4, §8.5): update twice (Hit:),
-// by-hash, a resumed -d install (Range + If-Range), and a second download served from the cache.
+// apt through the proxy against a fake Debian mirror (docs/protocols/reverse-proxy.md §5.4, §8.5): update
+// twice (Hit:), by-hash, a resumed -d install (Range + If-Range), and a second download served from the
+// cache.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,6 @@
-// The proxy's on-disk cache (digest §7): Range from a complete object, coalesced misses, LRU
-// eviction under the size bound, no caching with Authorization, metrics, and reuse after restart.
+// The proxy's on-disk cache (docs/protocols/reverse-proxy.md §7): Range from a complete object, coalesced
+// misses, LRU eviction under the size bound, no caching with Authorization, metrics, and reuse after
+// restart.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

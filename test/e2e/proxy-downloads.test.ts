@@ -1,5 +1,5 @@
 // GitHub-style downloads through the proxy with curl and wget, plus the response/redirect
-// security table (digest §4, §5.3, §8.3, §8.7, §8.8).
+// security table (docs/protocols/reverse-proxy.md §4, §5.3, §8.3, §8.7, §8.8).
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';

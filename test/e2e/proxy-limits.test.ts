@@ -1,5 +1,5 @@
-// Limits and access controls of private deployments (digest §6): response and request caps,
-// per-IP rate limit, client CIDR allow-list, the secret path prefix and the proxy's own host.
+// Limits and access controls of private deployments (docs/protocols/reverse-proxy.md §6): response and
+// request caps, per-IP rate limit, client CIDR allow-list, the secret path prefix and the proxy's own host.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

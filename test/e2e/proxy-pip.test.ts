@@ -1,4 +1,5 @@
-// pip through the proxy against a fake PyPI, in both index formats (digest §5.5, §8.6).
+// pip through the proxy against a fake PyPI, in both index formats (docs/protocols/reverse-proxy.md §5.5,
+// §8.6).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // A 1 GiB download through the proxy keeps memory flat: bodies are streamed with back-pressure,
-// never buffered (digest §3, §8.8). Memory, not time, is asserted.
+// never buffered (docs/protocols/reverse-proxy.md §3, §8.8). Memory, not time, is asserted.
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { Readable } from 'node:stream';

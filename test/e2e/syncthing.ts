@@ -1,7 +1,7 @@
-// Real Syncthing instances for the relay interop test (digest §14): config.xml written before the
-// first start so the relay URI is the only listen address and the only way to reach the peer
-// (no discovery, NAT, STUN, pool relays or usage reporting), loopback GUI, one process per
-// instance (STMONITORED=yes), killed by process group.
+// Real Syncthing instances for the relay interop test (docs/protocols/syncthing-relay.md §14): config.xml
+// written before the first start so the relay URI is the only listen address and the only way to reach the
+// peer (no discovery, NAT, STUN, pool relays or usage reporting), loopback GUI, one process per instance
+// (STMONITORED=yes), killed by process group.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // The one outbound HTTP client: every request a utility makes to another host (proxy upstreams,
 // image upstream, avatar mirror, diagram sources, Bot API) goes through a dispatcher made here.
 // Each carries connect, header and body timeouts, an optional response size cap and, above all,
-// the connect-time address guard (digest §6 of the proxy): names must resolve to public unicast
+// the connect-time address guard (docs/protocols/reverse-proxy.md §6): names must resolve to public unicast
 // addresses only, checked on the addresses actually dialled, so DNS rebinding, redirects and IP
 // literals that point inward are refused on every hop. The only way to reach loopback is a
 // `host=address:port` override (curl --resolve), which is how tests reach their fixture servers.

@@ -1,5 +1,5 @@
-// Which addresses outbound requests may reach (digest §6 of the proxy: public unicast only), and the
-// `host=address:port` overrides that are the one way to loopback. Kept free of undici so the config
+// Which addresses outbound requests may reach (docs/protocols/reverse-proxy.md §6: public unicast only),
+// and the `host=address:port` overrides that are the one way to loopback. Kept free of undici so the config
 // schema can validate overrides without loading the HTTP client; infra/egress/client.ts applies both.
 import { BlockList, isIP, isIPv4 } from 'node:net';
 

@@ -1,9 +1,9 @@
-// Mirroring an upstream Gravatar-compatible service (issue 8 "Mirrored", spec §7). Originals are
-// fetched once per hash and rating at one size with d=404, kept on disk with the upstream's
-// max-age, served stale while a background refresh runs, and kept as the offline fallback when the
-// upstream is down. "No such avatar" and failures are remembered briefly in memory only, so a
-// flood of random hashes cannot fill the disk. Originals live in the shared cache (infra/cache/cache.ts,
-// disk only), their freshness as the entry's expiresAt.
+// Mirroring an upstream Gravatar-compatible service (issue 8 "Mirrored", docs/protocols/gravatar.md §7).
+// Originals are fetched once per hash and rating at one size with d=404, kept on disk with the upstream's
+// max-age, served stale while a background refresh runs, and kept as the offline fallback when the upstream
+// is down. "No such avatar" and failures are remembered briefly in memory only, so a flood of random hashes
+// cannot fill the disk. Originals live in the shared cache (infra/cache/cache.ts, disk only), their
+// freshness as the entry's expiresAt.
 import type { Logger } from 'pino';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';

@@ -1,5 +1,5 @@
-// d=<url> (spec §4): a redirect to anywhere would be an open redirect, so only URLs matching the
-// operator's allow-list get a 302 (as ivatar does); the rest get the built-in default.
+// d=<url> (docs/protocols/gravatar.md §4): a redirect to anywhere would be an open redirect, so only URLs
+// matching the operator's allow-list get a 302 (as ivatar does); the rest get the built-in default.
 
 interface Rule {
   scheme: 'http:' | 'https:' | null;

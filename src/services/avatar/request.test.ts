@@ -8,7 +8,7 @@ import { emailHashes, parseHash, Seed } from './seed.ts';
 const lim = { maxSize: 2048, fallback: 'mp' as const };
 
 describe('avatar request parsing', () => {
-  it('hashes the trimmed, lower-cased address like the spec test vectors', () => {
+  it('hashes the trimmed, lower-cased address like the vectors of docs/protocols/gravatar.md §1', () => {
     const h = emailHashes(' MyEmailAddress@example.com ');
     assert.equal(h.md5, '0bc83cb571cd1c50ba6f3e8a78ef1346');
     assert.equal(h.sha256, '84059b07d4be67b806386c0aad8070a23f18836bbaae342275dc0a83414c32ee');

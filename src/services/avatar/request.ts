@@ -1,5 +1,6 @@
-// Reads a Gravatar image URL (spec §2, §3): the hash and extension from the path, then the query
-// with its long/short aliases (long wins). Never throws: bad values fall back like Gravatar's do.
+// Reads a Gravatar image URL (docs/protocols/gravatar.md §2, §3): the hash and extension from the path,
+// then the query with its long/short aliases (long wins). Never throws: bad values fall back like
+// Gravatar's do.
 
 import { deriveInitials } from './gen/font.ts';
 import { type GeneratorName, isGenerator } from './gen/index.ts';
@@ -72,7 +73,7 @@ export function parseDefault(raw: string | undefined, fallback: GeneratorName): 
   const k = d.toLowerCase();
   if (k === '404') return { kind: '404' };
   if (k === 'mm' || k === 'mystery' || k === 'mysteryman') return { kind: 'generate', name: 'mp' };
-  // Unknown keywords are treated as absent (spec §4).
+  // Unknown keywords are treated as absent (docs/protocols/gravatar.md §4).
   return { kind: 'generate', name: isGenerator(k) ? k : fallback };
 }
 

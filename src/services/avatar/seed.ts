@@ -1,5 +1,5 @@
-// Identity hashes and the deterministic randomness every generator draws from (spec §1, §6):
-// the bytes come from the hash only, never Math.random, so one hash always gives one picture.
+// Identity hashes and the deterministic randomness every generator draws from (docs/protocols/gravatar.md
+// §1, §6): the bytes come from the hash only, never Math.random, so one hash always gives one picture.
 import { createHash } from 'node:crypto';
 
 export type HashKind = 'md5' | 'sha256';

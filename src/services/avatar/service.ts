@@ -1,8 +1,8 @@
-// The lookup order of issue 8 / spec §7, framework-free: forced default -> uploaded here (if the
-// rating allows) -> mirrored upstream -> the default (404, an allow-listed 302, or a generator).
-// Rendered bytes are cached by (source version, size, format); the ETag is derived from that key,
-// so a conditional request is answered without rendering anything. The renderings of an uploaded
-// image are tracked by its hash, so a change or delete evicts them (evict(), from index.ts).
+// The lookup order of issue 8 / docs/protocols/gravatar.md §7, framework-free: forced default -> uploaded
+// here (if the rating allows) -> mirrored upstream -> the default (404, an allow-listed 302, or a
+// generator). Rendered bytes are cached by (source version, size, format); the ETag is derived from that
+// key, so a conditional request is answered without rendering anything. The renderings of an uploaded image
+// are tracked by its hash, so a change or delete evicts them (evict(), from index.ts).
 import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';

@@ -1,4 +1,5 @@
-// POST/GET/HEAD/DELETE /api/file/<key> (seed 2.1, 4.1, 4.2): thin HTTP layer over FileStore.
+// POST/GET/HEAD/DELETE /api/file/<key> (docs/protocols/public-interface.md §2): thin HTTP layer over
+// FileStore.
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';

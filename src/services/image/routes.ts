@@ -1,6 +1,6 @@
-// GET /rest/api/v1/image (seed 2.5/4.5) and GET /rest/api/v1/image/list (Picsum's /v2/list, in
-// the v1 envelope), both with ?category=<subdirectory>. Thin: validate, ask the ImageService, set
-// caching headers.
+// GET /rest/api/v1/image (docs/protocols/public-interface.md §4) and GET /rest/api/v1/image/list (Picsum's
+// /v2/list, docs/protocols/picsum.md §4, in the v1 envelope), both with ?category=<subdirectory>. Thin:
+// validate, ask the ImageService, set caching headers.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';

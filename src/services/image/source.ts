@@ -58,7 +58,10 @@ export class SourceError extends Error {
   }
 }
 
-/** A stable index in [0, n) for an id: first 6 bytes of SHA-256 (digest §2 allows any stable hash). */
+/**
+ * A stable index in [0, n) for an id: first 6 bytes of SHA-256 (docs/protocols/picsum.md §2 allows any
+ * stable hash).
+ */
 export function indexOf(id: string, n: number): number {
   return createHash('sha256').update(id).digest().readUIntBE(0, 6) % n;
 }

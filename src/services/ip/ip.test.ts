@@ -15,7 +15,7 @@ describe('caller IP endpoints', () => {
     await trusting.close();
   });
 
-  it('answers /rest/api/v1/ip in the seed 2.3 shape', async () => {
+  it('answers /rest/api/v1/ip in its public shape (docs/protocols/public-interface.md §3.2)', async () => {
     const r = await app.inject({ url: '/rest/api/v1/ip', remoteAddress: '198.51.100.4' });
     assert.equal(r.statusCode, 200);
     assert.match(r.headers['content-type'] as string, /^application\/json/);

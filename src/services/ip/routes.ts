@@ -1,4 +1,4 @@
-// GET /api/ip (seed 2.2/4.3) and GET /rest/api/v1/ip (seed 2.3/4.4), plus what echoip and
+// GET /api/ip and GET /rest/api/v1/ip (docs/protocols/public-interface.md §3.1, §3.2), plus what echoip and
 // icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline;
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

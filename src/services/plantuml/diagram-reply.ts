@@ -1,5 +1,6 @@
-// Turns a render outcome into the plantuml-server response: status, content type, cache and ETag
-// headers, the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (digest section 5).
+// Turns a render outcome into the plantuml-server response: status, content type, cache and ETag headers,
+// the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (docs/protocols/plantuml-server.md
+// §5).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
@@ -59,7 +60,7 @@ function cacheHeaders(
     return;
   }
   const now = Date.now();
-  // A 400 error image revalidates instead of living 5 days in caches (digest section 10).
+  // A 400 error image revalidates instead of living 5 days in caches (docs/protocols/plantuml-server.md §10).
   reply.header('cache-control', ok ? `public, max-age=${MAX_AGE}` : 'no-cache');
   if (ok) reply.header('expires', httpDate(now + MAX_AGE * 1000));
   if (engine.facts)
@@ -142,7 +143,7 @@ export async function sendDiagram(
   cacheHeaders(reply, engine, tag, ok, o);
   reply.header('x-plantuml-diagram-description', headerText(r.description));
   if (!ok && !o.kroki) {
-    // One header per error, repeated when there are several (digest section 5).
+    // One header per error, repeated when there are several (docs/protocols/plantuml-server.md §5).
     const one = (v: string[]) => (v.length === 1 ? v[0]! : v);
     if (r.errors.length) {
       reply.header('x-plantuml-diagram-error', one(r.errors.map((e) => headerText(e.message))));

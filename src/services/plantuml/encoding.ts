@@ -1,5 +1,5 @@
-// PlantUML's text encoding (digest section 3): raw DEFLATE + PlantUML's own base64 alphabet, `~h`
-// hex, Kroki's zlib + base64url as a fallback. Pure functions, no framework.
+// PlantUML's text encoding (docs/protocols/plantuml-server.md §3): raw DEFLATE + PlantUML's own base64
+// alphabet, `~h` hex, Kroki's zlib + base64url as a fallback. Pure functions, no framework.
 import { constants, deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { decode64, encode64 } from './text-encoder.ts';
 
@@ -29,7 +29,7 @@ function fromKroki(s: string, maxBytes: number): string {
 
 /**
  * Decodes one URL segment (already percent-decoded) into diagram text. Tries PlantUML's
- * encoding first, then Kroki's, as Kroki itself does (digest section 3).
+ * encoding first, then Kroki's, as Kroki itself does (docs/protocols/plantuml-server.md §3).
  */
 export function decodeDiagram(segment: string, maxBytes: number): string {
   let s = segment.trim();
@@ -84,7 +84,10 @@ export function encodeDiagram(text: string): string {
   return encode64(deflateRawSync(Buffer.from(lines.join('\n'), 'utf8'), { level: 9 }));
 }
 
-/** Bare text gets wrapped like the server does; CRLF becomes LF (POST bodies, digest section 1). */
+/**
+ * Bare text gets wrapped like the server does; CRLF becomes LF (POST bodies,
+ * docs/protocols/plantuml-server.md §1).
+ */
 export function normalizeSource(text: string): string {
   const t = text.replace(/\r\n?/g, '\n');
   return t.trimStart().startsWith('@start') ? t : `@startuml\n${t}\n@enduml`;

@@ -252,9 +252,9 @@ export class PlantumlEngine {
   }
 
   /**
-   * `"<md5hex(engine version)><PlantUML-base64 md5(source)>"`, like the server's (digest section 5).
-   * A diagram that read URLs hashes what they held along with the source, so its ETag changes
-   * with them.
+   * `"<md5hex(engine version)><PlantUML-base64 md5(source)>"`, like the server's
+   * (docs/protocols/plantuml-server.md §5). A diagram that read URLs hashes what they held along with the
+   * source, so its ETag changes with them.
    */
   etag(source: string, includes?: readonly IncludeRecord[]): string | null {
     if (!this.facts) return null;

@@ -35,7 +35,10 @@ async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
   return cond();
 }
 
-/** A 144-class diagram with random links: its layout runs for minutes (digest section 11). */
+/**
+ * A 144-class diagram with random links: its layout runs for minutes (docs/protocols/plantuml-server.md
+ * §11).
+ */
 function pathological(): string {
   let seed = 7;
   const rnd = (n: number) => {

@@ -1,4 +1,5 @@
-// The URL format words and what each one asks of the engine and sends back (digest section 2).
+// The URL format words and what each one asks of the engine and sends back
+// (docs/protocols/plantuml-server.md §2).
 
 export interface FormatSpec {
   /** What the worker is asked for. */

@@ -1,7 +1,7 @@
-// GET /proxy?src=URL[&fmt=][&idx=]: fetch diagram text from an allow-listed host, then render it.
-// It makes the server reach out to other hosts (SSRF), so it is off until hosts are configured,
-// keeps the server's URL guards (digest section 2: http(s) only, no userinfo, exact hosts) and
-// fetches through the egress client, whose address guard refuses hosts that point inward.
+// GET /proxy?src=URL[&fmt=][&idx=]: fetch diagram text from an allow-listed host, then render it. It makes
+// the server reach out to other hosts (SSRF), so it is off until hosts are configured, keeps the server's
+// URL guards (docs/protocols/plantuml-server.md §2: http(s) only, no userinfo, exact hosts) and fetches
+// through the egress client, whose address guard refuses hosts that point inward.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';

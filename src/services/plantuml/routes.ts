@@ -55,7 +55,9 @@ function bodyText(body: unknown, maxBytes: number): string {
   if (!Buffer.isBuffer(body) || body.length === 0)
     throw badRequest('send the diagram text as the request body');
   if (body.length > maxBytes) throw badRequest('diagram source is too large', 'TOO_LARGE');
-  return body.toString('utf8'); // UTF-8 whatever the charset says (digest section 1 quirk fixed)
+  // UTF-8 whatever the charset says: the reference's Latin-1 default is not kept
+  // (docs/protocols/plantuml-server.md §1).
+  return body.toString('utf8');
 }
 
 function parseIndex(s: string | undefined, word: string): number {

@@ -1,5 +1,5 @@
-// PlantUML's text encoding (plantuml-server digest §3): raw DEFLATE, then base64 with PlantUML's own
-// alphabet. Web-platform APIs only, so the server (encoding.ts) and the page bundle the same module.
+// PlantUML's text encoding (docs/protocols/plantuml-server.md §3): raw DEFLATE, then base64 with PlantUML's
+// own alphabet. Web-platform APIs only, so the server (encoding.ts) and the page bundle the same module.
 
 /** 0-9 A-Z a-z - _ in that order: NOT RFC 4648 (value 0 is '0'), no '=' padding. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';

@@ -1,5 +1,6 @@
-// One warm JVM running the worker entry point. It is its own process group, so a kill on timeout
-// also ends the `dot` children it spawned (digest section 6: only killing stops a runaway render).
+// One warm JVM running the worker entry point. It is its own process group, so a kill on timeout also ends
+// the `dot` children it spawned (docs/protocols/plantuml-server.md §6: only killing stops a runaway
+// render).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { minimalEnv, WORKER_CLASS, WORKER_JAR } from './java.ts';

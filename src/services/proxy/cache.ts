@@ -1,7 +1,7 @@
-// On-disk cache for immutable upstream content (digest §7): Debian pool/ and by-hash/, PyPI files,
-// release assets keyed by their github.com URL; Release files and PyPI pages are revalidated.
-// Concurrent misses for one object share one upstream fetch; Range is served from complete objects.
-// The objects live in the shared cache (infra/cache/cache.ts); this file is the proxy's policy.
+// On-disk cache for immutable upstream content (docs/protocols/reverse-proxy.md §7): Debian pool/ and
+// by-hash/, PyPI files, release assets keyed by their github.com URL; Release files and PyPI pages are
+// revalidated. Concurrent misses for one object share one upstream fetch; Range is served from complete
+// objects. The objects live in the shared cache (infra/cache/cache.ts); this file is the proxy's policy.
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';

@@ -6,7 +6,7 @@ import { resolveItem } from '../../infra/egress/netguard.ts';
 import { accelPrefix } from '../../infra/http/accel.ts';
 import { ecosystemFields } from './ecosystems/config.ts';
 
-/** The v1 allow-list (digest §2); `*.` entries match whole subdomain labels only. */
+/** The v1 allow-list (docs/protocols/reverse-proxy.md §2); `*.` entries match whole subdomain labels only. */
 export const DEFAULT_ALLOW = [
   'github.com',
   '*.github.com',

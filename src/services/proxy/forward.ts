@@ -1,6 +1,6 @@
 // One proxied exchange: request upstream through the guarded agent, follow redirects internally
-// (digest §4) and hand back status, filtered headers and a body stream, never buffered except for
-// the rewrite routes (PyPI index pages, LFS batch answers), which are capped.
+// (docs/protocols/reverse-proxy.md §4) and hand back status, filtered headers and a body stream, never
+// buffered except for the rewrite routes (PyPI index pages, LFS batch answers), which are capped.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';

@@ -1,4 +1,4 @@
-// Header filtering both ways and proxy-form links (digest §3, §4).
+// Header filtering both ways and proxy-form links (docs/protocols/reverse-proxy.md §3, §4).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_ALLOW } from './config.ts';

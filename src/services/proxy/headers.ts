@@ -1,5 +1,5 @@
-// Header filtering both ways (digest §3, §4): hop-by-hop and identity headers never cross the
-// proxy; Authorization travels only to the host the client addressed.
+// Header filtering both ways (docs/protocols/reverse-proxy.md §3, §4): hop-by-hop and identity headers
+// never cross the proxy; Authorization travels only to the host the client addressed.
 import type { IncomingHttpHeaders } from 'node:http';
 
 const REQUEST_KEEP = new Set([

@@ -1,4 +1,5 @@
-// Reverse proxy: an allow-listed accelerator for git, apt, pip, curl and browsers (seed 1.3, 4.7).
+// Reverse proxy: an allow-listed accelerator for git, apt, pip, curl and browsers
+// (docs/protocols/public-interface.md §6).
 import { BlockList, isIPv4 } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';

@@ -1,6 +1,7 @@
-// Proxy-form URLs: turns an upstream URL on an allow-listed host into `{base}/{host}{path}{query}`
-// and checks redirect targets (digest §4). Only URL-serialised text goes into rewritten headers.
-// An ecosystem's upstream (https://registry.npmjs.org/) maps onto its mount ({base}/npm/) instead.
+// Proxy-form URLs: turns an upstream URL on an allow-listed host into `{base}/{host}{path}{query}` and
+// checks redirect targets (docs/protocols/reverse-proxy.md §4). Only URL-serialised text goes into
+// rewritten headers. An ecosystem's upstream (https://registry.npmjs.org/) maps onto its mount
+// ({base}/npm/) instead.
 import type { AllowList } from './target.ts';
 
 export class Links {

@@ -1,5 +1,6 @@
-// Per-host policy (digest §2): which methods and paths an upstream host is reachable for, how its
-// responses are treated (HTML guard, body rewrite) and which cache class they fall in.
+// Per-host policy (docs/protocols/reverse-proxy.md §2): which methods and paths an upstream host is
+// reachable for, how its responses are treated (HTML guard, body rewrite) and which cache class they fall
+// in.
 
 import type { Links } from './links.ts';
 

@@ -1,5 +1,5 @@
-// Body rewrites that keep clients on the proxy: PyPI index pages (digest §5.5) and git LFS batch
-// answers (§5.2). Both work on identity-encoded, size-capped bodies.
+// Body rewrites that keep clients on the proxy: PyPI index pages (docs/protocols/reverse-proxy.md §5.5) and
+// git LFS batch answers (§5.2). Both work on identity-encoded, size-capped bodies.
 import type { Links } from './links.ts';
 
 const PYPI_TYPES = [

@@ -1,5 +1,5 @@
 // HTTP layer of the proxy: access checks, target parsing, policy, then forward() and relay. The
-// raw request URL is parsed here (never a decoded or normalised one; digest §1).
+// raw request URL is parsed here (never a decoded or normalised one; docs/protocols/reverse-proxy.md §1).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, forbidden } from '../../errors.ts';

@@ -1,4 +1,5 @@
-// Parser, allow-list and path policy tables (digest §1, §2, §8.1); the address guard is tested in infra/egress/client.test.ts.
+// Parser, allow-list and path policy tables (docs/protocols/reverse-proxy.md §1, §2, §8.1); the address
+// guard is tested in infra/egress/client.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_ALLOW } from './config.ts';

@@ -1,5 +1,5 @@
-// Target parsing on the raw request bytes (digest §1): validate the host segment before any URL
-// parser sees it, then compare the WHATWG result with what was validated.
+// Target parsing on the raw request bytes (docs/protocols/reverse-proxy.md §1): validate the host segment
+// before any URL parser sees it, then compare the WHATWG result with what was validated.
 
 export interface Target {
   host: string;

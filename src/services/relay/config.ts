@@ -1,6 +1,6 @@
-// Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep
-// strelaysrv's names and defaults (digest §13); durations are held in milliseconds and accept Go
-// style ("1m0s", "90s", "500ms") or, as before, plain seconds.
+// Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep strelaysrv's
+// names and defaults (docs/protocols/syncthing-relay.md §13); durations are held in milliseconds and accept
+// Go style ("1m0s", "90s", "500ms") or, as before, plain seconds.
 import { bool, budget, bytes, duration, int, str } from '../../infra/config/schema.ts';
 
 export const relaySection = {

@@ -1,6 +1,6 @@
-// Byte-rate limits for the pipe (digest §8): token buckets with rate N bytes/s and burst 2N, as in
-// strelaysrv's -global-rate and -per-session-rate. Unlike strelaysrv 1.19.2, each session owns its
-// own bucket (its two directions share it).
+// Byte-rate limits for the pipe (docs/protocols/syncthing-relay.md §8): token buckets with rate N bytes/s
+// and burst 2N, as in strelaysrv's -global-rate and -per-session-rate. Unlike strelaysrv 1.19.2, each
+// session owns its own bucket (its two directions share it).
 
 export class TokenBucket {
   private tokens: number;

@@ -1,6 +1,6 @@
-// One TCP port, two modes (digest §2): the first byte 0x16 (a TLS handshake record) means protocol
-// mode, anything else session mode. Classification is per socket and asynchronous, so a silent
-// client never stalls accepts; one that stays silent for a second is closed. Every socket must
+// One TCP port, two modes (docs/protocols/syncthing-relay.md §2): the first byte 0x16 (a TLS handshake
+// record) means protocol mode, anything else session mode. Classification is per socket and asynchronous,
+// so a silent client never stalls accepts; one that stays silent for a second is closed. Every socket must
 // deliver its first whole message within message-timeout of accept, however slowly it trickles.
 import { constants } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';

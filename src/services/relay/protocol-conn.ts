@@ -1,5 +1,6 @@
-// Protocol mode (digest §6): one TLS connection from a Syncthing client, either permanent (joined,
-// receives invitations, answers pings) or temporary (one ConnectRequest, one answer, closed).
+// Protocol mode (docs/protocols/syncthing-relay.md §6): one TLS connection from a Syncthing client, either
+// permanent (joined, receives invitations, answers pings) or temporary (one ConnectRequest, one answer,
+// closed).
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
@@ -130,7 +131,8 @@ export class ProtocolConn {
           this.close('wrong token', response(Responses.wrongToken));
           return;
         }
-        // Over budget, a join is refused like one over the connection limit (digest §8).
+        // Over budget, a join is refused like one over the connection limit
+        // (docs/protocols/syncthing-relay.md §8).
         this.whenBudgetAllows([this.ip], { type: 'relayFull' }, () => this.join());
         return;
       case 'connectRequest': {

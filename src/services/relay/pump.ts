@@ -1,6 +1,7 @@
-// The session pipe's copy loop (digest §7): each direction reads into one buffer of its own through
-// net.Socket's onread and writes the bytes straight to the other socket, so a GiB relayed allocates
-// no per-chunk buffers for the garbage collector to chase (the 'data' path allocates 64 KiB per read).
+// The session pipe's copy loop (docs/protocols/syncthing-relay.md §7): each direction reads into one buffer
+// of its own through net.Socket's onread and writes the bytes straight to the other socket, so a GiB
+// relayed allocates no per-chunk buffers for the garbage collector to chase (the 'data' path allocates 64
+// KiB per read).
 import { Socket, type SocketConstructorOpts } from 'node:net';
 
 /** One read buffer per direction, two per active session, as strelaysrv's -network-buffer. */

@@ -171,7 +171,10 @@ export class Relay implements Hub {
     return relayUri(this.settings.publicHost, this.invitationPort, this.identity.deviceId);
   }
 
-  /** Protocol connections plus active pipe directions over the configured maximum (digest §8). */
+  /**
+   * Protocol connections plus active pipe directions over the configured maximum
+   * (docs/protocols/syncthing-relay.md §8).
+   */
   overLimit(): boolean {
     return this.conns.size + 2 * this.sessions.activeSessions > this.settings.maxConnections;
   }
@@ -198,7 +201,8 @@ export class Relay implements Hub {
     this.conns.delete(conn);
     if (conn.joined && this.joined.get(conn.hex) === conn) {
       this.joined.delete(conn.hex);
-      // Stale sessions would make the device's reconnect see "already connected" (digest §6).
+      // Stale sessions would make the device's reconnect see "already connected"
+      // (docs/protocols/syncthing-relay.md §6).
       this.sessions.closeDevice(conn.id);
     }
   }
@@ -217,7 +221,7 @@ export class Relay implements Hub {
     };
   }
 
-  /** strelaysrv's /status document (digest §11), plus devutil's byteBudget. */
+  /** strelaysrv's /status document (docs/protocols/syncthing-relay.md §11), plus devutil's byteBudget. */
   status(): Record<string, unknown> {
     const s = this.settings;
     return {

@@ -1,6 +1,6 @@
-// Session mode (digest §7): single-use session keys, pairing of the two plain-TCP sockets, then a
-// verbatim byte pipe (pump.ts) with back-pressure, rate limits and idle timeouts. Unlike strelaysrv, a socket
-// that sends garbage is closed, and when one side goes away both are closed.
+// Session mode (docs/protocols/syncthing-relay.md §7): single-use session keys, pairing of the two
+// plain-TCP sockets, then a verbatim byte pipe (pump.ts) with back-pressure, rate limits and idle timeouts.
+// Unlike strelaysrv, a socket that sends garbage is closed, and when one side goes away both are closed.
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';

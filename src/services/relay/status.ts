@@ -1,5 +1,5 @@
-// strelaysrv's /status endpoint (digest §11): the same field names, sorted keys, 4-space JSON,
-// CORS open, no keep-alive; plus the 10 s rate sampler behind kbps10s1m5m15m30m60m.
+// strelaysrv's /status endpoint (docs/protocols/syncthing-relay.md §11): the same field names, sorted keys,
+// 4-space JSON, CORS open, no keep-alive; plus the 10 s rate sampler behind kbps10s1m5m15m30m60m.
 import type { Server } from 'node:http';
 import { nodeHttp } from '../../infra/http/node-http.ts';
 

@@ -1,6 +1,7 @@
-// Outbound Bot API calls through the egress client (keep-alive pool, connect and response timeouts,
-// the address guard, optional HTTP(S) proxy). The bot key is in the URL path (spec digest §1), so
-// nothing that leaves this file carries the URL or an unscrubbed error message.
+// Outbound Bot API calls through the egress client (keep-alive pool, connect and response timeouts, the
+// address guard, optional HTTP(S) proxy). The bot key is in the URL path
+// (docs/protocols/telegram-bot-api.md §1), so nothing that leaves this file carries the URL or an
+// unscrubbed error message.
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';

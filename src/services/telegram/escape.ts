@@ -1,5 +1,5 @@
-// Plain text -> safe markup for each parse mode (spec digest §3), so callers can send arbitrary text
-// without learning MarkdownV2's 18 reserved characters.
+// Plain text -> safe markup for each parse mode (docs/protocols/telegram-bot-api.md §3), so callers can
+// send arbitrary text without learning MarkdownV2's 18 reserved characters.
 
 export const PARSE_MODES = ['MarkdownV2', 'HTML', 'Markdown', 'none'] as const;
 export type ParseMode = (typeof PARSE_MODES)[number];

@@ -2,7 +2,8 @@
 // change the path gets through) and a one-way id for rate-limit buckets and logs.
 import { createHash } from 'node:crypto';
 
-// spec digest §1: `<bot_id>:<secret>`, ~35 chars of [A-Za-z0-9_-]; lenient on the lengths.
+// docs/protocols/telegram-bot-api.md §1: `<bot_id>:<secret>`, ~35 chars of [A-Za-z0-9_-]; lenient on the
+// lengths.
 const BOT_KEY = /^\d{1,20}:[A-Za-z0-9_-]{20,80}$/;
 
 export function isBotKey(s: string): boolean {

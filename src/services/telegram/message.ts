@@ -1,9 +1,10 @@
-// The relay's request body -> one sendMessage call (spec digest §2). Framework-free: every refusal
-// is a BadInput naming the field, and unknown msgText fields are forwarded for newer Bot API versions.
+// The relay's request body -> one sendMessage call (docs/protocols/telegram-bot-api.md §2). Framework-free:
+// every refusal is a BadInput naming the field, and unknown msgText fields are forwarded for newer Bot API
+// versions.
 import { escapeFor, PARSE_MODES, type ParseMode } from './escape.ts';
 import { isBotKey } from './key.ts';
 
-/** Telegram's limit, in UTF-16 code units after entity parsing (spec digest §2). */
+/** Telegram's limit, in UTF-16 code units after entity parsing (docs/protocols/telegram-bot-api.md §2). */
 export const MAX_TEXT = 4096;
 
 export class BadInput extends Error {
@@ -110,7 +111,8 @@ export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
     const given = params['parse_mode'];
     if (given !== undefined && typeof given !== 'string')
       throw new BadInput('msgText.parse_mode must be a string');
-    // entities replace parse_mode (spec digest §2), so no default is added next to them.
+    // entities replace parse_mode (docs/protocols/telegram-bot-api.md §2), so no default is added next to
+    // them.
     if (given === undefined && params['entities'] === undefined && mode !== 'none')
       params['parse_mode'] = mode;
     const effective = (params['parse_mode'] ?? 'none') as string;
@@ -124,7 +126,8 @@ export function planMessage(body: unknown, opts: PlanOptions): SendPlan {
   delete params['chat_id'];
   const plan: SendPlan = { key: apiKey, chatId, params: { chat_id: chatId, ...params } };
   if (plainFallback === true && plan.params['parse_mode'] !== undefined) {
-    // spec digest §3: "MAY retry once without parse_mode on can't parse entities when the caller opts in".
+    // A caller may ask for one resend without parse_mode when the markup does not parse
+    // (docs/protocols/telegram-bot-api.md §3).
     const { parse_mode: _dropped, ...rest } = plan.params;
     plan.plain = { ...rest, text: original };
   }

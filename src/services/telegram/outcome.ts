@@ -1,5 +1,6 @@
-// Bot API outcomes -> truthful HTTP answers for relay callers (spec digest §4): Telegram's 4xx keep
-// their status and description, 429 carries Retry-After, upstream trouble is 502 and timeouts 504.
+// Bot API outcomes -> truthful HTTP answers for relay callers (docs/protocols/telegram-bot-api.md §4):
+// Telegram's 4xx keep their status and description, 429 carries Retry-After, upstream trouble is 502 and
+// timeouts 504.
 import { AppError, badGateway, gatewayTimeout, tooMany } from '../../errors.ts';
 import type { CallResult } from './client.ts';
 
@@ -24,7 +25,8 @@ export function toAppError(r: Exclude<CallResult, { kind: 'ok' }>, timeoutMs: nu
     case 'api-error': {
       if (r.errorCode === 429) return tooMany(r.description, r.retryAfter ?? 1, 'TELEGRAM_429');
       let msg = r.description;
-      // spec digest §4: the caller must switch to the supergroup's id; tell them which.
+      // docs/protocols/telegram-bot-api.md §4: the caller must switch to the supergroup's id; tell them
+      // which.
       if (r.migrateTo !== undefined) msg += ` (migrate_to_chat_id ${r.migrateTo})`;
       const status = r.errorCode >= 400 && r.errorCode < 500 ? r.errorCode : 502;
       return new AppError(

@@ -1,5 +1,6 @@
-// POST /rest/api/v1/telegram (seed 2.4/4.6): validate, charge the budgets (client IP, bot key,
-// Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy envelope.
+// POST /rest/api/v1/telegram (docs/protocols/public-interface.md §5): validate, charge the budgets (client
+// IP, bot key, Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy
+// envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { alreadyLogged, badRequest, tooMany, unavailable } from '../../errors.ts';

@@ -14,7 +14,7 @@ import { DEFAULT_ALLOW } from '../proxy/config.ts';
 const decodeText = (enc: string) => inflateRawSync(decode64(enc) ?? new Uint8Array()).toString('utf8');
 
 describe('PlantUML encoding in the page', () => {
-  it("matches the digest's example", () => {
+  it('matches the example of docs/protocols/plantuml-server.md §3', () => {
     const enc = encode64(deflateRawSync(Buffer.from('Bob -> Alice : hello'), { level: 9 }));
     assert.equal(enc, 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000');
   });

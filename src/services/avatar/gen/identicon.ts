@@ -1,7 +1,7 @@
-// d=identicon: a Don Park style 9-block (spec §6). A centre patch, four corner patches and four side
-// patches, each a shape from a small set turned by quarter turns and optionally inverted, in one
-// colour from the hash on white. Patch boxes sit on whole pixels so straight edges stay crisp at
-// any size; only diagonals are anti-aliased.
+// d=identicon: a Don Park style 9-block (docs/protocols/gravatar.md §6). A centre patch, four corner
+// patches and four side patches, each a shape from a small set turned by quarter turns and optionally
+// inverted, in one colour from the hash on white. Patch boxes sit on whole pixels so straight edges stay
+// crisp at any size; only diagonals are anti-aliased.
 import { hex, seedColour } from '../seed.ts';
 import { edges, type Generator, gridMargin, n, svgDoc } from './art.ts';
 

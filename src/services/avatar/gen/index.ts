@@ -1,4 +1,4 @@
-// The d= keyword registry: one line per generator (spec §4).
+// The d= keyword registry: one line per generator (docs/protocols/gravatar.md §4).
 import type { Generator } from './art.ts';
 import { identicon } from './identicon.ts';
 import { monsterid } from './monsterid.ts';

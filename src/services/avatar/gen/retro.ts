@@ -1,6 +1,6 @@
-// d=retro: an 8-bit sprite (spec §6): a 5x5 grid whose columns 0-2 come from successive hash
-// bits and columns 3-4 mirror 1-0, one hash colour on a light background, drawn straight into
-// pixels on whole-pixel cell edges so it stays crisp (nearest-neighbour) at any size.
+// d=retro: an 8-bit sprite (docs/protocols/gravatar.md §6): a 5x5 grid whose columns 0-2 come from
+// successive hash bits and columns 3-4 mirror 1-0, one hash colour on a light background, drawn straight
+// into pixels on whole-pixel cell edges so it stays crisp (nearest-neighbour) at any size.
 import { hsl } from '../seed.ts';
 import { canvas, edges, fillRect, type Generator, gridMargin } from './art.ts';
 

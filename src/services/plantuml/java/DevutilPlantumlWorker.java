@@ -451,7 +451,7 @@ public final class DevutilPlantumlWorker {
             r.put("status", "nodiagram");
             return;
         }
-        // The index counts images across every block and every page (digest section 1).
+        // The index counts images across every block and every page (docs/protocols/plantuml-server.md §1).
         Diagram diagram = null;
         int local = index;
         for (BlockUml block : blocks) {

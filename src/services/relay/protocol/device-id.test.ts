@@ -1,4 +1,5 @@
-// Device ID text form (digest §1): the worked example, the upstream vector and the parser's leniency.
+// Device ID text form (docs/protocols/syncthing-relay.md §1): the worked example, the upstream vector and
+// the parser's leniency.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatDeviceId, luhn32, parseDeviceId } from './device-id.ts';
@@ -12,7 +13,7 @@ describe('device IDs', () => {
     assert.equal(luhn32('AAAQEAYEAUDAO'), 'B');
   });
 
-  it('formats bytes 00..1f as the digest shows', () => {
+  it('formats bytes 00..1f as docs/protocols/syncthing-relay.md §1 shows', () => {
     assert.equal(formatDeviceId(seq), SEQ_ID);
   });
 

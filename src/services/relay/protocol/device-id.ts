@@ -1,5 +1,5 @@
-// Syncthing device IDs (digest §1): SHA-256 of the certificate DER, base32 with a "luhn32" check
-// character per 13-char group, printed as 8 dash-separated groups of 7.
+// Syncthing device IDs (docs/protocols/syncthing-relay.md §1): SHA-256 of the certificate DER, base32 with
+// a "luhn32" check character per 13-char group, printed as 8 dash-separated groups of 7.
 import { createHash } from 'node:crypto';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';

@@ -1,4 +1,5 @@
-// Codec round-trips against the bytes captured from strelaysrv 1.19.2 (digest §5), and hostile frames.
+// Codec round-trips against the bytes captured from strelaysrv 1.19.2 (docs/protocols/syncthing-relay.md
+// §5), and hostile frames.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodePayload, encode, FrameDecoder, type Message, Responses, response } from './messages.ts';

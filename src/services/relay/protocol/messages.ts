@@ -1,9 +1,10 @@
-// Relay protocol v1 messages and their XDR codec (digest §4-§5): pure, no sockets, no timers.
+// Relay protocol v1 messages and their XDR codec (docs/protocols/syncthing-relay.md §4-§5): pure, no
+// sockets, no timers.
 import { ProtocolError, XdrReader, XdrWriter } from './xdr.ts';
 
 export const MAGIC = 0x9e79bc40;
 export const HEADER_BYTES = 12;
-/** strelaysrv and the clients refuse payloads over 1024 bytes (digest §4). */
+/** strelaysrv and the clients refuse payloads over 1024 bytes (docs/protocols/syncthing-relay.md §4). */
 export const DEFAULT_MAX_PAYLOAD = 1024;
 /** Every opaque field of the protocol (IDs, keys, addresses) is at most 32 bytes. */
 const OPAQUE_MAX = 32;

@@ -1,5 +1,5 @@
-// The XDR subset the relay protocol uses (digest §4): 4-byte big-endian words, and length-prefixed
-// opaque/string data padded with zeros to a 4-byte boundary.
+// The XDR subset the relay protocol uses (docs/protocols/syncthing-relay.md §4): 4-byte big-endian words,
+// and length-prefixed opaque/string data padded with zeros to a 4-byte boundary.
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
