@@ -69,6 +69,31 @@ describe('proxy byte budget on one instance', { skip: toolSkip('curl') }, () => 
   });
 });
 
+// Acceptance (issue 23, item 6): the budget is charged while the bytes flow, so one request against
+// an upstream that never ends is cut near the budget (byte-budget.ts CUT_MARGIN plus one batch), and
+// the client's next request is refused.
+describe('proxy byte budget against an endless upstream', { skip: toolSkip('curl') }, () => {
+  const MiB = 1024 * 1024;
+  let w: World;
+  before(async () => {
+    w = await startWorld({ git: false, overrides: { proxy: { clientBytes: '8MiB/day' } } });
+  });
+  after(() => w?.close());
+
+  it('cuts one endless download near the budget, then answers 429 with Retry-After', async () => {
+    const r = await curl(['--max-time', '120', `${w.proxy.url}/proxy/github.com/o/r/raw/main/endless`]);
+    assert.equal(r.status, 200);
+    assert.notEqual(r.exit, 0, 'the transfer was cut, not finished');
+    assert.notEqual(r.exit, 28, 'cut by the budget, not by the client timeout');
+    assert.ok(r.body.length >= 8 * MiB, `cut before the budget: ${r.body.length}`);
+    assert.ok(r.body.length <= 8 * MiB + 3 * MiB, `cut too late: ${r.body.length} bytes`);
+    const next = await curl([`${w.proxy.url}${ASSET}`]);
+    assert.equal(next.status, 429);
+    assert.ok(Number(next.headers['retry-after']) >= 1);
+    assert.equal((await curl(['--interface', '127.0.0.2', `${w.proxy.url}${ASSET}`])).status, 200);
+  });
+});
+
 describe('proxy byte budget shared by two instances through Redis', {
   skip: toolSkip('curl') || toolSkip('redis-server'),
 }, () => {

@@ -12,7 +12,9 @@ import { tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { type Budget, budget } from '../config/schema.ts';
-import { type CounterStore, MemoryCounters, RedisCounters } from '../state/counters.ts';
+import { MemoryState } from '../state/memory.ts';
+import { RedisState } from '../state/redis-state.ts';
+import type { SharedState } from '../state/state.ts';
 import { ByteBudget, windowOf } from './byte-budget.ts';
 
 const GiB = 1024 ** 3;
@@ -141,11 +143,11 @@ describe('budget windows', () => {
   });
 });
 
-function counter(store: CounterStore, client: string, total: string) {
+function counter(state: SharedState, client: string, total: string) {
   return new ByteBudget('test', {
     client: spec(client),
     total: spec(total),
-    store,
+    state,
     failMode: 'closed',
     logger,
   });
@@ -153,7 +155,7 @@ function counter(store: CounterStore, client: string, total: string) {
 
 describe('byte budget counting (memory)', () => {
   it('refuses a client once its bytes reach the budget, with the seconds left in the window', async () => {
-    const b = counter(new MemoryCounters(), '1000/day', 'off');
+    const b = counter(new MemoryState(), '1000/day', 'off');
     const now = Date.parse('2026-11-21T23:00:00Z');
     assert.equal((await b.check('127.0.0.1', now)).allowed, true);
     b.charge('127.0.0.1', 999, now);
@@ -168,7 +170,7 @@ describe('byte budget counting (memory)', () => {
   });
 
   it('counts an IPv6 /64 as one client', async () => {
-    const b = counter(new MemoryCounters(), '1000/day', 'off');
+    const b = counter(new MemoryState(), '1000/day', 'off');
     b.charge('2001:db8:1:2::1', 1000);
     assert.equal((await b.check('2001:db8:1:2:ffff::9')).allowed, false);
     assert.equal((await b.check('2001:db8:1:3::1')).allowed, true);
@@ -176,7 +178,7 @@ describe('byte budget counting (memory)', () => {
   });
 
   it('refuses everyone once the total is spent, and says which budget', async () => {
-    const b = counter(new MemoryCounters(), '1000/day', '1500/month');
+    const b = counter(new MemoryState(), '1000/day', '1500/month');
     b.charge('10.0.0.1', 800);
     b.charge('10.0.0.2', 800);
     const d = await b.check('10.0.0.3');
@@ -188,7 +190,7 @@ describe('byte budget counting (memory)', () => {
   });
 
   it('charges both ends of a relay session once each, and the total once', async () => {
-    const b = counter(new MemoryCounters(), '1000/day', '1500/day');
+    const b = counter(new MemoryState(), '1000/day', '1500/day');
     b.charge(['10.0.0.1', '10.0.0.2'], 1000);
     assert.equal((await b.check('10.0.0.1')).allowed, false);
     assert.equal((await b.check('10.0.0.2')).allowed, false);
@@ -216,8 +218,8 @@ describe('byte budget counting (Redis)', { skip: toolSkip('redis-server') }, () 
   });
 
   it('shares one budget between two instances', async () => {
-    const a = counter(new RedisCounters(connect(), 'i1:'), '1000/day', '5000/month');
-    const b = counter(new RedisCounters(connect(), 'i1:'), '1000/day', '5000/month');
+    const a = counter(new RedisState(connect(), 'i1:'), '1000/day', '5000/month');
+    const b = counter(new RedisState(connect(), 'i1:'), '1000/day', '5000/month');
     a.charge('127.0.0.1', 600);
     await a.flush();
     assert.equal((await b.check('127.0.0.1')).allowed, true);
@@ -233,10 +235,10 @@ describe('byte budget counting (Redis)', { skip: toolSkip('redis-server') }, () 
 
   it('expires its keys at the end of the window', async () => {
     const c = connect();
-    const a = counter(new RedisCounters(c, 'i2:'), '1000/hour', 'off');
+    const a = counter(new RedisState(c, 'i2:'), '1000/hour', 'off');
     a.charge('127.0.0.1', 10);
     await a.flush();
-    const keys = await c.keys('i2:*');
+    const keys = await c.keys('i2:c:*');
     assert.equal(keys.length, 1);
     const ttl = await c.pttl(keys[0] ?? '');
     assert.ok(ttl > 0 && ttl <= 3600_000 + 120_000, `ttl ${ttl}`);
@@ -250,7 +252,7 @@ describe('byte budget counting (Redis)', { skip: toolSkip('redis-server') }, () 
       commandTimeout: 500,
     });
     conns.push(c);
-    const a = counter(new RedisCounters(c, 'i3:'), '1000/day', 'off');
+    const a = counter(new RedisState(c, 'i3:'), '1000/day', 'off');
     await redis.stop();
     a.charge('127.0.0.1', 700);
     await a.flush(); // fails, keeps the bytes
@@ -259,7 +261,7 @@ describe('byte budget counting (Redis)', { skip: toolSkip('redis-server') }, () 
     for (let i = 0; i < 50 && c.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 100));
     a.charge('127.0.0.1', 300);
     await a.flush();
-    const fresh = counter(new RedisCounters(connect(), 'i3:'), '1000/day', 'off');
+    const fresh = counter(new RedisState(connect(), 'i3:'), '1000/day', 'off');
     assert.equal((await fresh.check('127.0.0.1')).allowed, false, '700 + 300 reached Redis');
     await Promise.all([a.close(), fresh.close()]);
   });

@@ -1,14 +1,14 @@
-// Byte budgets per client and in total over fixed UTC windows (an hour, a day, a month), counted in
-// memory or in Redis so that every instance draws from one budget. The reverse proxy and the relay
-// check a budget before they start a transfer and charge the bytes as they move; a transfer that
-// crosses the line may finish, the next one is refused until the window ends.
-import type { Redis } from 'ioredis';
+// Byte budgets per client key and in total over fixed UTC windows (an hour, a day, a month), on the
+// shared state's counters so that every instance draws from one budget. The reverse proxy and the
+// relay check a budget before they start a transfer and charge the bytes as they move (in batches:
+// one store write per MiB or second); a transfer that goes past the client's budget by more than
+// CUT_MARGIN is cut (over()), and the next one is refused with 429 until the window ends.
 import type { Logger } from 'pino';
 import { Counter, Gauge } from 'prom-client';
 import type { Budget } from '../config/schema.ts';
 import { addressGroup } from '../http/client-ip.ts';
 import type { Metrics } from '../observe/metrics.ts';
-import { type CounterStore, MemoryCounters, RedisCounters } from '../state/counters.ts';
+import type { SharedState } from '../state/state.ts';
 
 const DAY = 86_400_000;
 const UNIT_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: DAY, week: 7 * DAY } as const;
@@ -16,6 +16,12 @@ const UNIT_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: DAY, week:
 const FIRST_MONDAY = 4 * DAY;
 // Keys outlive their window a little, so instances whose clocks disagree slightly still meet.
 const KEY_SLACK_MS = 120_000;
+/**
+ * How far past its budget a running transfer may go before it is cut. Charges are batched per MiB,
+ * so a single transfer is cut within about CUT_MARGIN + 1 MiB past the budget (parallel transfers of
+ * one client on several instances see each other's bytes once they are flushed, within a second).
+ */
+export const CUT_MARGIN = 1024 * 1024;
 
 export interface Window {
   id: string;
@@ -52,9 +58,11 @@ export class BudgetUnavailableError extends Error {}
 export interface ByteBudgetOptions {
   client: Budget;
   total: Budget;
-  store: CounterStore;
+  state: SharedState;
   failMode: 'open' | 'closed';
   logger: Logger;
+  /** IPv6 clients are one client per network of this prefix length (default 64). */
+  v6Bits?: number;
   /** Unflushed bytes that trigger a write to the store (default 1 MiB). */
   flushBytes?: number;
   /** Longest time charged bytes wait before they are written (default 1 s). */
@@ -81,6 +89,8 @@ export class ByteBudget {
   private pendingBytes = 0;
   private timer: NodeJS.Timeout | null = null;
   private lastTotal = { key: '', used: 0 };
+  /** The store's count of each key as last read or written (over() adds the unflushed bytes). */
+  private seen = new Map<string, number>();
   private failing = false;
 
   constructor(name: string, o: ByteBudgetOptions) {
@@ -98,7 +108,7 @@ export class ByteBudget {
     const out: Part[] = [];
     if (this.client.bytes > 0) {
       const w = windowOf(this.client, now);
-      for (const c of new Set(ips.map((ip) => addressGroup(ip))))
+      for (const c of new Set(ips.map((ip) => addressGroup(ip, this.o.v6Bits))))
         out.push({
           scope: 'client',
           key: `bb:${this.name}:c:${c}:${w.id}`,
@@ -124,7 +134,7 @@ export class ByteBudget {
     if (parts.length === 0) return { allowed: true, retryAfterSec: 0 };
     let values: number[];
     try {
-      values = await this.o.store.get(parts.map((p) => p.key));
+      values = await this.o.state.counters(parts.map((p) => p.key));
       this.failing = false;
     } catch (err) {
       this.storeFailed(err);
@@ -133,6 +143,7 @@ export class ByteBudget {
     }
     let refused: Part | undefined;
     parts.forEach((p, i) => {
+      this.remember(p.key, values[i] ?? 0);
       const used = (values[i] ?? 0) + (this.pending.get(p.key)?.n ?? 0);
       if (p.scope === 'total') this.lastTotal = { key: p.key, used: values[i] ?? 0 };
       if (used >= p.limit && (!refused || p.endMs > refused.endMs)) refused = p;
@@ -172,9 +183,12 @@ export class ByteBudget {
     this.pending = new Map();
     this.pendingBytes = 0;
     try {
-      const values = await this.o.store.add(batch);
+      const values = await this.o.state.countMany(
+        batch.map((e) => ({ key: e.key, by: e.n, expireAt: e.expireAt })),
+      );
       this.failing = false;
       batch.forEach((e, i) => {
+        this.remember(e.key, values[i] ?? 0);
         if (e.key.startsWith(`bb:${this.name}:total:`)) this.lastTotal = { key: e.key, used: values[i] ?? 0 };
       });
     } catch (err) {
@@ -185,6 +199,24 @@ export class ByteBudget {
         this.timer.unref();
       }
     }
+  }
+
+  /**
+   * Whether these clients went past their budget by more than CUT_MARGIN: the store's count as
+   * last seen plus this instance's unflushed bytes. A transfer that is over is cut by its caller.
+   */
+  over(ips: string | readonly string[], now = Date.now()): boolean {
+    for (const p of this.parts(typeof ips === 'string' ? [ips] : ips, now)) {
+      const used = (this.seen.get(p.key) ?? 0) + (this.pending.get(p.key)?.n ?? 0);
+      if (used > p.limit + CUT_MARGIN) return true;
+    }
+    return false;
+  }
+
+  /** Keeps the last count of a key; bounded by the keys of live windows (old ones are dropped). */
+  private remember(key: string, used: number): void {
+    if (this.seen.size > 10_000) this.seen.clear();
+    this.seen.set(key, Math.max(used, this.seen.get(key) ?? 0));
   }
 
   private charge0(key: string, n: number, expireAt: number): void {
@@ -208,7 +240,7 @@ export class ByteBudget {
     const p = this.parts([], now).find((x) => x.scope === 'total');
     if (!p) return;
     try {
-      const [v] = await this.o.store.get([p.key]);
+      const [v] = await this.o.state.counters([p.key]);
       this.lastTotal = { key: p.key, used: v ?? 0 };
     } catch (err) {
       this.storeFailed(err);
@@ -238,22 +270,16 @@ export class ByteBudget {
     await this.flush();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.o.store.close?.();
   }
 }
 
-/** A budget on the shared Redis when there is one, else counted in this process. */
+/** A budget on the shared state (Redis when configured, else this process). */
 export function createByteBudget(
   name: string,
   limits: { client: Budget; total: Budget },
-  deps: { redis: Redis | null; keyPrefix: string; failMode: 'open' | 'closed'; logger: Logger },
+  deps: { state: SharedState; failMode: 'open' | 'closed'; logger: Logger; v6Bits: number },
 ): ByteBudget {
-  return new ByteBudget(name, {
-    ...limits,
-    store: deps.redis ? new RedisCounters(deps.redis, deps.keyPrefix) : new MemoryCounters(),
-    failMode: deps.failMode,
-    logger: deps.logger,
-  });
+  return new ByteBudget(name, { ...limits, ...deps });
 }
 
 const registered = new WeakMap<Metrics, Set<ByteBudget>>();

@@ -100,8 +100,8 @@ async function serveProxy(
     'proxy',
     { client: cfg.clientBytes, total: cfg.totalBytes },
     {
-      redis: ctx.redis,
-      keyPrefix: ctx.config.redis.keyPrefix,
+      state: ctx.state,
+      v6Bits: ctx.config.server.clientIpv6Prefix,
       failMode: ctx.config.redis.failMode,
       logger: ctx.logger,
     },

@@ -1,5 +1,5 @@
-// A proxied body on its way to the client: bytes counted and charged to the byte budget in batches,
-// and socket writes coalesced. Hooked where the body is piped into the response, so it adds no
+// A proxied body on its way to the client: bytes counted and charged to the byte budget in batches
+// (a transfer that goes past the budget is cut), and socket writes coalesced. Hooked where the body is piped into the response, so it adds no
 // stream hop (a Transform would also hold the first chunk back a tick, and an upstream failure
 // right after it would turn a cut transfer into a different answer).
 import type { ServerResponse } from 'node:http';
@@ -24,9 +24,15 @@ export function meter(res: ServerResponse, budget: ByteBudget | null, ip: string
     let uncharged = 0;
     const count = (n: number) => {
       uncharged += n;
-      if (uncharged >= CHARGE_EVERY) {
-        budget?.charge(ip, uncharged);
+      if (uncharged >= CHARGE_EVERY && budget) {
+        budget.charge(ip, uncharged);
         uncharged = 0;
+        // Past the client's budget (byte-budget.ts CUT_MARGIN): the transfer is cut here, and the
+        // client's next request gets 429 with Retry-After.
+        if (budget.over(ip)) {
+          body.destroy();
+          res.destroy();
+        }
       }
     };
     // A cached file copies into the response through reused buffers, in writes of its own size:

@@ -107,8 +107,8 @@ export const relayBackground: BackgroundDef = {
       'relay',
       { client: ctx.config.relay.clientBytes, total: ctx.config.relay.totalBytes },
       {
-        redis: ctx.redis,
-        keyPrefix: ctx.config.redis.keyPrefix,
+        state: ctx.state,
+        v6Bits: ctx.config.server.clientIpv6Prefix,
         failMode: ctx.config.redis.failMode,
         logger: log,
       },

@@ -13,7 +13,9 @@ import { tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { budget } from '../../infra/config/schema.ts';
 import { ByteBudget } from '../../infra/limits/byte-budget.ts';
-import { type CounterStore, MemoryCounters, RedisCounters } from '../../infra/state/counters.ts';
+import { MemoryState } from '../../infra/state/memory.ts';
+import { RedisState } from '../../infra/state/redis-state.ts';
+import type { SharedState } from '../../infra/state/state.ts';
 import {
   type ClientIdentity,
   clientIdentity,
@@ -35,11 +37,11 @@ function spec(s: string) {
   return r.value;
 }
 
-function makeBudget(client: string, total: string, store: CounterStore = new MemoryCounters()) {
+function makeBudget(client: string, total: string, state: SharedState = new MemoryState()) {
   return new ByteBudget('relay', {
     client: spec(client),
     total: spec(total),
-    store,
+    state,
     failMode: 'closed',
     logger,
   });
@@ -190,7 +192,7 @@ describe('relay byte budget shared through Redis', { skip: toolSkip('redis-serve
     const store = () => {
       const c = new Redis(redis.url);
       conns.push(c);
-      return new RedisCounters(c, 'relaytest:');
+      return new RedisState(c, 'relaytest:');
     };
     const b1 = makeBudget('100KiB/day', 'off', store());
     const b2 = makeBudget('100KiB/day', 'off', store());

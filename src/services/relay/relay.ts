@@ -123,7 +123,15 @@ export class Relay implements Hub {
       ...(events.onSessionStart ? { onSessionStart: events.onSessionStart } : {}),
       // Each peer is charged everything its session carried (what it sent plus what it received);
       // the total counts each byte once, like bytesProxied.
-      ...(this.budget ? { onBytes: (ips, n) => this.budget?.charge(ips, n) } : {}),
+      // A session that takes either end past its budget is closed at the next sweep.
+      ...(this.budget
+        ? {
+            onBytes: (ips, n) => {
+              this.budget?.charge(ips, n);
+              return !this.budget?.over(ips);
+            },
+          }
+        : {}),
     });
     this.sampler = new RateSampler(() => this.sessions.bytesProxied());
   }

@@ -37,8 +37,8 @@ export interface SessionOptions {
   limits: RateLimits;
   logger: Logger;
   onSessionStart?(): void;
-  /** Bytes a session moved since the last report (both directions), with its two peers' addresses. */
-  onBytes?(ips: readonly [string, string], n: number): void;
+  /** Bytes a session carried since the last report; false closes the session (budget spent). */
+  onBytes?(ips: readonly [string, string], n: number): boolean;
 }
 
 export class SessionTable {
@@ -96,7 +96,7 @@ export class SessionTable {
     const n = this.sessionBytes(s) - s.reported;
     if (n <= 0) return;
     s.reported += n;
-    this.o.onBytes(s.ips, n);
+    if (!this.o.onBytes(s.ips, n) && s.active) this.close(s, 'byte budget spent');
   }
 
   get pendingKeys(): number {
