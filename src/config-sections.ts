@@ -106,7 +106,12 @@ export const redisSection = {
   }),
   keyPrefix: str('devutil:', { doc: 'prefix for every Redis key' }),
   failMode: oneOf('open', ['open', 'closed'] as const, {
-    doc: 'when Redis is unreachable, rate limits let requests through (open) or refuse them with 503 (closed)',
+    doc: 'when Redis is unreachable, rate limits and byte budgets let requests through (open) or refuse them with 503 (closed); the files quota and Max-Downloads always refuse',
+  }),
+  commandTimeoutMs: duration(3000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'a Redis command not answered within this long counts as failed (a frozen Redis); long enough that a loaded machine does not trip it, and a false timeout fails safe',
   }),
 } satisfies Section;
 

@@ -78,7 +78,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     opts.redis !== undefined
       ? opts.redis
       : config.redis.url
-        ? await connectRedis(config.redis.url, logger)
+        ? await connectRedis(config.redis.url, logger, config.redis.commandTimeoutMs)
         : null;
   const state = await createState(redis, config.redis.keyPrefix);
   const metrics = new Metrics();

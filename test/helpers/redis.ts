@@ -9,6 +9,8 @@ export interface RedisHandle {
   stop(): Promise<void>;
   /** Stops and starts the same server again on the same port (fault tests). */
   restart(): Promise<void>;
+  /** Sends a signal to the server (SIGSTOP freezes it with its connections open, SIGCONT thaws it). */
+  signal(sig: NodeJS.Signals): void;
 }
 
 async function waitForPort(port: number, ms = 5000): Promise<void> {
@@ -55,6 +57,9 @@ export async function startRedis(): Promise<RedisHandle> {
     restart: async () => {
       await stop();
       await launch();
+    },
+    signal: (sig) => {
+      proc.kill(sig);
     },
   };
 }
