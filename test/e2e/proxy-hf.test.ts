@@ -94,17 +94,38 @@ describe('proxy: Hugging Face mount', { timeout: 120_000 }, () => {
     assert.doesNotMatch(logs.text(), /Signature=[0-9a-f]/);
   });
 
-  it('keeps LFS downloads on the proxy, caches a download by commit, and never relays Hub web pages', async () => {
-    const byCommit = `${w.base}/hf/${HF_REPO}/resolve/${HF_COMMIT}/model.bin`;
-    const first = await curl([byCommit]);
-    assert.equal(first.status, 200);
-    assert.ok(first.body.equals(hub.lfs));
-    assert.equal(first.headers['x-linked-etag'], `"${sha(hub.lfs)}"`);
-    const cdn = () => w.net.seen.filter((s) => s.host === 'cdn-lfs.hf.co').length;
-    const before = cdn();
-    const second = await curl([byCommit]);
-    assert.ok(second.body.equals(hub.lfs));
-    assert.equal(cdn(), before, 'served from the cache');
+  it('caches what downloads lead to by content (LFS, Xet bridge) and by commit (small files), whatever the revision', async () => {
+    const count = (host: string) => w.net.seen.filter((s) => s.host === host).length;
+    const get = async (file: string, rev = 'main') => {
+      const r = await curl([`${w.base}/hf/${HF_REPO}/resolve/${rev}/${file}`]);
+      assert.equal(r.status, 200, `${file}: ${r.body.toString().slice(0, 200)}`);
+      assert.equal(r.headers['x-repo-commit'], HF_COMMIT, 'the Hub headers are on every answer');
+      return r;
+    };
+    assert.ok((await get('model.bin')).body.equals(hub.lfs));
+    assert.ok((await get('weights.safetensors')).body.equals(hub.xet));
+    assert.ok((await get('config.json')).body.equals(hub.plain));
+    const before = {
+      lfs: count('cdn-lfs.hf.co'),
+      bridge: count('cas-bridge.xethub.hf.co'),
+      hub: w.net.seen.filter((s) => s.url.startsWith('/api/resolve-cache/')).length,
+    };
+    const lfs = await get('model.bin', HF_COMMIT);
+    assert.ok(lfs.body.equals(hub.lfs));
+    assert.equal(lfs.headers['x-linked-etag'], `"${sha(hub.lfs)}"`);
+    assert.equal(lfs.headers['x-cache'], 'HIT');
+    assert.ok((await get('weights.safetensors')).body.equals(hub.xet));
+    assert.ok((await get('config.json')).body.equals(hub.plain));
+    assert.equal(count('cdn-lfs.hf.co'), before.lfs, 'LFS object from the cache');
+    assert.equal(count('cas-bridge.xethub.hf.co'), before.bridge, 'Xet bridge object from the cache');
+    assert.equal(
+      w.net.seen.filter((s) => s.url.startsWith('/api/resolve-cache/')).length,
+      before.hub,
+      'small file from the cache',
+    );
+  });
+
+  it('never relays Hub web pages and relays its error codes', async () => {
     const page = await curl([`${w.base}/hf/${HF_REPO}`]);
     assert.equal(page.status, 403);
     assert.match(page.headers['content-type'] ?? '', /^application\/json/);

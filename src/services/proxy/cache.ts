@@ -202,6 +202,7 @@ export class DiskCache implements ProxyCache {
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {
     if (r.route.cache === 'none' || (r.method !== 'GET' && r.method !== 'HEAD')) return null;
     if (r.headers.authorization) return null;
+    if (r.route.cacheKey) return r.route.cacheKey;
     // Rewritten bodies depend on the Accept header and on the proxy base they point at.
     if (r.route.rewrite) return `${urlKey(r.url)}\n${header(r, 'accept') ?? ''}\n${o.links.base}`;
     return urlKey(r.url);

@@ -46,6 +46,11 @@ export interface ForwardOptions {
   apiGithub: boolean;
   /** An ecosystem's policy for its own hosts (it lends forward() a copy of these options). */
   hostPolicy?: HostPolicy;
+  /**
+   * Serves a redirect's target whose route names a cache key (a content-addressed CDN object)
+   * through the cache, so a signed URL that changes each time still hits the stored object.
+   */
+  viaCache?: (r: ForwardRequest) => Promise<Upstream>;
 }
 
 export interface ForwardRequest {
@@ -118,6 +123,16 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
       }
       const d = decide(next.hostname, 'GET', next, o);
       if (!d.ok) throw new ProxyError(502, 'redirect to a path that is not allowed');
+      if (o.viaCache && d.route.cacheKey) {
+        // Another host: the client's credentials and cookies stay behind (as on any host change).
+        const { authorization: _a, cookie: _c, ...rest } = r.headers;
+        const up = await o.viaCache({ ...r, url: next, route: d.route, headers: rest, body: null });
+        // The kept headers are the redirecting hop's: their links are made proxy-form here.
+        if (kept?.['link']) kept['link'] = o.links.rewriteLink(kept['link'], url);
+        for (const k of r.route.urlHeaders ?? []) if (kept?.[k]) kept[k] = o.links.rewriteUrl(kept[k]);
+        // A copy: a cache hit's headers are prepared once and shared by every answer of that object.
+        return { ...up, headers: { ...kept, ...up.headers } };
+      }
       htmlGuard ||= d.route.htmlGuard;
       url = next;
       continue;

@@ -31,6 +31,11 @@ export interface Route {
    * (a Hub `resolve` answer is a small JSON document or a multi-gigabyte file). Unset: every body.
    */
   rewriteTypes?: readonly string[];
+  /**
+   * Cache key of a content-addressed object whose URL is signed (a CDN URL named by the file's
+   * hash, with an expiring query): the object is stored under this, never under its URL.
+   */
+  cacheKey?: string;
 }
 
 /** Policy of an ecosystem's own upstream hosts (its CDNs), consulted before the host list's; null = not its host. */

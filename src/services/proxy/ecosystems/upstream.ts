@@ -66,6 +66,8 @@ export function serveUpstream(api: EcosystemApi, mount: string, title: string, p
     ),
     hostPolicy: (host, method, url) => p.decide?.(host, method, url, cfg) ?? null,
   };
+  const cache = api.cache;
+  if (cache) fwd.viaCache = (r) => cache.serve(r, fwd, api.ctx.logger);
 
   /** `/<host>/<path>` of one of its other hosts, parsed like the host-path form, under its policy. */
   const storage = (method: string, raw: string): MountTarget => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MountError } from '../mount-error.ts';
-import { isCommit, parseHubPath } from './paths.ts';
+import { parseHubPath } from './paths.ts';
 
 describe('Hugging Face mount paths', { timeout: 10_000 }, () => {
   it('reads model, dataset and space downloads', () => {
@@ -39,11 +39,6 @@ describe('Hugging Face mount paths', { timeout: 10_000 }, () => {
     assert.equal(legacy.kind === 'api' && legacy.repo, 'gpt2');
     assert.equal(parseHubPath('/api/models').kind, 'api');
     assert.equal(parseHubPath('/api/resolve-cache/models/org/m/abc/config.json').kind, 'resolve-cache');
-  });
-
-  it('knows commits from branch names', () => {
-    assert.equal(isCommit('0123456789abcdef0123456789abcdef01234567'), true);
-    assert.equal(isCommit('main'), false);
   });
 
   const refused: [string, number][] = [

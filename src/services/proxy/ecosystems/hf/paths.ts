@@ -70,6 +70,3 @@ export function parseHubPath(path: string): HubRequest {
   if (!REVISION.test(revision) || revision.includes('..')) throw new MountError(400, 'invalid revision');
   return { kind: 'file', repo, type, revision, path: filePath(s.slice(at + 2)) };
 }
-
-/** A 40-hex commit: its files never change, so a download of it is cached as immutable. */
-export const isCommit = (rev: string) => /^[0-9a-f]{40}$/.test(rev);

@@ -6,7 +6,7 @@
 import { check, type Decision, READ, type Route, route } from '../../policy.ts';
 import { MountError } from '../mount-error.ts';
 import type { UpstreamProfile } from '../upstream.ts';
-import { type HubRequest, isCommit, parseHubPath } from './paths.ts';
+import { type HubRequest, parseHubPath } from './paths.ts';
 import { rewriteXetJson } from './rewrite.ts';
 
 /** Hub answer headers describing the file a redirect leads to (the CDN's answer lacks them). */
@@ -22,22 +22,32 @@ const HUB_FILE_HEADERS = [
 ];
 /** The storage hosts the Hub hands out: cdn-lfs*.hf.co, cas-server / cas-bridge / transfer.xethub.hf.co. */
 const STORAGE = '*.hf.co';
+// cdn-lfs*.hf.co/repos/<a>/<b>/<repo hash>/<sha256>, cas-bridge.xethub.hf.co/<bridge>/<repo>/<xet hash>.
+const CONTENT_ADDRESSED =
+  /^(?:cdn-lfs[a-z0-9-]*\.hf\.co\/repos\/[^/]+\/[^/]+\/[^/]+|cas-bridge\.xethub\.hf\.co\/[^/]+\/[^/]+)\/([0-9a-f]{64})$/;
 const RECONSTRUCTION = /^\/v[12]\/reconstructions(\/[0-9a-f]{64})?$/;
 
 function hubOf(cfg: { hfEndpoint: string }): URL {
   return new URL(`${cfg.hfEndpoint}/`);
 }
 
-function routeOf(r: HubRequest): Route {
+/**
+ * `url` is the Hub URL asked for. A download is not cached under its resolve URL: what it leads to
+ * is, under its content (the CDN and bridge objects, by hash) or under the Hub's resolve-cache path,
+ * which names the commit (a small file the Hub serves itself).
+ */
+function routeOf(r: HubRequest, url: URL): Route {
   const guard = { htmlGuard: true };
-  if (r.kind === 'file' || r.kind === 'resolve-cache')
+  if (r.kind === 'file' || r.kind === 'resolve-cache') {
+    const byCommit = r.kind === 'resolve-cache' && /\/[0-9a-f]{40}\//.test(url.pathname);
     return route({
       ...guard,
-      cache: r.kind === 'file' && isCommit(r.revision) ? 'immutable' : 'none',
+      ...(byCommit ? { cache: 'immutable' as const, cacheKey: `hf:${url.host}${url.pathname}` } : {}),
       keepFromRedirect: HUB_FILE_HEADERS,
       rewrite: rewriteXetJson,
       rewriteTypes: ['application/vnd.xet-fileinfo+json'],
     });
+  }
   if (r.xetToken)
     return route({
       ...guard,
@@ -56,7 +66,10 @@ function storageHost(host: string): boolean {
 function storage(method: string, url: URL): Decision {
   if (RECONSTRUCTION.test(url.pathname))
     return check(method, route({ rewrite: rewriteXetJson, rewriteTypes: ['application/json'] }));
-  // Signed object URLs (LFS CDN, Xet bridge, xorb transfers): read-only, never cached by URL.
+  // Signed object URLs (LFS CDN, Xet bridge, xorb transfers): read-only, never cached by URL. The
+  // LFS CDN and the Xet bridge name the file by its hash: stored under that, whatever the signature.
+  const named = CONTENT_ADDRESSED.exec(`${url.hostname}${url.pathname}`);
+  if (named?.[1]) return check(method, route({ cache: 'immutable', cacheKey: `hf:${named[1]}` }));
   return check(method, route({}));
 }
 
@@ -71,13 +84,13 @@ export const hfProfile: UpstreamProfile = {
     const url = new URL(hub.pathname.replace(/\/$/, '') + rest, hub.origin);
     // The WHATWG parser resolves dot segments that survived as %2e: what is sent must be what was checked.
     if (url.pathname !== hub.pathname.replace(/\/$/, '') + path) throw new MountError(400, 'invalid path');
-    return { url, route: routeOf(r) };
+    return { url, route: routeOf(r, url) };
   },
   decide(host, method, url, cfg) {
     const hub = hubOf(cfg);
     if (host === hub.hostname) {
       try {
-        return check(method, routeOf(parseHubPath(url.pathname.slice(hub.pathname.length - 1))));
+        return check(method, routeOf(parseHubPath(url.pathname.slice(hub.pathname.length - 1)), url));
       } catch (err) {
         if (err instanceof MountError) return { ok: false, status: 403, reason: err.message };
         throw err;
