@@ -64,6 +64,11 @@ export function canonicalIp(input: string): string | null {
     const lo = groups[7] ?? 0;
     return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   }
+  return formatV6(groups);
+}
+
+/** RFC 5952 text of eight groups: lower case, no leading zeros, the longest zero run as ::. */
+function formatV6(groups: readonly number[]): string {
   let bestAt = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
@@ -91,12 +96,12 @@ export function addressGroup(peer: string | undefined, v6Bits = 64): string {
   if (ip === null) return 'unknown';
   if (isIPv4(ip) || v6Bits >= 128) return ip;
   const g = expandV6(ip) ?? [];
-  const out: string[] = [];
-  for (let i = 0, bits = v6Bits; i < 8 && bits > 0; i++, bits -= 16) {
-    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
-    out.push(((g[i] ?? 0) & mask).toString(16));
+  const net: number[] = [];
+  for (let i = 0, bits = v6Bits; i < 8; i++, bits -= 16) {
+    const mask = bits >= 16 ? 0xffff : bits > 0 ? (0xffff << (16 - bits)) & 0xffff : 0;
+    net.push((g[i] ?? 0) & mask);
   }
-  return `${out.join(':')}::/${v6Bits}`;
+  return `${formatV6(net)}/${v6Bits}`;
 }
 
 const hexDigit = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1);
