@@ -31,17 +31,3 @@ export function sampleSaving(codec: Exclude<Codec, 'none'>, level: number, sampl
       : zlib.brotliCompressSync(sample, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: level } });
   return 1 - out.length / sample.length;
 }
-
-/** True when an Accept-Encoding header accepts `enc` (q > 0), explicitly or through `*`. */
-export function accepts(header: string | undefined, enc: Encoding): boolean {
-  if (!header || enc === 'identity') return false;
-  let star = false;
-  for (const part of header.toLowerCase().split(',')) {
-    const [name = '', ...params] = part.trim().split(';');
-    const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
-    const ok = q === undefined || Number(q) > 0;
-    if (name.trim() === enc || (enc === 'gzip' && name.trim() === 'x-gzip')) return ok;
-    if (name.trim() === '*') star = ok;
-  }
-  return star;
-}

@@ -229,6 +229,26 @@ for (const backend of ['fs', 's3'] as const) {
       assert.equal(head.status, 200);
       assert.equal(head.headers.get('content-length'), String(text.length));
       assert.equal(head.headers.get('etag'), etag);
+      // The rest of infra/http's tables, through this route (RFC 9110 13 and 14).
+      const failed = await download(srv.url, 'rng', { 'if-match': '"other"' });
+      assert.equal(failed.res.status, 412);
+      assert.deepEqual(JSON.parse(failed.body.toString()), {
+        success: false,
+        message: 'the file does not match If-Match or If-Unmodified-Since',
+      });
+      assert.equal((await download(srv.url, 'rng', { 'if-match': etag })).res.status, 200);
+      const invalid = await download(srv.url, 'rng', { range: 'bytes=5-3' });
+      assert.equal(invalid.res.status, 200, 'an invalid Range is ignored');
+      const several = await download(srv.url, 'rng', { range: 'bytes=0-1,10-11' });
+      assert.equal(several.res.status, 200, 'several ranges are answered whole');
+      const merged = await download(srv.url, 'rng', { range: 'bytes=0-1,2-3' });
+      assert.equal(merged.res.status, 206);
+      assert.equal(merged.res.headers.get('content-range'), `bytes 0-3/${text.length}`);
+      const headRange = await fetch(`${srv.url}/api/file/rng`, {
+        method: 'HEAD',
+        headers: { range: 'bytes=0-9' },
+      });
+      assert.equal(headRange.status, 200, 'HEAD has no range handling');
     });
 
     it('resumes an interrupted download with curl -C -', async () => {

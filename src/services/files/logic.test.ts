@@ -1,4 +1,4 @@
-// Framework-free parts of the file store: keys, names, headers, ranges, sniffing, encodings,
+// Framework-free parts of the file store: keys, names, headers, sniffing,
 // retention and the sweeper, with hostile-input tables.
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
@@ -6,8 +6,6 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { tempDir } from '../../../test/helpers/server.ts';
 import { createBlobStore } from '../../infra/storage/blob-store.ts';
-import { accepts } from './codec.ts';
-import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { contentDisposition, ratio, sanitizeFilename, validKey } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
 import { FileStore } from './store.ts';
@@ -73,55 +71,6 @@ describe('file names', () => {
     assert.equal(ratio(100, 100), '0.00%');
     assert.equal(ratio(100, 120), '0.00%');
     assert.equal(ratio(3, 1), '66.67%');
-  });
-});
-
-describe('ranges and conditionals', () => {
-  it('parses single byte ranges and ignores what it cannot honour', () => {
-    const t: [string | undefined, number, ReturnType<typeof parseRange>][] = [
-      [undefined, 10, { kind: 'none' }],
-      ['bytes=0-4', 10, { kind: 'range', start: 0, end: 4 }],
-      ['bytes=5-', 10, { kind: 'range', start: 5, end: 9 }],
-      ['bytes=-3', 10, { kind: 'range', start: 7, end: 9 }],
-      ['bytes=-30', 10, { kind: 'range', start: 0, end: 9 }],
-      ['bytes=8-100', 10, { kind: 'range', start: 8, end: 9 }],
-      ['bytes=10-', 10, { kind: 'unsatisfiable' }],
-      ['bytes=-0', 10, { kind: 'unsatisfiable' }],
-      ['bytes=0-', 0, { kind: 'unsatisfiable' }],
-      ['bytes=5-2', 10, { kind: 'none' }],
-      ['bytes=0-1,3-4', 10, { kind: 'none' }],
-      ['items=0-1', 10, { kind: 'none' }],
-      ['bytes=-', 10, { kind: 'none' }],
-      ['bytes=99999999999999999999-', 10, { kind: 'unsatisfiable' }],
-      ['bytes=1e3-', 10, { kind: 'none' }],
-    ];
-    for (const [h, size, want] of t) assert.deepEqual(parseRange(h, size), want, String(h));
-  });
-
-  it('answers 304 on a matching ETag (weakly) or an unchanged date, and checks If-Range strongly', () => {
-    const lm = new Date('2026-01-02T03:04:05Z');
-    assert.equal(notModified({ 'if-none-match': '"a", W/"b"' }, ['"b"'], lm), true);
-    assert.equal(notModified({ 'if-none-match': '*' }, ['"x"'], lm), true);
-    assert.equal(
-      notModified({ 'if-none-match': '"c"', 'if-modified-since': lm.toUTCString() }, ['"b"'], lm),
-      false,
-    );
-    assert.equal(notModified({ 'if-modified-since': lm.toUTCString() }, ['"b"'], lm), true);
-    assert.equal(notModified({ 'if-modified-since': 'garbage' }, ['"b"'], lm), false);
-    assert.equal(rangeStillValid('"b"', '"b"', lm), true);
-    assert.equal(rangeStillValid('W/"b"', '"b"', lm), false);
-    assert.equal(rangeStillValid(lm.toUTCString(), '"b"', lm), true);
-    assert.equal(rangeStillValid('Mon, 01 Jan 2001 00:00:00 GMT', '"b"', lm), false);
-  });
-
-  it('reads Accept-Encoding with q-values and wildcards', () => {
-    assert.equal(accepts('gzip, deflate, br', 'br'), true);
-    assert.equal(accepts('br;q=0', 'br'), false);
-    assert.equal(accepts('*', 'br'), true);
-    assert.equal(accepts('*;q=0, gzip', 'br'), false);
-    assert.equal(accepts('gzip', 'br'), false);
-    assert.equal(accepts(undefined, 'br'), false);
-    assert.equal(accepts('x-gzip', 'gzip'), true);
   });
 });
 

@@ -1,7 +1,7 @@
 // Whether a download's bytes can be sent by someone else: nginx (X-Accel-Redirect to the body
 // file, fs backend) or S3 (a 302 to a presigned URL). Only when what they would send is exactly
 // what the client must get: the stored bytes, whole or by the client's Range, never decoded ones.
-import { accepts } from './codec.ts';
+import { acceptsEncoding } from '../../infra/http/encoding.ts';
 import type { StoredFile } from './store.ts';
 
 export interface OffloadConfig {
@@ -31,7 +31,7 @@ export function offloadOf(file: StoredFile, req: Req, o: OffloadConfig): Offload
   if (file.encoding !== 'identity') {
     // Ranges address the decoded bytes and a client without the coding needs them decoded: both
     // are devutil's work. A client that takes the coding gets the stored bytes whole.
-    if (range || !accepts(one(req.headers['accept-encoding']), file.encoding)) return null;
+    if (range || !acceptsEncoding(req.headers['accept-encoding'], file.encoding)) return null;
     encoded = true;
   }
   if (o.accelPrefix && file.bodyFile)

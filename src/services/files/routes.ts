@@ -4,10 +4,12 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, notFound, tooLarge } from '../../errors.ts';
+import { evaluate, type Validators } from '../../infra/http/conditional.ts';
+import { acceptsEncoding } from '../../infra/http/encoding.ts';
+import { multipartError } from '../../infra/http/multipart.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
-import { accepts } from './codec.ts';
+import { contentRange, rangeOf } from '../../infra/http/range.ts';
 import type { DownloadKind, DownloadLimits } from './downloads.ts';
-import { notModified, parseRange, rangeStillValid } from './http-cache.ts';
 import { DAY_MS, readLimits } from './lifetime.ts';
 import { contentDisposition, sanitizeFilename, validKey } from './names.ts';
 import { asciiDisposition, type OffloadConfig, offloadOf } from './offload.ts';
@@ -113,14 +115,6 @@ function badKey() {
   );
 }
 
-/** A multipart parsing failure is the client's: 400, unless it already carries a 4xx status. */
-function malformed(err: unknown): unknown {
-  if (err instanceof AppError) return err;
-  const status = (err as { statusCode?: number } | null)?.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) return err;
-  return badRequest('malformed multipart body', 'BAD_MULTIPART', { cause: err });
-}
-
 /** The owner token from X-Owner-Token or Authorization: Bearer. */
 export function tokenOf(req: FastifyRequest): string | undefined {
   const h = req.headers['x-owner-token'];
@@ -171,7 +165,7 @@ export async function fileRoutes(
       const iter = parts[Symbol.asyncIterator]();
       // busboy reports a broken body (no boundary, truncated, bad part headers) as plain errors.
       const it = {
-        next: () => iter.next().catch((err: unknown) => Promise.reject(malformed(err))),
+        next: () => iter.next().catch((err: unknown) => Promise.reject(multipartError(err))),
       };
       // Field names are Map keys, never object properties ("__proto__" is just an unknown field).
       const fields = new Map<string, string[]>();
@@ -234,7 +228,7 @@ export async function fileRoutes(
         return uploadAnswer(key, out);
       } catch (e) {
         first.file.resume();
-        const err = fileError && !(e instanceof AppError) ? malformed(fileError) : e;
+        const err = fileError && !(e instanceof AppError) ? multipartError(fileError) : e;
         uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
         throw err;
       }
@@ -251,24 +245,31 @@ export async function fileRoutes(
     for (let attempt = 0; attempt < 3; attempt++) {
       const file = await files.find(key);
       if (!file) throw notFound('no file with this key');
-      const encoded = file.encoding !== 'identity' && accepts(req.headers['accept-encoding'], file.encoding);
+      const encoded =
+        file.encoding !== 'identity' && acceptsEncoding(req.headers['accept-encoding'], file.encoding);
       const etag = etagOf(file, encoded);
-      const headers = req.headers as Record<string, string | undefined>;
-      const fresh = notModified(headers, [etagOf(file, false), etagOf(file, true)], file.lastModified);
-      const range = rangeStillValid(headers['if-range'], etag, file.lastModified)
-        ? parseRange(headers['range'], file.size)
-        : ({ kind: 'none' } as const);
+      // A compressed file's two forms differ only in coding: If-None-Match may name either.
+      const v: Validators = {
+        etag,
+        lastModified: file.lastModified.getTime(),
+        ...(file.encoding !== 'identity' ? { sameAs: [etagOf(file, !encoded)] } : {}),
+      };
+      const pre = evaluate(req.method, req.headers, v);
+      // Several ranges are answered with the whole (RFC 9110 14.2 lets a server ignore Range): a
+      // compressed file would be decoded from its start once per range.
+      const asked = rangeOf(req.method, req.headers, v, file.size);
+      const range = asked.kind === 'multiple' ? ({ kind: 'whole' } as const) : asked;
       // Max-Downloads: only a GET that sends the body counts (downloads.ts has the whole rule).
       const kind: DownloadKind =
-        req.method === 'HEAD' || fresh || range.kind === 'unsatisfiable'
+        req.method === 'HEAD' || pre !== 'pass' || range.kind === 'unsatisfiable'
           ? 'peek'
-          : range.kind === 'range' && range.start > 0
+          : range.kind === 'single' && range.start > 0
             ? 'continue'
             : 'new';
       // Ranges address the decoded bytes, so `curl -C -` resumes the same file it started.
-      const raw = encoded && range.kind === 'none';
-      const length = range.kind === 'range' ? range.end - range.start + 1 : raw ? file.stored : file.size;
-      const slice = range.kind === 'range' ? { range } : {};
+      const raw = encoded && range.kind === 'whole';
+      const length = range.kind === 'single' ? range.end - range.start + 1 : raw ? file.stored : file.size;
+      const slice = range.kind === 'single' ? { range: { start: range.start, end: range.end } } : {};
       // A counted download opens its bytes before it takes its count: a download that finishes
       // first and deletes the used-up file cannot take them from one counted before it.
       const limited = file.lifetime?.maxDownloads != null;
@@ -294,7 +295,13 @@ export async function fileRoutes(
       reply.header('content-disposition', contentDisposition(file.filename));
       reply.header('content-security-policy', CSP);
       if (file.encoding !== 'identity') reply.header('vary', 'accept-encoding');
-      if (fresh) return reply.code(304).send();
+      if (pre === 'not-modified') return reply.code(304).send();
+      if (pre === 'failed')
+        throw new AppError(
+          'PRECONDITION_FAILED',
+          412,
+          'the file does not match If-Match or If-Unmodified-Since',
+        );
       reply.type(file.mimetype);
       // A file with Max-Downloads is always sent from here: a presigned URL could be fetched again
       // and again, and its final byte is what deletes the last allowed download.
@@ -321,19 +328,17 @@ export async function fileRoutes(
         }
       }
       if (range.kind === 'unsatisfiable') {
-        reply.header('content-range', `bytes */${file.size}`);
+        reply.header('content-range', contentRange(null, file.size));
         reply.removeHeader('content-type');
         reply.removeHeader('content-disposition');
         return reply.code(416).send();
       }
       if (raw) reply.header('content-encoding', file.encoding);
-      if (range.kind === 'range') {
-        reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${file.size}`);
-      }
+      if (range.kind === 'single') reply.code(206).header('content-range', contentRange(range, file.size));
       reply.header('content-length', length);
       if (req.method === 'HEAD') return reply.send();
       // A counted download that sends the final byte is done; the last one done deletes the file.
-      if (admitted.tracked && (range.kind === 'none' || range.end === file.size - 1))
+      if (admitted.tracked && (range.kind === 'whole' || range.end === file.size - 1))
         reply.raw.once('finish', () => {
           limits.finish(file).catch((err: unknown) => req.log.warn({ err }, 'used-up file not deleted'));
         });
