@@ -17,6 +17,19 @@ export interface Validators {
   sameAs?: readonly string[];
 }
 
+/**
+ * The validators in a response's own ETag and Last-Modified fields (ours, or an upstream's as a
+ * cache stored them; read leniently, since the sender's form is not ours to fix).
+ */
+export function validatorsOf(h: {
+  etag?: string | undefined;
+  'last-modified'?: string | undefined;
+}): Validators {
+  const lm = h['last-modified'];
+  const ms = lm === undefined ? Number.NaN : Date.parse(lm);
+  return { etag: h.etag ?? null, lastModified: Number.isNaN(ms) ? null : ms };
+}
+
 /** The request fields this module reads (Node's IncomingHttpHeaders fits). */
 export interface ConditionalHeaders {
   'if-match'?: string | undefined;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { etagMatches, PreparedMemo, PreparedResponse } from './prepared-response.ts';
+import Fastify from 'fastify';
+import { PreparedMemo, PreparedResponse } from './prepared-response.ts';
 
 const headers = {
   'content-type': 'image/png',
@@ -10,30 +11,44 @@ const headers = {
 };
 
 describe('prepared responses', () => {
-  it('compares If-None-Match weakly, with or without *, or exactly', () => {
-    assert.ok(etagMatches('"x", W/"abc"', '"abc"'));
-    assert.ok(etagMatches(' * ', '"abc"'));
-    assert.ok(!etagMatches('*', '"abc"', false));
-    assert.ok(!etagMatches('"abcd"', '"abc"'));
-    const exact = new PreparedResponse(Buffer.from('x'), { headers, etagMatch: 'exact' });
-    assert.ok(exact.notModified({ 'if-none-match': '"abc"' }));
-    assert.ok(!exact.notModified({ 'if-none-match': 'W/"abc"' }));
-    const list = new PreparedResponse(Buffer.from('x'), { headers, etagMatch: 'list' });
-    assert.ok(list.notModified({ 'if-none-match': 'W/"abc"' }));
-    assert.ok(!list.notModified({ 'if-none-match': '*' }));
-  });
-
-  it('answers If-Modified-Since at second precision, and only without If-None-Match', () => {
+  it('answers by the preconditions of conditional.ts: 200, 304 or 412', () => {
     const p = new PreparedResponse(Buffer.from('x'), { headers });
-    assert.ok(p.notModified({ 'if-modified-since': 'Tue, 01 Jul 2025 10:00:00 GMT' }));
-    assert.ok(p.notModified({ 'if-modified-since': 'Wed, 02 Jul 2025 10:00:00 GMT' }));
-    assert.ok(!p.notModified({ 'if-modified-since': 'Tue, 01 Jul 2025 09:59:59 GMT' }));
-    assert.ok(!p.notModified({ 'if-modified-since': 'not a date' }));
-    assert.ok(
-      !p.notModified({ 'if-none-match': '"other"', 'if-modified-since': 'Wed, 02 Jul 2025 10:00:00 GMT' }),
+    const get = (h: Record<string, string>) => p.precondition({ method: 'GET', headers: h });
+    assert.equal(get({}), 'pass');
+    assert.equal(get({ 'if-none-match': '"x", W/"abc"' }), 'not-modified');
+    assert.equal(get({ 'if-none-match': '*' }), 'not-modified');
+    assert.equal(get({ 'if-none-match': '"abcd"' }), 'pass');
+    assert.equal(get({ 'if-match': '"other"' }), 'failed');
+    assert.equal(get({ 'if-modified-since': 'Tue, 01 Jul 2025 10:00:00 GMT' }), 'not-modified');
+    assert.equal(get({ 'if-modified-since': 'Tue, 01 Jul 2025 09:59:59 GMT' }), 'pass');
+    assert.equal(
+      get({ 'if-none-match': '"other"', 'if-modified-since': 'Wed, 02 Jul 2025 10:00:00 GMT' }),
+      'pass',
     );
     const off = new PreparedResponse(Buffer.from('x'), { headers, modifiedSince: false });
-    assert.ok(!off.notModified({ 'if-modified-since': 'Wed, 02 Jul 2025 10:00:00 GMT' }));
+    assert.equal(
+      off.precondition({ method: 'GET', headers: { 'if-modified-since': 'Wed, 02 Jul 2025 10:00:00 GMT' } }),
+      'pass',
+    );
+    assert.deepEqual(off.validators, { etag: '"abc"', lastModified: null });
+  });
+
+  it('sends the 200, the 304 without the body headers, and an empty 412', async (t) => {
+    const app = Fastify();
+    t.after(() => app.close());
+    const p = new PreparedResponse(Buffer.from('hello'), { headers });
+    app.get('/', (req, reply) => p.send(reply, req));
+    const ok = await app.inject({ url: '/' });
+    assert.equal(ok.statusCode, 200);
+    assert.equal(ok.body, 'hello');
+    assert.equal(ok.headers['content-type'], 'image/png');
+    const nm = await app.inject({ url: '/', headers: { 'if-none-match': '"abc"' } });
+    assert.equal(nm.statusCode, 304);
+    assert.equal(nm.headers['etag'], '"abc"');
+    assert.equal(nm.headers['content-type'], undefined);
+    const failed = await app.inject({ url: '/', headers: { 'if-match': '"zzz"' } });
+    assert.equal(failed.statusCode, 412);
+    assert.equal(failed.body, '');
   });
 
   it('adds Content-Length and leaves the listed headers out of a 304', () => {

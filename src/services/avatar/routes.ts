@@ -3,7 +3,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
-import { PreparedMemo, requestNotModified } from '../../infra/http/prepared-response.ts';
+import { evaluate, type Precondition } from '../../infra/http/conditional.ts';
+import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
@@ -16,8 +17,8 @@ export const MAX_SIZE = 2048;
 type Route = { Params: { file?: string }; Querystring: Record<string, unknown> };
 type Req = FastifyRequest<Route>;
 
-function notModified(req: Req, etag: string, lastModified: Date | null): boolean {
-  return requestNotModified(req.headers, [etag], lastModified?.getTime() ?? null);
+function precondition(req: Req, etag: string, lastModified: Date | null): Precondition {
+  return evaluate(req.method, req.headers, { etag, lastModified: lastModified?.getTime() ?? null });
 }
 
 export function avatarRoutes(
@@ -51,8 +52,9 @@ export function avatarRoutes(
     `inline; filename="${name}.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}"`;
 
   async function send(req: Req, reply: FastifyReply, out: Outcome, name: string): Promise<unknown> {
-    // 304s keep the path below: they never touch the cache (nor its counters).
-    if (out.kind === 'image' && !notModified(req, out.etag, out.lastModified)) {
+    // 304s and 412s keep the path below: they never touch the cache (nor its counters).
+    const pre = out.kind === 'image' ? precondition(req, out.etag, out.lastModified) : 'pass';
+    if (out.kind === 'image' && pre === 'pass') {
       const body = out.hit();
       if (body) {
         served(out.source);
@@ -88,7 +90,8 @@ export function avatarRoutes(
     reply.header('etag', out.etag);
     if (out.lastModified) reply.header('last-modified', out.lastModified.toUTCString());
     reply.header('x-avatar-source', out.source);
-    if (notModified(req, out.etag, out.lastModified)) return reply.code(304).send();
+    if (pre === 'not-modified') return reply.code(304).send();
+    if (pre === 'failed') return reply.code(412).send();
     const body = await out.body();
     reply.header('content-disposition', disposition(name, out.contentType));
     return reply.code(200).type(out.contentType).send(body);

@@ -120,12 +120,11 @@ export async function imageRoutes(
                 : // A fallback answer may change once the preferred source is back: cached briefly.
                   { etag: r.etag, 'cache-control': maxAge(r.degraded) }),
             },
-            etagMatch: 'list',
             modifiedSince: false,
             omitOn304: ['content-type', 'content-length'],
           };
         })
-        .send(reply, req.headers);
+        .send(reply, req);
     },
   );
 

@@ -6,7 +6,9 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
 import { ByteLru } from '../../infra/cache/lru.ts';
+import { evaluate, validatorsOf } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
+import { contentRange, rangeOf } from '../../infra/http/range.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
 import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
 
@@ -65,34 +67,31 @@ export function createStore(
 
 /**
  * How to answer from a complete cached object: a finished reply (304, 416, HEAD, empty body) or
- * the status, headers and byte span to send.
+ * the status, headers and byte span to send. As a cache: If-None-Match and If-Modified-Since are
+ * answered here, If-Match and If-Unmodified-Since are left alone (infra/http/conditional.ts).
  */
 function answer(e: Entry, r: ForwardRequest): Upstream | Span {
   const h: Record<string, string> = { ...e.meta.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' };
-  const inm = header(r, 'if-none-match');
-  const ims = header(r, 'if-modified-since');
-  const lm = h['last-modified'];
-  if ((inm && h['etag'] && inm === h['etag']) || (!inm && ims && lm && Date.parse(ims) >= Date.parse(lm))) {
+  const v = validatorsOf(h);
+  if (evaluate(r.method, r.headers, v, { cache: true }) === 'not-modified')
     return { status: 304, headers: h, body: null, url: r.url };
-  }
   let start = 0;
   let end = e.size - 1;
   let status = 200;
-  const range = /^bytes=(\d*)-(\d*)$/.exec(header(r, 'range') ?? '');
-  const ifRange = header(r, 'if-range');
-  if (range && (range[1] || range[2]) && (!ifRange || ifRange === h['etag'] || ifRange === lm)) {
-    start = range[1] ? Number(range[1]) : Math.max(0, e.size - Number(range[2]));
-    end = range[1] && range[2] ? Math.min(Number(range[2]), e.size - 1) : e.size - 1;
-    if (start >= e.size || start > end)
-      return {
-        status: 416,
-        headers: { 'content-range': `bytes */${e.size}` },
-        body: null,
-        text: '',
-        url: r.url,
-      };
+  // Several ranges are answered with the whole (RFC 9110 14.2 lets a server ignore Range).
+  const range = rangeOf(r.method, r.headers, v, e.size);
+  if (range.kind === 'unsatisfiable')
+    return {
+      status: 416,
+      headers: { 'content-range': contentRange(null, e.size) },
+      body: null,
+      text: '',
+      url: r.url,
+    };
+  if (range.kind === 'single') {
+    ({ start, end } = range);
     status = 206;
-    h['content-range'] = `bytes ${start}-${end}/${e.size}`;
+    h['content-range'] = contentRange(range, e.size);
   }
   h['content-length'] = String(end - start + 1);
   if (r.method === 'HEAD' || e.size === 0)
@@ -162,11 +161,13 @@ export class DiskCache implements ProxyCache {
    * X-Accel-Redirect to the object's body file, for nginx to send with the headers set here: the
    * whole object, or the single range answer() took (nginx applies the same Range and If-Range,
    * compared with these ETag and Last-Modified). A Range answered whole here (several ranges, a
-   * stale If-Range) stays here, where nginx might answer it otherwise. Conditional requests and
-   * HEAD never get this far (answer() settled them).
+   * stale If-Range, an invalid one) or merged into one here stays here, where nginx might answer
+   * it otherwise. Conditional requests and HEAD never get this far (answer() settled them).
    */
   private offload(e: Entry, r: ForwardRequest, a: Span): Upstream | undefined {
-    if (!this.accelPrefix || (a.status !== 206 && header(r, 'range') !== undefined)) return undefined;
+    const range = header(r, 'range');
+    if (!this.accelPrefix || (range !== undefined && (a.status !== 206 || range.includes(','))))
+      return undefined;
     const file = this.store.bodyFile(e);
     if (!file) return undefined;
     const headers: Record<string, string> = { ...a.headers, 'x-accel-redirect': this.accelPrefix + file };
@@ -190,10 +191,10 @@ export class DiskCache implements ProxyCache {
     if (!hit) return undefined;
     const p = this.prepared.get(hit.body, '', () => ({
       headers: { ...hit.entry.meta.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' },
-      etagMatch: 'exact',
       omitOn304: ['content-length'],
+      cache: true,
     }));
-    if (p.notModified(r.headers))
+    if (p.precondition(r) === 'not-modified')
       return { status: 304, headers: p.notModifiedHeaders, body: null, url: r.url };
     this.stats.onBytes('cache', p.body.length);
     return { status: 200, headers: p.headers, body: null, text: p.body, url: r.url };
