@@ -1,8 +1,9 @@
 // Turns a render outcome into the plantuml-server response: status, content type, cache and ETag headers,
 // the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (docs/protocols/plantuml-server.md
-// §5).
+// §5; decided by RFC 9110 through infra/http/conditional.ts, not plantuml-server's substring test).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../errors.ts';
+import { evaluate, type Precondition } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
@@ -63,21 +64,30 @@ function cacheHeaders(
   // A 400 error image revalidates instead of living 5 days in caches (docs/protocols/plantuml-server.md §10).
   reply.header('cache-control', ok ? `public, max-age=${MAX_AGE}` : 'no-cache');
   if (ok) reply.header('expires', httpDate(now + MAX_AGE * 1000));
-  if (engine.facts)
-    reply.header('last-modified', httpDate(Math.floor(engine.facts.compileTime / 60_000) * 60_000));
+  const lm = lastModifiedMs(engine);
+  if (lm !== null) reply.header('last-modified', httpDate(lm));
   if (etag) reply.header('etag', etag);
 }
 
-/** True when the request's validators match: answer 304 without rendering. */
-export function notModified(req: FastifyRequest, engine: PlantumlEngine, etag: string | null): boolean {
-  const inm = req.headers['if-none-match'];
-  if (!etag || !inm?.includes(etag)) return false;
-  const ims = req.headers['if-modified-since'];
-  if (ims && engine.facts) {
-    const lm = httpDate(Math.floor(engine.facts.compileTime / 60_000) * 60_000);
-    if (Date.parse(ims) !== Date.parse(lm)) return false;
-  }
-  return true;
+/** Last-Modified of every diagram: the engine's build time, to the minute (as plantuml-server). */
+function lastModifiedMs(engine: PlantumlEngine): number | null {
+  return engine.facts ? Math.floor(engine.facts.compileTime / 60_000) * 60_000 : null;
+}
+
+/**
+ * The preconditions of a diagram answer. Its Last-Modified is the engine's build time, which says
+ * nothing of the URLs a diagram reads: for those only the ETag (which hashes their content) counts.
+ */
+function precondition(
+  req: FastifyRequest,
+  engine: PlantumlEngine,
+  etag: string | null,
+  readsUrls: boolean,
+  o: ReplyOptions,
+): Precondition {
+  // Without cache headers the answer has no validators: nothing to be conditional on.
+  if (!o.cacheHeaders) return 'pass';
+  return evaluate(req.method, req.headers, { etag, lastModified: readsUrls ? null : lastModifiedMs(engine) });
 }
 
 /** Renders `source` in `fmt` and sends it the way plantuml-server does. */
@@ -98,10 +108,12 @@ export async function sendDiagram(
     dark: fmt.dark,
     source,
   } as const;
-  if ((req.method === 'GET' || req.method === 'HEAD') && req.headers['if-none-match']) {
-    // A diagram that read URLs matches only while they are unchanged (a conditional GET at most).
+  if (o.cacheHeaders && (req.method === 'GET' || req.method === 'HEAD') && req.headers['if-none-match']) {
+    // Decided before rendering: the ETag hashes the source and the content of the URLs it read
+    // (revalidated here, a conditional GET at most). If-Modified-Since waits for the render,
+    // which says whether the diagram reads URLs.
     const etag = await engine.currentEtag(job).catch(() => null);
-    if (notModified(req, engine, etag)) {
+    if (etag && evaluate(req.method, req.headers, { etag, lastModified: null }) === 'not-modified') {
       cacheHeaders(reply, engine, etag, true, o);
       return reply.code(304).send();
     }
@@ -121,12 +133,13 @@ export async function sendDiagram(
       .get(r.body, `${fmt.contentType}\n${o.cacheHeaders}\n${facts.version}`, () => {
         const tag = engine.etag(source, r.includes);
         return {
+          modifiedSince: !r.includes?.length,
           headers: {
             'access-control-allow-origin': '*',
             'cache-control': o.cacheHeaders ? `public, max-age=${MAX_AGE}` : 'no-cache',
             ...(o.cacheHeaders
               ? {
-                  'last-modified': httpDate(Math.floor(facts.compileTime / 60_000) * 60_000),
+                  'last-modified': httpDate(lastModifiedMs(engine)!),
                   ...(tag ? { etag: tag } : {}),
                 }
               : {}),
@@ -137,10 +150,14 @@ export async function sendDiagram(
           },
         };
       })
-      .sendBody(reply);
+      .send(reply, req);
   }
   const tag = engine.etag(source, r.includes);
   cacheHeaders(reply, engine, tag, ok, o);
+  // Preconditions apply to the diagram, not to an error (RFC 9110 13.2.1).
+  const pre = ok ? precondition(req, engine, tag, Boolean(r.includes?.length), o) : 'pass';
+  if (pre === 'not-modified') return reply.code(304).send();
+  if (pre === 'failed') return reply.code(412).send();
   reply.header('x-plantuml-diagram-description', headerText(r.description));
   if (!ok && !o.kroki) {
     // One header per error, repeated when there are several (docs/protocols/plantuml-server.md §5).

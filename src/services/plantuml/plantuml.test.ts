@@ -142,11 +142,30 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
       headers: { 'if-none-match': etag },
     });
     assert.equal(other.statusCode, 200);
-    const stale = await app.inject({
+    // RFC 9110, not plantuml-server: If-Modified-Since is ignored beside If-None-Match (13.1.3),
+    // and a list names a tag only as a whole member (8.8.3.2), never as a substring.
+    const ignored = await app.inject({
       url: `/plantuml/png/${HELLO}`,
       headers: { 'if-none-match': etag, 'if-modified-since': 'Mon, 01 Jan 2001 00:00:00 GMT' },
     });
-    assert.equal(stale.statusCode, 200);
+    assert.equal(ignored.statusCode, 304);
+    const inside = await app.inject({
+      url: `/plantuml/png/${HELLO}`,
+      headers: { 'if-none-match': `"x${etag}"` },
+    });
+    assert.equal(inside.statusCode, 200);
+    const since = await app.inject({
+      url: `/plantuml/png/${HELLO}`,
+      headers: { 'if-modified-since': new Date(Date.now() + 60_000).toUTCString() },
+    });
+    assert.equal(since.statusCode, 304, 'the engine is older than the date');
+    const before = await app.inject({
+      url: `/plantuml/png/${HELLO}`,
+      headers: { 'if-modified-since': 'Mon, 01 Jan 2001 00:00:00 GMT' },
+    });
+    assert.equal(before.statusCode, 200);
+    const failed = await app.inject({ url: `/plantuml/png/${HELLO}`, headers: { 'if-match': '"other"' } });
+    assert.equal(failed.statusCode, 412);
   });
 
   it('counts the page index across newpage and blocks; past the end is 400', async () => {
