@@ -1,26 +1,8 @@
-// Content-coding for the page and its assets: brotli or gzip when the client accepts it. Assets are
-// compressed once at load; the page is gzipped once too, around the one slot that varies.
+// Content-coding for the page and its assets (which coding a client takes is infra/http/encoding.ts's
+// call): assets are compressed once at load; the page is gzipped once too, around the one slot that varies.
 import { brotliCompressSync, constants, crc32, deflateRawSync, gzipSync } from 'node:zlib';
 
 export type Coding = 'br' | 'gzip';
-
-/** The first of `offered` that Accept-Encoding allows (q=0 refuses one), or null for identity. */
-export function negotiate(
-  header: string | string[] | undefined,
-  offered: readonly Coding[] = ['br', 'gzip'],
-): Coding | null {
-  const h = Array.isArray(header) ? header.join(',') : (header ?? '');
-  const q = new Map<string, number>();
-  for (const part of h.split(',')) {
-    const [name = '', ...params] = part.trim().toLowerCase().split(';');
-    if (!name) continue;
-    const qp = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const v = qp ? Number(qp.slice(2)) : 1;
-    q.set(name, Number.isFinite(v) ? v : 0);
-  }
-  const allowed = (c: Coding) => (q.get(c) ?? q.get('*') ?? 0) > 0;
-  return offered.find(allowed) ?? null;
-}
 
 export function precompress(body: Buffer): Record<Coding, Buffer> {
   return {

@@ -2,13 +2,17 @@
 // sections come from the service definitions on ctx, each marked by whether this server serves it.
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { negotiateEncoding } from '../../infra/http/encoding.ts';
 import { type Assets, loadAssets } from '../../page/assets.ts';
-import { type Coding, negotiate, SplicedGzip } from '../../page/encoding.ts';
+import { type Coding, SplicedGzip } from '../../page/encoding.ts';
 import { pageCsp, secure } from '../../page/headers.ts';
 import { escapeHtml } from '../../page/html.ts';
 import type { PageInput } from '../../page/section.ts';
 import { isEnabled } from '../define.ts';
 import { pageConnect, renderPage } from './page.ts';
+
+/** The page is offered gzip only: it is spliced per request (SplicedGzip), where brotli could not be. */
+const GZIP = ['gzip'];
 
 const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/assets', 'text');
@@ -50,7 +54,7 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     secure(reply, csp).header('cache-control', 'no-store').header('vary', 'accept-encoding');
     reply.type('text/html; charset=utf-8');
     const ip = hasSlot ? escapeHtml(req.clientIp) : '';
-    if (negotiate(req.headers['accept-encoding'], ['gzip']) === null) return page.plain(ip);
+    if (negotiateEncoding(req.headers['accept-encoding'], GZIP) === null) return page.plain(ip);
     reply.header('content-encoding', 'gzip');
     return page.gzip(ip);
   });
@@ -65,7 +69,10 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       return 'no such asset\n';
     }
     // Names carry a content hash, so a response never goes stale.
-    const coding = negotiate(req.headers['accept-encoding'], Object.keys(asset.coded) as Coding[]);
+    const coding = negotiateEncoding(
+      req.headers['accept-encoding'],
+      Object.keys(asset.coded),
+    ) as Coding | null;
     const coded = coding ? asset.coded[coding] : undefined;
     secure(reply, csp)
       .header('cache-control', 'public, max-age=31536000, immutable')

@@ -137,6 +137,18 @@ describe('home page (server side)', () => {
     }
   });
 
+  it('picks the asset coding by q-value, then brotli (infra/http/encoding.ts)', async () => {
+    const js = /src="(\/assets\/[^"]+\.js)"/.exec((await app.inject({ url: '/' })).body)?.[1];
+    assert.ok(js);
+    const coding = async (ae: string) =>
+      (await app.inject({ url: js, headers: { 'accept-encoding': ae } })).headers['content-encoding'];
+    assert.equal(await coding('gzip;q=1, br;q=0.5'), 'gzip');
+    assert.equal(await coding('gzip, br'), 'br');
+    assert.equal(await coding('br;q=0, *'), 'gzip');
+    assert.equal(await coding('GZIP'), 'gzip');
+    assert.equal(await coding('*;q=0'), undefined);
+  });
+
   it('does not reflect the query string or the path into the page', async () => {
     const r = await app.inject({ url: '/?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E&x="><img src=x>' });
     assert.equal(r.statusCode, 200);
