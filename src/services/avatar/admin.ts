@@ -1,7 +1,9 @@
 // Operator uploads: the Bearer token check (constant time) and reading the image from a raw image
-// body or a multipart form (parsed by the platform's own FormData, no extra dependency).
+// body or a multipart form (the one multipart reader, infra/http/multipart.ts).
+import type { FastifyRequest } from 'fastify';
 import { AppError, badRequest } from '../../errors.ts';
 import { bearerMatches } from '../../infra/http/bearer.ts';
+import { readForm } from '../../infra/http/multipart.ts';
 
 export function checkAdmin(header: string | undefined, token: string): void {
   if (!bearerMatches(header, token))
@@ -16,7 +18,13 @@ export interface Upload {
   fields: Record<string, string>;
 }
 
-export async function readUpload(contentType: string | undefined, body: unknown): Promise<Upload> {
+export async function readUpload(req: FastifyRequest): Promise<Upload> {
+  if (req.isMultipart()) {
+    const form = await readForm(req);
+    if (!form.file || form.file.length === 0) throw badRequest('the multipart form has no file part');
+    return { image: form.file, fields: form.fields };
+  }
+  const body = req.body;
   if (!Buffer.isBuffer(body))
     throw new AppError(
       'UNSUPPORTED_MEDIA_TYPE',
@@ -24,21 +32,5 @@ export async function readUpload(contentType: string | undefined, body: unknown)
       'send the image as image/*, application/octet-stream or multipart/form-data',
     );
   if (body.length === 0) throw badRequest('the request has no image');
-  if (!/^multipart\/form-data/i.test(contentType ?? '')) return { image: body, fields: {} };
-  let form: FormData;
-  try {
-    form = await new Response(new Uint8Array(body), { headers: { 'content-type': contentType! } }).formData();
-  } catch {
-    throw badRequest('malformed multipart body');
-  }
-  const fields: Record<string, string> = {};
-  let image: Buffer | null = null;
-  let file: Blob | null = null;
-  form.forEach((value, name) => {
-    if (typeof value === 'string') fields[name.toLowerCase()] = value.slice(0, 512);
-    else file ??= value;
-  });
-  if (file) image = Buffer.from(await (file as Blob).arrayBuffer());
-  if (!image) throw badRequest('the multipart form has no file part');
-  return { image, fields };
+  return { image: body, fields: {} };
 }

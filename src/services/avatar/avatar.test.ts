@@ -392,6 +392,22 @@ describe('avatar service', () => {
         [`/avatar/${md5}?r=nc17`, img, { 'content-type': 'image/jpeg' }, 400],
         [`/avatar/${md5}`, img, { 'content-type': 'text/plain' }, 415],
         [`/avatar/${md5}`, 'x', { 'content-type': 'multipart/form-data; boundary=zz' }, 400],
+        [
+          `/avatar/${md5}`,
+          '--zz\r\ncontent-disposition: form-data; name="rating"\r\n\r\ng\r\n--zz--\r\n',
+          { 'content-type': 'multipart/form-data; boundary=zz' },
+          400,
+        ],
+        [
+          `/avatar/${md5}`,
+          Buffer.concat([
+            Buffer.from('--zz\r\ncontent-disposition: form-data; name="f"; filename="a.png"\r\n\r\n'),
+            Buffer.alloc(11 * 1024 * 1024),
+            Buffer.from('\r\n--zz--\r\n'),
+          ]),
+          { 'content-type': 'multipart/form-data; boundary=zz' },
+          413,
+        ],
         [`/avatar/${md5}`, Buffer.alloc(11 * 1024 * 1024), { 'content-type': 'image/png' }, 413],
         [
           `/avatar/${md5}`,

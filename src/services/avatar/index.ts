@@ -1,6 +1,7 @@
 // Avatar utility: Gravatar-compatible image URLs served from uploads, an upstream mirror or our own
 // generators (issue 8). Wires the caches, the mirror, the blob-store uploads and the routes.
 import { join } from 'node:path';
+import multipart from '@fastify/multipart';
 import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
@@ -132,13 +133,15 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     await Promise.all([rendered.idle(), mirror?.close()]);
   });
 
-  // Upload bodies: a raw image or a multipart form, buffered up to the upload limit (these parsers
-  // exist only inside this plugin).
+  // Upload bodies: a raw image buffered up to the upload limit, or a multipart form read by the
+  // one multipart reader with the same limit on its file (these parsers exist only inside this plugin).
   const parser = { parseAs: 'buffer' as const, bodyLimit: cfg.uploadMaxBytes };
   app.addContentTypeParser(/^image\/[a-z0-9.+-]+$/i, parser, (_req, body, done) => done(null, body));
-  app.addContentTypeParser(['application/octet-stream', 'multipart/form-data'], parser, (_req, body, done) =>
-    done(null, body),
-  );
+  app.addContentTypeParser('application/octet-stream', parser, (_req, body, done) => done(null, body));
+  await app.register(multipart, {
+    throwFileSizeLimit: true,
+    limits: { fileSize: cfg.uploadMaxBytes, files: 4, fields: 16, fieldSize: 4096, parts: 20 },
+  });
 
   avatarRoutes(app, ctx, svc, uploads, (source) => servedBy(source).inc());
 };

@@ -154,7 +154,7 @@ export function avatarRoutes(
     },
     async (req: Req, reply) => {
       const hash = target(req);
-      const { image, fields } = await readUpload(req.headers['content-type'], req.body);
+      const { image, fields } = await readUpload(req);
       const rawRating = (
         fields['rating'] ??
         fields['r'] ??
