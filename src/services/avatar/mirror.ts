@@ -9,6 +9,7 @@ import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
+import { conditionalGet, validatorsOf } from '../../infra/egress/revalidate.ts';
 import { loadSharp } from '../../infra/media/sharp.ts';
 import type { Rating } from './request.ts';
 
@@ -171,21 +172,15 @@ export class Mirror {
 
   private async fetch(hash: string, rating: Rating, meta: Meta | null): Promise<Fetched> {
     const url = new URL(`${this.o.upstream}/avatar/${hash}?s=${this.o.size}&d=404&r=${rating}`);
-    const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: 'image/*' };
-    if (meta?.etag) headers['if-none-match'] = meta.etag;
-    if (meta?.lastModified) headers['if-modified-since'] = meta.lastModified;
+    const headers = { 'user-agent': this.o.userAgent, accept: 'image/*' };
     try {
-      const res = await this.http.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
-      });
-      if (res.statusCode === 304 && meta) {
-        await res.body.dump();
-        return { kind: 'not_modified' };
-      }
+      const r = await conditionalGet(
+        this.http,
+        { url, headers, signal: AbortSignal.timeout(this.o.timeoutMs) },
+        meta,
+      );
+      if (r.notModified) return { kind: 'not_modified' };
+      const res = r.res;
       if (res.statusCode === 404) {
         await res.body.dump();
         return { kind: 'missing' };
@@ -212,13 +207,13 @@ export class Mirror {
         Math.max(maxAge(res.headers['cache-control']) ?? 0, this.o.minTtlSec),
         this.o.maxTtlSec,
       );
-      const header = (h: string | string[] | undefined) => (typeof h === 'string' ? h : '');
+      const v = validatorsOf(res.headers);
       return {
         kind: 'ok',
         body,
         meta: {
-          etag: header(res.headers['etag']),
-          lastModified: header(res.headers['last-modified']),
+          etag: v.etag ?? '',
+          lastModified: v.lastModified ?? '',
           fetchedAt: Date.now(),
           expiresAt: Date.now() + ttl * 1000,
         },
