@@ -10,6 +10,7 @@ import { ByteLru } from '../../infra/cache/lru.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
 import { type Egress, isBlocked } from '../../infra/egress/client.ts';
+import { conditionalGet, type StoredValidators, validatorsOf } from '../../infra/egress/revalidate.ts';
 import type { IncludeRecord } from './protocol.ts';
 import type { FetchAnswer } from './worker.ts';
 
@@ -26,9 +27,7 @@ export interface IncludeOptions {
   log: Logger;
 }
 
-interface Stored extends FetchAnswer {
-  etag: string | null;
-  lastModified: string | null;
+interface Stored extends FetchAnswer, StoredValidators {
   checkedAt: number;
 }
 
@@ -89,22 +88,22 @@ export class IncludeFetcher {
 
   private async load(href: string, stored: Stored | undefined): Promise<FetchAnswer> {
     const u = new URL(href);
-    const headers: Record<string, string> = { 'user-agent': 'devutil-plantuml' };
-    if (stored?.etag) headers['if-none-match'] = stored.etag;
-    if (stored?.lastModified) headers['if-modified-since'] = stored.lastModified;
     try {
-      const res = await this.o.http.request({
-        origin: u.origin,
-        path: `${u.pathname}${u.search}`,
-        method: 'GET',
-        headers,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
-      });
-      if (res.statusCode === 304 && stored) {
-        await res.body.dump();
-        stored.checkedAt = Date.now();
-        return stored;
+      const r = await conditionalGet(
+        this.o.http,
+        {
+          url: u,
+          headers: { 'user-agent': 'devutil-plantuml' },
+          signal: AbortSignal.timeout(this.o.timeoutMs),
+        },
+        stored,
+      );
+      if (r.notModified) {
+        // Only a request that carried validators is answered so, and they came from `stored`.
+        stored!.checkedAt = Date.now();
+        return stored!;
       }
+      const res = r.res;
       if (res.statusCode !== 200) {
         await res.body.dump();
         // The engine reports the include as missing; remembered like content, so it is not
@@ -141,11 +140,9 @@ export class IncludeFetcher {
   }
 
   private keep(href: string, a: FetchAnswer, headers: Record<string, unknown> | null): FetchAnswer {
-    const one = (v: unknown) => (typeof v === 'string' && v.length <= 256 ? v : null);
     this.store.set(href, {
       ...a,
-      etag: one(headers?.['etag']),
-      lastModified: one(headers?.['last-modified']),
+      ...(headers ? validatorsOf(headers) : { etag: null, lastModified: null }),
       checkedAt: Date.now(),
     });
     return a;
