@@ -6,6 +6,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
 import { ByteLru } from '../../infra/cache/lru.ts';
+import { conditionalHeaders } from '../../infra/egress/revalidate.ts';
 import { evaluate, validatorsOf } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { contentRange, rangeOf } from '../../infra/http/range.ts';
@@ -270,8 +271,10 @@ export class DiskCache implements ProxyCache {
       const v = header(r, n);
       if (v !== undefined) headers[n] = v;
     }
-    if (stored['etag']) headers['if-none-match'] = stored['etag'];
-    if (stored['last-modified']) headers['if-modified-since'] = stored['last-modified'];
+    Object.assign(
+      headers,
+      conditionalHeaders({ etag: stored['etag'], lastModified: stored['last-modified'] }),
+    );
     try {
       const up = await forward(o, { ...r, method: 'GET', headers });
       up.body?.resume();
