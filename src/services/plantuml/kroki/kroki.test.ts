@@ -98,6 +98,13 @@ describe('Kroki API', { timeout: 240_000 }, () => {
         assert.ok(etag.startsWith('"'));
         const again = await app.inject({ url, headers: { 'if-none-match': etag } });
         assert.equal(again.statusCode, 304);
+        // A list member, never a substring (RFC 9110 13.1.2, infra/http/conditional.ts).
+        assert.equal((await app.inject({ url, headers: { 'if-none-match': `"x${etag}"` } })).statusCode, 200);
+        assert.equal(
+          (await app.inject({ url, headers: { 'if-none-match': `"a", W/${etag}` } })).statusCode,
+          304,
+        );
+        assert.equal((await app.inject({ url, headers: { 'if-match': '"other"' } })).statusCode, 412);
         const bad = await app.inject({ url: `/plantuml/${lang.type}/gif/${kroki(lang.sample)}` });
         assert.equal(bad.statusCode, 400);
         assert.match(

@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../../../errors.ts';
+import { evaluate } from '../../../infra/http/conditional.ts';
 import { checkJsonDepth } from '../../../infra/http/json-body.ts';
 import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
@@ -135,13 +136,14 @@ export async function krokiRoutes(
     }
     const job: DiagramJob = { lang, format, source: text, options };
     const etag = cfg.cacheHeaders ? renderer.etag(job) : null;
-    const inm = req.headers['if-none-match'];
-    if (etag && inm && (req.method === 'GET' || req.method === 'HEAD') && inm.includes(etag)) {
+    // Decided before rendering (the ETag hashes the job), by RFC 9110 (infra/http/conditional.ts).
+    const pre = etag ? evaluate(req.method, req.headers, { etag, lastModified: null }) : 'pass';
+    if (pre === 'not-modified')
       return reply
         .code(304)
-        .headers({ etag, 'cache-control': `public, max-age=${MAX_AGE}` })
+        .headers({ etag: etag!, 'cache-control': `public, max-age=${MAX_AGE}` })
         .send();
-    }
+    if (pre === 'failed') return sendKrokiError(req, reply, 412, 'the diagram does not match If-Match');
     let out: Awaited<ReturnType<DiagramRenderer['render']>>;
     try {
       out = await renderer.render(job, req.clientKey);
