@@ -5,8 +5,9 @@
 // nothing. Results are memoised per field value: clients send a handful of distinct values.
 import Negotiator from 'negotiator';
 
+/** Distinct field values remembered per offer (then forgotten at once: a flood of odd values cannot grow it). */
 const MEMO = 256;
-const memo = new Map<string, string | null>();
+const memos = new Map<string, Map<string, string | null>>();
 
 function pick(header: string, offered: readonly string[]): string | null {
   // "x-gzip" is gzip (RFC 9110 8.4.1.3: a recipient SHOULD consider them equivalent).
@@ -28,12 +29,17 @@ export function negotiateEncoding(
   if (header === undefined) return null;
   const h = Array.isArray(header) ? header.join(',') : header;
   if (h === '') return null;
-  const key = `${offered.join(',')}\n${h}`;
-  const hit = memo.get(key);
+  const offer = offered.length === 1 ? offered[0]! : offered.join(',');
+  let memo = memos.get(offer);
+  if (!memo) {
+    memo = new Map();
+    if (memos.size < 64) memos.set(offer, memo);
+  }
+  const hit = memo.get(h);
   if (hit !== undefined) return hit;
   const out = pick(h, offered);
   if (memo.size >= MEMO) memo.clear();
-  if (h.length <= 256) memo.set(key, out);
+  if (h.length <= 256) memo.set(h, out);
   return out;
 }
 
