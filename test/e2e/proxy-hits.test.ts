@@ -81,6 +81,34 @@ describe('proxy: memory-tier hits', { skip: toolSkip('curl') }, () => {
     assert.equal(other.status, 200);
   });
 
+  it('answers conditionals and ranges on hits by RFC 9110, from memory and from disk alike', async () => {
+    const path = '/proxy/files.pythonhosted.org/packages/hh/three.whl';
+    await curl([`${w.proxy.url}${path}`]);
+    const disk = await startProxy(w.net, { proxy: { cacheDir, cacheMemoryBytes: 0 } });
+    try {
+      for (const base of [w.proxy.url, disk.url]) {
+        const url = `${base}${path}`;
+        const status = async (...h: string[]) => (await curl([...h.flatMap((x) => ['-H', x]), url])).status;
+        // If-None-Match: weak comparison, lists and * (13.1.2); If-Match is the origin's (13.1.1).
+        assert.equal(await status('If-None-Match: W/"p1"'), 304, base);
+        assert.equal(await status('If-None-Match: "a", "p1"'), 304, base);
+        assert.equal(await status('If-None-Match: *'), 304, base);
+        assert.equal(await status('If-Match: "zz"'), 200, base);
+        // Range: an invalid one is ignored (14.1.1), If-Range compares strongly (13.1.5).
+        assert.equal(await status('Range: bytes=5-3'), 200, base);
+        assert.equal(await status('Range: bytes=0-1', 'If-Range: W/"p1"'), 200, base);
+        const r = await curl(['-H', 'Range: bytes=0-1,2-3', '-H', 'If-Range: "p1"', url]);
+        assert.equal(r.status, 206, base);
+        assert.equal(r.headers['content-range'], 'bytes 0-3/4096', base);
+        assert.equal(await status('Range: bytes=5000-'), 416, base);
+        const head = await curl(['-I', '-H', 'Range: bytes=0-1', url]);
+        assert.equal(head.status, 200, `${base}: HEAD has no range handling (14.2)`);
+      }
+    } finally {
+      await disk.close();
+    }
+  });
+
   it('serves the new version of a revalidated object, never the stored one', async () => {
     const url = `${w.proxy.url}/proxy/deb.debian.org/debian/dists/stable/Release`;
     const first = await curl([url]);
