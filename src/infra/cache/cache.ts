@@ -177,6 +177,24 @@ export class Cache<M> {
   }
 
   /**
+   * A temporary path in the disk tier's directory for a body written outside the cache (a Spool),
+   * to hand over with adopt(); null without a disk tier.
+   */
+  tempFile(): Promise<string | null> {
+    return this.disk ? this.disk.tempFile() : Promise.resolve(null);
+  }
+
+  /**
+   * Publishes a finished body file from tempFile() as the entry of `key` (disk only; the cache owns
+   * the file from here and removes it when not stored). True once stored.
+   */
+  adopt(key: string, file: string, size: number, meta: M, o: { ttlMs?: number } = {}): Promise<boolean> {
+    this.mem?.delete(key);
+    if (!this.disk) return Promise.resolve(false);
+    return this.track(this.disk.publish(key, file, size, meta, o.ttlMs));
+  }
+
+  /**
    * Marks an entry confirmed now (and gives it a new TTL if asked). On disk only its small record
    * is rewritten (temporary file + rename); the body file stays.
    */

@@ -235,28 +235,9 @@ export class DiskTier<M> {
     };
     return new CacheWriter(
       {
-        tempPath: async () => ((await this.opened) ? this.tempName() : null),
+        tempPath: () => this.tempFile(),
         maxBytes: this.itemBytes,
-        commit: async (tmp, size) => {
-          const now = Date.now();
-          const expiresAt = ttlMs === undefined ? null : now + ttlMs;
-          const entry: CacheEntry<M> = { key, size, meta, storedAt: now, checkedAt: now, expiresAt };
-          const version = newVersion();
-          const staged: Staged<M> = { body: tmp, record: this.tempName(), entry, version, bytes: 0 };
-          try {
-            const record = recordOf(entry, version);
-            staged.bytes = size + record.length;
-            if (staged.bytes <= this.itemBytes) {
-              await writeFile(staged.record, record, { flag: 'wx' });
-              return await this.commit(h, claim, staged);
-            }
-          } catch (err) {
-            this.onError(err);
-          }
-          release();
-          await this.discard(staged);
-          return false;
-        },
+        commit: (tmp, size) => this.publishFile(h, claim, key, tmp, size, meta, ttlMs),
         abandon: (err) => {
           if (err) this.onError(err);
           release();
@@ -264,6 +245,49 @@ export class DiskTier<M> {
       },
       expectedSize,
     );
+  }
+
+  /** A temporary path in the tier's directory (same file system: publishing is a rename), or null. */
+  async tempFile(): Promise<string | null> {
+    return (await this.opened) ? this.tempName() : null;
+  }
+
+  /** Publishes a finished body file from tempFile() as the entry of `key` (it owns the file from here). */
+  publish(key: string, file: string, size: number, meta: M, ttlMs: number | undefined): Promise<boolean> {
+    const h = this.hash(key);
+    const claim = Symbol(key);
+    this.claims.set(h, claim);
+    return this.publishFile(h, claim, key, file, size, meta, ttlMs);
+  }
+
+  /** Writes the record beside a body file and publishes both; false (files removed) when not stored. */
+  private async publishFile(
+    h: string,
+    claim: symbol,
+    key: string,
+    tmp: string,
+    size: number,
+    meta: M,
+    ttlMs: number | undefined,
+  ): Promise<boolean> {
+    const now = Date.now();
+    const expiresAt = ttlMs === undefined ? null : now + ttlMs;
+    const entry: CacheEntry<M> = { key, size, meta, storedAt: now, checkedAt: now, expiresAt };
+    const version = newVersion();
+    const staged: Staged<M> = { body: tmp, record: this.tempName(), entry, version, bytes: 0 };
+    try {
+      const record = recordOf(entry, version);
+      staged.bytes = size + record.length;
+      if (staged.bytes <= this.itemBytes) {
+        await writeFile(staged.record, record, { flag: 'wx' });
+        return await this.commit(h, claim, staged);
+      }
+    } catch (err) {
+      this.onError(err);
+    }
+    if (this.claims.get(h) === claim) this.claims.delete(h);
+    await this.discard(staged);
+    return false;
   }
 
   /** Rewrites the record of `old` as `next` (the body stays); null when not on disk. */

@@ -1,4 +1,5 @@
 // Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
+import { AppError } from '../../errors.ts';
 import { isBlocked, undiciCode } from '../../infra/egress/client.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
@@ -18,6 +19,8 @@ export function codeOf(err: unknown): string {
 export function classify(err: unknown): Failure {
   if (err instanceof ProxyError) return { status: err.status, message: err.message, headers: err.headers };
   if (err instanceof TargetError) return { status: err.status, message: err.message };
+  // An ecosystem's own verdict on an upstream answer (a digest mismatch, a refused realm).
+  if (err instanceof AppError) return { status: err.status, message: err.message };
   const cause = (err as { cause?: unknown })?.cause;
   if (isBlocked(err)) return { status: 502, message: 'upstream address is not allowed' };
   if (cause instanceof ProxyError) return { status: cause.status, message: cause.message };

@@ -3,5 +3,6 @@
 import { goFields } from './go/config.ts';
 import { hfFields } from './hf/config.ts';
 import { npmFields } from './npm/config.ts';
+import { ociConfig } from './oci/config.ts';
 
-export const ecosystemFields = { ...hfFields, ...npmFields, ...goFields };
+export const ecosystemFields = { ...ociConfig, ...hfFields, ...npmFields, ...goFields };

@@ -1,0 +1,104 @@
+// The spool: many readers follow one body as it is written, the last byte waits for the seal, a
+// failed body ends no reader, and a sealed file handed to the cache keeps its open readers going.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { tempDir } from '../../../test/helpers/server.ts';
+import { Cache } from './cache.ts';
+import { Spool } from './spool.ts';
+
+/** Everything the reader has sent so far, and whether it ended or failed. */
+function collect(r: Readable) {
+  const got = { chunks: [] as Buffer[], ended: false, error: null as Error | null };
+  r.on('data', (c: Buffer) => got.chunks.push(c));
+  r.on('end', () => {
+    got.ended = true;
+  });
+  r.on('error', (e) => {
+    got.error = e;
+  });
+  return {
+    got,
+    bytes: () => Buffer.concat(got.chunks),
+    settled: () =>
+      new Promise<void>((res) => {
+        if (got.ended || got.error) res();
+        r.once('end', () => res());
+        r.once('error', () => res());
+      }),
+  };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 30));
+
+describe('Spool', { timeout: 30_000 }, () => {
+  it('streams to every reader as it is written, holding the last byte until the seal', async () => {
+    const s = await Spool.create(join(tempDir(), 'a'));
+    const a = collect(s.reader(0));
+    await s.append(Buffer.from('hello '));
+    const b = collect(s.reader(0)); // joins after the first chunk
+    await s.append(Buffer.from('world'));
+    await tick();
+    assert.equal(a.bytes().toString(), 'hello worl', 'all but the last byte before the seal');
+    assert.equal(b.bytes().toString(), 'hello worl');
+    assert.equal(a.got.ended, false);
+    s.seal();
+    await Promise.all([a.settled(), b.settled()]);
+    assert.equal(a.bytes().toString(), 'hello world');
+    assert.equal(b.bytes().toString(), 'hello world');
+    assert.ok(a.got.ended && b.got.ended);
+    s.done();
+  });
+
+  it('serves a range as soon as its bytes are there, and a range that ends the body only after the seal', async () => {
+    const s = await Spool.create(join(tempDir(), 'b'));
+    const mid = collect(s.reader(2, 4));
+    const tail = collect(s.reader(6));
+    await s.append(Buffer.from('0123456789'));
+    await mid.settled();
+    assert.equal(mid.bytes().toString(), '234');
+    await tick();
+    assert.equal(tail.bytes().toString(), '678');
+    assert.equal(tail.got.ended, false);
+    s.seal();
+    await tail.settled();
+    assert.equal(tail.bytes().toString(), '6789');
+    s.done();
+  });
+
+  it('fails every reader of a body that fails, none of them ever getting its end', async () => {
+    const s = await Spool.create(join(tempDir(), 'c'));
+    const a = collect(s.reader(0));
+    await s.append(Buffer.from('partial body'));
+    await tick();
+    s.fail(new Error('digest mismatch'));
+    await a.settled();
+    assert.equal(a.got.ended, false);
+    assert.match(String(a.got.error), /digest mismatch/);
+    assert.ok(a.bytes().length < 'partial body'.length);
+    await assert.rejects(s.append(Buffer.from('x')));
+    await s.remove();
+    assert.equal(existsSync(s.path), false);
+  });
+
+  it('hands its sealed file to the cache while a reader is still reading it', async () => {
+    const cache = new Cache<{ t: string }>({ name: 't', dir: tempDir(), diskBytes: 8 << 20, memoryBytes: 0 });
+    const file = await cache.tempFile();
+    assert.ok(file);
+    const s = await Spool.create(file);
+    const body = Buffer.alloc(600_000, 7);
+    await s.append(body);
+    const slow = s.reader(0);
+    s.seal();
+    assert.equal(await cache.adopt('k', s.path, s.written, { t: 'x' }), true);
+    s.done();
+    const c = collect(slow);
+    await c.settled();
+    assert.ok(c.bytes().equals(body), 'the open reader reads the whole body after the rename');
+    const hit = await cache.get('k');
+    assert.ok(hit?.body.equals(body));
+    assert.equal(hit?.entry.meta.t, 'x');
+  });
+});

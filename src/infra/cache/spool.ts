@@ -1,0 +1,183 @@
+// One body fetched once and read by many while it arrives: the writer appends to a file, any number
+// of readers stream byte ranges of it as they are written, and the last byte of the body is held
+// back from every reader until the writer seals the body as good (a digest checked, a length
+// matched). A body that fails is never completed for anyone: readers get the error instead of the
+// end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
+// from their descriptor either way.
+import { EventEmitter } from 'node:events';
+import { close, open, read, unlink, write } from 'node:fs';
+import { Readable } from 'node:stream';
+
+type State = 'writing' | 'sealed' | 'failed';
+
+/** Bytes each reader reads from the file per step. */
+const READ_CHUNK = 256 * 1024;
+
+export class Spool {
+  readonly path: string;
+  /** Bytes appended so far (all of them on disk). */
+  written = 0;
+  private state: State = 'writing';
+  private failure: Error | null = null;
+  private readonly events = new EventEmitter();
+  private wfd: number;
+  private rfd: number;
+  private readers = 0;
+  private writerDone = false;
+
+  private constructor(path: string, wfd: number, rfd: number) {
+    this.path = path;
+    this.wfd = wfd;
+    this.rfd = rfd;
+    this.events.setMaxListeners(0);
+  }
+
+  /** Creates the file (it must not exist) and opens it for appending and for the readers. */
+  static async create(path: string): Promise<Spool> {
+    const wfd = await new Promise<number>((res, rej) => open(path, 'wx', (e, fd) => (e ? rej(e) : res(fd))));
+    const rfd = await new Promise<number>((res, rej) =>
+      open(path, 'r', (e, fd) => {
+        if (e) {
+          close(wfd, () => {});
+          unlink(path, () => {});
+          rej(e);
+        } else res(fd);
+      }),
+    );
+    return new Spool(path, wfd, rfd);
+  }
+
+  get sealed(): boolean {
+    return this.state === 'sealed';
+  }
+
+  get failed(): boolean {
+    return this.state === 'failed';
+  }
+
+  /** Appends a chunk; resolves once it is in the file (call one at a time). */
+  append(chunk: Buffer): Promise<void> {
+    if (this.state !== 'writing') return Promise.reject(new Error('spool is closed for writing'));
+    return new Promise((resolve, reject) => {
+      const step = (off: number) =>
+        write(this.wfd, chunk, off, chunk.length - off, null, (err, n) => {
+          if (err) return reject(err);
+          this.written += n;
+          if (off + n < chunk.length) step(off + n);
+          else {
+            this.events.emit('progress');
+            resolve();
+          }
+        });
+      step(0);
+    });
+  }
+
+  /** The body is complete and good: readers may read to its end. */
+  seal(): void {
+    if (this.state !== 'writing') return;
+    this.state = 'sealed';
+    this.closeWriter();
+    this.events.emit('progress');
+  }
+
+  /** The body is bad or cut: every reader fails with `err`, now or when it next waits. */
+  fail(err: Error): void {
+    if (this.state !== 'writing') return;
+    this.state = 'failed';
+    this.failure = err;
+    this.closeWriter();
+    this.events.emit('progress');
+    this.maybeClose();
+  }
+
+  /**
+   * Streams bytes `start`..`end` (inclusive; `end` undefined = to the end of the body) as they are
+   * written. Until the spool is sealed the last byte written is never sent, so no reader sees a
+   * whole body that was not found good.
+   */
+  reader(start: number, end?: number): Readable {
+    this.readers++;
+    let pos = start;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.readers--;
+      this.maybeClose();
+    };
+    const stream = new Readable({
+      highWaterMark: READ_CHUNK,
+      read: () => {
+        const step = () => {
+          if (this.state === 'failed') {
+            stream.destroy(this.failure ?? new Error('spool failed'));
+            return;
+          }
+          const last = end ?? (this.state === 'sealed' ? this.written - 1 : Number.POSITIVE_INFINITY);
+          if (pos > last) {
+            stream.push(null);
+            return;
+          }
+          // Readable now: everything written, less the held-back last byte while unsealed.
+          const limit = Math.min(last + 1, this.state === 'sealed' ? this.written : this.written - 1);
+          if (pos >= limit) {
+            if (this.state === 'sealed') {
+              // Sealed shorter than the range asked for: the caller's range was wrong.
+              stream.destroy(new Error('range past the end of the body'));
+              return;
+            }
+            this.events.once('progress', step);
+            return;
+          }
+          const n = Math.min(READ_CHUNK, limit - pos);
+          const buf = Buffer.allocUnsafe(n);
+          read(this.rfd, buf, 0, n, pos, (err, got) => {
+            if (err) return stream.destroy(err);
+            if (got === 0) return stream.destroy(new Error('spool file shorter than written'));
+            pos += got;
+            stream.push(got === n ? buf : buf.subarray(0, got));
+          });
+        };
+        step();
+      },
+      destroy: (err, cb) => {
+        release();
+        cb(err);
+      },
+    });
+    stream.once('end', release);
+    return stream;
+  }
+
+  /** The writer is done with the file (sealed or failed) and hands it on: no more appends. */
+  private closeWriter(): void {
+    const fd = this.wfd;
+    this.wfd = -1;
+    if (fd >= 0) close(fd, () => {});
+    this.writerDone = true;
+  }
+
+  /** Closes the readers' descriptor once the body is settled and nobody reads it any more. */
+  private maybeClose(): void {
+    if (!this.writerDone || this.readers > 0 || this.rfd < 0) return;
+    // A sealed spool may get new readers until its owner stops handing them out (see done()).
+    if (this.state === 'sealed' && !this.finished) return;
+    const fd = this.rfd;
+    this.rfd = -1;
+    close(fd, () => {});
+  }
+
+  private finished = false;
+
+  /** The owner hands out no more readers: the descriptor closes after the last one ends. */
+  done(): void {
+    this.finished = true;
+    this.maybeClose();
+  }
+
+  /** Removes the file (a failed body, or one nobody keeps); open readers are unaffected. */
+  remove(): Promise<void> {
+    return new Promise((r) => unlink(this.path, () => r()));
+  }
+}
