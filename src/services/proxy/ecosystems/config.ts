@@ -3,6 +3,6 @@
 import { goFields } from './go/config.ts';
 import { hfFields } from './hf/config.ts';
 import { npmFields } from './npm/config.ts';
-import { ociConfig } from './oci/config.ts';
+import { ociFields } from './oci/config.ts';
 
-export const ecosystemFields = { ...ociConfig, ...hfFields, ...npmFields, ...goFields };
+export const ecosystemFields = { ...ociFields, ...hfFields, ...npmFields, ...goFields };

@@ -6,6 +6,6 @@ import type { EcosystemDef } from './define.ts';
 import { goEcosystem } from './go/definition.ts';
 import { hfEcosystem } from './hf/definition.ts';
 import { npmEcosystem } from './npm/definition.ts';
-import oci from './oci/definition.ts';
+import { ociEcosystem } from './oci/definition.ts';
 
-export const ECOSYSTEMS: readonly EcosystemDef[] = [oci, hfEcosystem, npmEcosystem, goEcosystem];
+export const ECOSYSTEMS: readonly EcosystemDef[] = [ociEcosystem, hfEcosystem, npmEcosystem, goEcosystem];

@@ -47,7 +47,7 @@ function registryItem(s: string): string | null {
   return null;
 }
 
-export const ociConfig = {
+export const ociFields = {
   ociRegistries: list(DEFAULT_REGISTRIES, {
     item: registryItem,
     doc: 'container registries served (oci profile): name or name=upstream host; docker.io is the bare-host mirror',

@@ -40,7 +40,7 @@ function setup(p: SetupInput): SetupLine[] {
   return lines;
 }
 
-export default defineEcosystem({
+export const ociEcosystem = defineEcosystem({
   name: 'oci',
   title: 'Container registries',
   summary:
