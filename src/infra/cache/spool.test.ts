@@ -33,6 +33,12 @@ function collect(r: Readable) {
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
 
+/** Waits until `cond` holds (what a reader received arrives in its own time on a busy machine). */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await tick();
+  assert.ok(cond(), 'condition not reached');
+}
+
 describe('Spool', { timeout: 30_000 }, () => {
   it('streams to every reader as it is written, holding the last byte until the seal', async () => {
     const s = await Spool.create(join(tempDir(), 'a'));
@@ -40,6 +46,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     await s.append(Buffer.from('hello '));
     const b = collect(s.reader(0)); // joins after the first chunk
     await s.append(Buffer.from('world'));
+    await until(() => a.bytes().length >= 10 && b.bytes().length >= 10);
     await tick();
     assert.equal(a.bytes().toString(), 'hello worl', 'all but the last byte before the seal');
     assert.equal(b.bytes().toString(), 'hello worl');
@@ -59,6 +66,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     await s.append(Buffer.from('0123456789'));
     await mid.settled();
     assert.equal(mid.bytes().toString(), '234');
+    await until(() => tail.bytes().length >= 3);
     await tick();
     assert.equal(tail.bytes().toString(), '678');
     assert.equal(tail.got.ended, false);
@@ -72,7 +80,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     const s = await Spool.create(join(tempDir(), 'c'));
     const a = collect(s.reader(0));
     await s.append(Buffer.from('partial body'));
-    await tick();
+    await until(() => a.bytes().length >= 11);
     s.fail(new Error('digest mismatch'));
     await a.settled();
     assert.equal(a.got.ended, false);

@@ -92,6 +92,21 @@ export class Spool {
   }
 
   /**
+   * Keeps the file open for a reader about to be made (a caller that first waits for the seal):
+   * call the returned function once the reader exists or is not needed.
+   */
+  hold(): () => void {
+    this.readers++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.readers--;
+      this.maybeClose();
+    };
+  }
+
+  /**
    * Streams bytes `start`..`end` (inclusive; `end` undefined = to the end of the body) as they are
    * written. Until the spool is sealed the last byte written is never sent, so no reader sees a
    * whole body that was not found good.

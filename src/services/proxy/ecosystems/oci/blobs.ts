@@ -18,6 +18,9 @@ import { ociError } from './errors.ts';
 import type { Digest, ImageName } from './reference.ts';
 import { type RegistryClient, upstreamRefusal } from './upstream.ts';
 
+/** Blobs up to this size are verified whole before the answer starts (a layer streams as it comes). */
+const VERIFY_FIRST = 1024 * 1024;
+
 /** A blob on its way from the registry. */
 interface Fill {
   spool: Spool;
@@ -104,6 +107,25 @@ export class Blobs {
       pending.catch(() => this.fills.delete(key));
     }
     const fill = await pending;
+    const release = fill.spool.hold();
+    try {
+      return await this.fromFill(fill, digest, r, base, etag);
+    } finally {
+      release();
+    }
+  }
+
+  /** An answer read from a fill in progress (or just finished). */
+  private async fromFill(
+    fill: Fill,
+    digest: Digest,
+    r: BlobRequest,
+    base: Record<string, string>,
+    etag: string,
+  ): Promise<BlobAnswer> {
+    // A small blob is answered once verified: a bad one then gets a clean error rather than a cut body.
+    if (fill.size !== null && fill.size <= VERIFY_FIRST && !(await fill.done))
+      throw ociError(502, 'DIGEST_INVALID', `blob ${digest.text} from the registry failed verification`);
     let size = fill.size;
     if (size === null) {
       // No stated length: a range (or HEAD) can only be answered once the body is complete.
