@@ -6,36 +6,42 @@ import { ociEnvelope } from './errors.ts';
 /**
  * Where clients reach the registry API: container clients name a registry by host (and port)
  * alone and always ask for /v2/ at its root, so this is the proxy's own host when it has one
- * (a public URL without a path), else the base URL's.
+ * (a public URL without a path), else the base URL's. From config, never from a request.
  */
-export function registryHost(urls: { base: string; proxy: string }): string {
+export function registryOrigin(urls: { base: string; proxy: string }): { host: string; origin: string } {
   const p = new URL(urls.proxy);
-  return p.pathname === '/' || p.pathname === '' ? p.host : new URL(urls.base).host;
+  const u = p.pathname === '/' || p.pathname === '' ? p : new URL(urls.base);
+  return { host: u.host, origin: `${u.protocol}//${u.host}` };
 }
 
 function setup(p: SetupInput): SetupLine[] {
-  const host = registryHost(p.urls);
-  const origin = `${new URL(p.urls.base).protocol}//${host}`;
-  const scheme = new URL(p.urls.proxy).protocol === 'http:' && new URL(p.urls.base).protocol === 'http:';
+  const { host, origin } = registryOrigin(p.urls);
+  const plain = origin.startsWith('http:');
   const lines: SetupLine[] = [
     {
-      label: 'Pull by path (docker, podman, skopeo, crane)',
-      text: `docker pull ${host}/docker.io/library/alpine:3.20\npodman pull ${host}/ghcr.io/<owner>/<image>:<tag>`,
+      label: 'Pull by path, any registry (docker, podman, skopeo, crane)',
+      text: `docker pull ${host}/docker.io/library/alpine:3.20
+podman pull ${host}/ghcr.io/<owner>/<image>:<tag>`,
     },
-    { label: 'Docker Hub mirror (/etc/docker/daemon.json)', text: `{ "registry-mirrors": ["${origin}"] }` },
+    {
+      label: 'Docker Hub mirror (/etc/docker/daemon.json)',
+      text: plain
+        ? `{\n  "registry-mirrors": ["${origin}"],\n  "insecure-registries": ["${host}"]\n}`
+        : `{ "registry-mirrors": ["${origin}"] }`,
+    },
     {
       label: 'containerd (/etc/containerd/certs.d/docker.io/hosts.toml)',
       text: `server = "https://registry-1.docker.io"\n\n[host."${origin}"]\n  capabilities = ["pull", "resolve"]`,
     },
     {
       label: 'podman, CRI-O (/etc/containers/registries.conf)',
-      text: `[[registry]]\nprefix = "docker.io"\nlocation = "docker.io"\n\n[[registry.mirror]]\nlocation = "${host}"${scheme ? '\ninsecure = true' : ''}`,
+      text: `[[registry]]\nprefix = "docker.io"\nlocation = "docker.io"\n\n[[registry.mirror]]\nlocation = "${host}"${plain ? '\ninsecure = true' : ''}`,
     },
   ];
   if (p.config.proxy.secret)
     lines.push({
-      label: 'This proxy is private: log in first',
-      text: `docker login ${host} -u any -p <SECRET>`,
+      label: 'This mirror is private: log in with its password first',
+      text: `echo '<SECRET>' | docker login ${host} -u any --password-stdin`,
     });
   return lines;
 }

@@ -11,7 +11,7 @@ import { AllowList } from '../../target.ts';
 import type { EcosystemPlugin } from '../define.ts';
 import { ClientTokens, type Credential, challenge, UpstreamTokens } from './auth.ts';
 import { Blobs } from './blobs.ts';
-import { registryHost } from './definition.ts';
+import { registryOrigin } from './definition.ts';
 import { ociError } from './errors.ts';
 import { Manifests } from './manifests.ts';
 import { type OciRequest, parseRequest, Registries } from './reference.ts';
@@ -66,8 +66,7 @@ const plugin: EcosystemPlugin = async (api) => {
     await rm(join(ctx.dataDir, 'oci-spool', String(process.pid)), { recursive: true, force: true });
   });
   // Clients are sent here for tokens: a public URL from config, never the request's Host.
-  const proxyUrl = new URL(ctx.urls.proxy);
-  const realm = `${proxyUrl.pathname.length > 1 ? new URL(ctx.urls.base).protocol : proxyUrl.protocol}//${registryHost(ctx.urls)}/v2/token`;
+  const realm = `${registryOrigin(ctx.urls).origin}/v2/token`;
 
   const unauthorized = (scope?: string) =>
     ociError(401, 'UNAUTHORIZED', 'authentication required', {
