@@ -1,0 +1,207 @@
+// Container registries (issue 25): (1) a cached 100 MiB blob pulled through devutil vs nginx serving
+// the same file (target >= 0.8x, wrk on 4 connections and curl on 1); (2) a cold pull of a 100 MiB
+// blob through devutil vs the same pull straight from the stand-in upstream (Debian's docker-registry
+// behind the test HTTPS front, as in the e2e tests): devutil may add at most 10% (rounds alternate,
+// each devutil round on a blob it has never seen); (3) 16 clients pulling one uncached 3-layer image
+// at once: upstream blob fetches per blob (must be 1) and the wall time, beside the same 16 pulls
+// straight from the upstream.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRegistryWorld } from '../test/fixtures/oci/registry.ts';
+import { header, invalid, report, requireCommand, saturation, startDevutil, startNginx, wrk } from './lib.ts';
+
+const MiB = 1024 * 1024;
+const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
+const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const SIZE = Number(process.env['BENCH_OCI_BLOB_MIB'] ?? 100) * MiB;
+
+header('container registry blobs through devutil (oci profile) vs nginx static and vs the upstream itself');
+requireCommand('curl');
+requireCommand('wrk');
+requireCommand('docker-registry', 'docker-registry');
+const dir = mkdtempSync(join(tmpdir(), 'devutil-bench-oci-'));
+chmodSync(dir, 0o755);
+const world = await startRegistryWorld(join(dir, 'world'), {
+  repo: 'library/bench',
+  tag: 'r0',
+  layers: [SIZE],
+});
+const dataDir = join(dir, 'data');
+mkdirSync(dataDir);
+const dev = await startDevutil({
+  DEVUTIL_DATA_DIR: dataDir,
+  DEVUTIL_PROXY_ECOSYSTEMS: 'oci',
+  DEVUTIL_PROXY_RESOLVE: world.resolve.join(','),
+  DEVUTIL_PROXY_UPSTREAM_CA: world.caFile,
+  DEVUTIL_PROXY_CLIENT_BYTES: 'off',
+  DEVUTIL_PROXY_RATE_LIMIT: 'off',
+  DEVUTIL_PROXY_MAX_CONCURRENT: '0',
+});
+const resolve = ['registry-1.docker.io', 'auth.docker.io'].flatMap((h) => [
+  '--resolve',
+  `${h}:443:127.0.0.1:${world.port}`,
+]);
+
+/** A pull token of the upstream's own token service (the stand-in's auth.docker.io). */
+function upstreamToken(repo: string): string {
+  const out = execFileSync(
+    'curl',
+    [
+      '-sS',
+      '-f',
+      ...resolve,
+      '--cacert',
+      world.caFile,
+      `https://auth.docker.io/token?service=registry.docker.io&scope=repository:${repo}:pull`,
+    ],
+    { encoding: 'utf8' },
+  );
+  return (JSON.parse(out) as { token: string }).token;
+}
+
+/** Seconds to GET `url` whole with curl (and the size check). */
+function pull(url: string, extra: string[] = []): number {
+  const [time, size] = execFileSync(
+    'curl',
+    ['-sS', '-f', '-o', '/dev/null', '-w', '%{time_total} %{size_download}', ...extra, url],
+    {
+      encoding: 'utf8',
+    },
+  )
+    .split(' ')
+    .map(Number);
+  if (size !== SIZE && size !== world.image.layers[0]?.data.length)
+    throw new Error(`short pull from ${url}: ${size} bytes`);
+  return time ?? Number.NaN;
+}
+
+const upstreamUrl = (repo: string, digest: string) =>
+  `https://registry-1.docker.io/v2/${repo}/blobs/${digest}`;
+const devutilUrl = (repo: string, digest: string) => `${dev.url}/v2/docker.io/${repo}/blobs/${digest}`;
+
+try {
+  // (2) cold pulls first: a new blob for every devutil round, the upstream alone on the same blob.
+  const cold: { devutil: number; upstream: number }[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const image = i === 0 ? world.image : world.addImage('library/bench', `r${i}`, [SIZE]);
+    const layer = image.layers[0]!;
+    const token = upstreamToken('library/bench');
+    const up = pull(upstreamUrl('library/bench', layer.digest), [
+      ...resolve,
+      '--cacert',
+      world.caFile,
+      '-H',
+      `Authorization: Bearer ${token}`,
+    ]);
+    const d = pull(devutilUrl('library/bench', layer.digest));
+    cold.push({ devutil: d, upstream: up });
+    console.log(`cold round ${i + 1}: upstream ${up.toFixed(3)} s, through devutil ${d.toFixed(3)} s`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+  report(`cold pull of a ${SIZE / MiB} MiB blob, median of ${rounds}`, 'upstream alone', [
+    {
+      metric: 'time, through devutil',
+      unit: 's',
+      devutil: median(cold.map((c) => c.devutil)),
+      anchor: median(cold.map((c) => c.upstream)),
+      higherIsBetter: false,
+      target: 1.1,
+    },
+  ]);
+
+  // (1) the blob of round 1 is cached now: devutil vs nginx serving the registry's own file of it.
+  const layer = world.image.layers[0]!;
+  const static_ = join(dir, 'static');
+  mkdirSync(static_, { mode: 0o755 });
+  copyFileSync(world.blobFile(layer.digest), join(static_, 'blob'));
+  chmodSync(join(static_, 'blob'), 0o644);
+  const ngx = await startNginx(`location / { root ${static_}; }`, '', '/blob');
+  try {
+    const urls = { devutil: devutilUrl('library/bench', layer.digest), nginx: `${ngx.url}/blob` };
+    const conn = { durationSec, connections: 4 };
+    for (const u of Object.values(urls)) wrk(u, { ...conn, durationSec: 2 });
+    const d = wrk(urls.devutil, { ...conn, watch: { devutil: dev.pid } });
+    const n = wrk(urls.nginx, { ...conn, watch: { anchor: ngx.pid } });
+    report(`GET a cached ${SIZE / MiB} MiB blob, 4 connections`, 'nginx static', [
+      {
+        metric: 'blob, devutil',
+        unit: 'MiB/s',
+        devutil: d.bytesPerSec / MiB,
+        anchor: n.bytesPerSec / MiB,
+        higherIsBetter: true,
+        target: 0.8,
+        invalid: invalid({ devutil: d, nginx: n }),
+      },
+    ]);
+    console.log(saturation(d, n, 'nginx'));
+    const best = { devutil: Number.POSITIVE_INFINITY, nginx: Number.POSITIVE_INFINITY };
+    for (let i = 0; i < 5; i++)
+      for (const k of ['devutil', 'nginx'] as const) best[k] = Math.min(best[k], pull(urls[k]));
+    report(`GET a cached ${SIZE / MiB} MiB blob, curl, 1 connection, best of 5`, 'nginx static', [
+      {
+        metric: 'blob, devutil',
+        unit: 'MiB/s',
+        devutil: SIZE / MiB / best.devutil,
+        anchor: SIZE / MiB / best.nginx,
+        higherIsBetter: true,
+        target: 0.8,
+      },
+    ]);
+  } finally {
+    await ngx.close();
+  }
+
+  // (3) 16 clients at once on an image nobody pulled yet; the upstream alone as the anchor.
+  const sixteen = (
+    image: { layers: { digest: string }[]; config: { digest: string } },
+    via: 'devutil' | 'upstream',
+  ) => {
+    const digests = [image.config.digest, ...image.layers.map((l) => l.digest)];
+    const token = via === 'upstream' ? upstreamToken('library/sixteen') : '';
+    const args = (d: string) =>
+      via === 'devutil'
+        ? [devutilUrl('library/sixteen', d)]
+        : [
+            ...resolve,
+            '--cacert',
+            world.caFile,
+            '-H',
+            `Authorization: Bearer ${token}`,
+            upstreamUrl('library/sixteen', d),
+          ];
+    const script = Array.from({ length: 16 }, () =>
+      digests
+        .map(
+          (d) =>
+            `curl -sS -f -o /dev/null ${args(d)
+              .map((a) => `'${a}'`)
+              .join(' ')} &`,
+        )
+        .join('\n'),
+    ).join('\n');
+    const t0 = performance.now();
+    execFileSync('bash', ['-c', `${script}\nwait`], { stdio: 'inherit' });
+    return (performance.now() - t0) / 1000;
+  };
+  const a = world.addImage('library/sixteen', 'a', [30 * MiB, 20 * MiB, 10 * MiB]);
+  const b = world.addImage('library/sixteen', 'b', [30 * MiB, 20 * MiB, 10 * MiB]);
+  const before = world.blobFetches().length;
+  const tDev = sixteen(a, 'devutil');
+  const fetched = world
+    .blobFetches()
+    .slice(before)
+    .map((s) => s.url.replace(/^.*\/blobs\//, ''));
+  const tUp = sixteen(b, 'upstream');
+  const perBlob = [a.config, ...a.layers].map((x) => fetched.filter((f) => f === x.digest).length);
+  report('16 clients pulling one uncached 3-layer image (60 MiB) at once', 'upstream alone', [
+    { metric: 'wall time', unit: 's', devutil: tDev, anchor: tUp, higherIsBetter: false },
+  ]);
+  console.log(
+    `upstream fetches per blob through devutil: ${perBlob.join(', ')} (${perBlob.every((n) => n === 1) ? 'one each: MET' : 'NOT MET'}); straight from the upstream: 16 each`,
+  );
+} finally {
+  await dev.close();
+  await world.close();
+}
