@@ -26,7 +26,7 @@ const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex'
  * its own loopback address when given one (each of the 16 clients is a client of its own).
  */
 async function client(base: string, password?: string, from?: string) {
-  const dispatcher = from ? new Agent({ connect: { localAddress: from } }) : undefined;
+  const dispatcher = from ? new Agent({ localAddress: from }) : undefined;
   const fetch = (url: string, init: { headers?: Record<string, string>; method?: string } = {}) =>
     undiciFetch(url, { ...init, ...(dispatcher ? { dispatcher } : {}) }) as unknown as Promise<Response>;
   const ping = await fetch(`${base}/v2/`);

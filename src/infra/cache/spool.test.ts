@@ -51,6 +51,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     assert.equal(a.bytes().toString(), 'hello worl', 'all but the last byte before the seal');
     assert.equal(b.bytes().toString(), 'hello worl');
     assert.equal(a.got.ended, false);
+    await s.drain();
     s.seal();
     await Promise.all([a.settled(), b.settled()]);
     assert.equal(a.bytes().toString(), 'hello world');
@@ -70,6 +71,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     await tick();
     assert.equal(tail.bytes().toString(), '678');
     assert.equal(tail.got.ended, false);
+    await s.drain();
     s.seal();
     await tail.settled();
     assert.equal(tail.bytes().toString(), '6789');
@@ -99,6 +101,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     const body = Buffer.alloc(600_000, 7);
     await s.append(body);
     const slow = s.reader(0);
+    await s.drain();
     s.seal();
     assert.equal(await cache.adopt('k', s.path, s.written, { t: 'x' }), true);
     s.done();
@@ -108,5 +111,29 @@ describe('Spool', { timeout: 30_000 }, () => {
     const hit = await cache.get('k');
     assert.ok(hit?.body.equals(body));
     assert.equal(hit?.entry.meta.t, 'x');
+  });
+
+  it('keeps many quick appends whole and in order, holding a fast writer back past its high-water mark', async () => {
+    const s = await Spool.create(join(tempDir(), 'd'));
+    const r = collect(s.reader(0));
+    const chunks = Array.from({ length: 3000 }, (_, i) => Buffer.alloc(2048, i % 251));
+    let waited = 0;
+    for (const c of chunks) {
+      const p = s.append(c);
+      let settled = false;
+      void p.then(() => {
+        settled = true;
+      });
+      await Promise.resolve();
+      if (!settled) waited++;
+      await p;
+    }
+    assert.ok(waited > 0, 'the writer was held back at least once');
+    await s.drain();
+    assert.equal(s.written, 3000 * 2048);
+    s.seal();
+    await r.settled();
+    assert.ok(r.bytes().equals(Buffer.concat(chunks)));
+    s.done();
   });
 });

@@ -5,10 +5,13 @@
 // end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
 // from their descriptor either way.
 import { EventEmitter } from 'node:events';
-import { close, open, read, unlink, write } from 'node:fs';
+import { close, open, read, unlink, writev } from 'node:fs';
 import { Readable } from 'node:stream';
 
 type State = 'writing' | 'sealed' | 'failed';
+
+/** Bytes queued for the file before append() makes its caller wait. */
+const HIGH_WATER = 4 * 1024 * 1024;
 
 /** Bytes each reader reads from the file per step. */
 const READ_CHUNK = 256 * 1024;
@@ -55,27 +58,82 @@ export class Spool {
     return this.state === 'failed';
   }
 
-  /** Appends a chunk; resolves once it is in the file (call one at a time). */
+  /**
+   * Queues a chunk for the file. Chunks that arrive while a write runs go out together in the next
+   * one (one writev instead of a thread-pool job per network chunk); the promise resolves at once
+   * unless more than HIGH_WATER bytes wait, so a fast source is held back, never buffered without end.
+   */
   append(chunk: Buffer): Promise<void> {
     if (this.state !== 'writing') return Promise.reject(new Error('spool is closed for writing'));
-    return new Promise((resolve, reject) => {
-      const step = (off: number) =>
-        write(this.wfd, chunk, off, chunk.length - off, null, (err, n) => {
-          if (err) return reject(err);
-          this.written += n;
-          if (off + n < chunk.length) step(off + n);
+    if (this.writeError) return Promise.reject(this.writeError);
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+    this.flush();
+    if (this.queued < HIGH_WATER) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject, below: HIGH_WATER }));
+  }
+
+  /** Resolves once every appended byte is in the file (before a seal). */
+  drain(): Promise<void> {
+    if (this.writeError) return Promise.reject(this.writeError);
+    if (this.queued === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject, below: 1 }));
+  }
+
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private writing = false;
+  private writeError: Error | null = null;
+  private waiters: { resolve: () => void; reject: (e: Error) => void; below: number }[] = [];
+
+  private flush(): void {
+    if (this.writing || this.queue.length === 0 || this.wfd < 0) return;
+    this.writing = true;
+    const bufs = this.queue;
+    this.queue = [];
+    writev(this.wfd, bufs, (err, n) => {
+      this.writing = false;
+      if (this.writerDone) {
+        // Failed meanwhile: nothing more is written.
+        this.closeWriter();
+        return;
+      }
+      if (err) {
+        this.writeError = err;
+        for (const w of this.waiters.splice(0)) w.reject(err);
+        return;
+      }
+      this.written += n;
+      this.queued -= n;
+      // A short write (rare on a regular file): the rest goes first in the next one.
+      let total = 0;
+      for (const b of bufs) total += b.length;
+      if (n < total) {
+        let skip = n;
+        const rest: Buffer[] = [];
+        for (const b of bufs) {
+          if (skip >= b.length) skip -= b.length;
           else {
-            this.events.emit('progress');
-            resolve();
+            rest.push(skip ? b.subarray(skip) : b);
+            skip = 0;
           }
-        });
-      step(0);
+        }
+        this.queue = [...rest, ...this.queue];
+      }
+      this.events.emit('progress');
+      this.waiters = this.waiters.filter((w) => {
+        if (this.queued >= w.below) return true;
+        w.resolve();
+        return false;
+      });
+      this.flush();
     });
   }
 
   /** The body is complete and good: readers may read to its end. */
   seal(): void {
     if (this.state !== 'writing') return;
+    if (this.queued > 0 || this.writing) throw new Error('spool sealed before drain()');
     this.state = 'sealed';
     this.closeWriter();
     this.events.emit('progress');
@@ -85,6 +143,8 @@ export class Spool {
   fail(err: Error): void {
     if (this.state !== 'writing') return;
     this.state = 'failed';
+    this.queue = [];
+    for (const w of this.waiters.splice(0)) w.reject(err);
     this.failure = err;
     this.closeWriter();
     this.events.emit('progress');
@@ -167,10 +227,12 @@ export class Spool {
 
   /** The writer is done with the file (sealed or failed) and hands it on: no more appends. */
   private closeWriter(): void {
+    this.writerDone = true;
+    // A write still running closes the descriptor when it returns (never under its feet).
+    if (this.writing) return;
     const fd = this.wfd;
     this.wfd = -1;
     if (fd >= 0) close(fd, () => {});
-    this.writerDone = true;
   }
 
   /** Closes the readers' descriptor once the body is settled and nobody reads it any more. */

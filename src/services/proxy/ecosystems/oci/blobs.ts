@@ -227,6 +227,7 @@ export class Blobs {
         hash.update(chunk);
         await spool.append(chunk);
       }
+      if (!problem) await spool.drain();
       if (!problem && size !== null && spool.written !== size)
         problem = `cut short at ${spool.written} of ${size} bytes`;
       if (!problem && hash.digest('hex') !== digest.hex) problem = 'does not match its digest';
