@@ -4,9 +4,14 @@ import { DiagramError, lineOf } from './diagram-error.ts';
 
 let mod: Promise<(source: string) => string> | undefined;
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   mod ??= import('bytefield-svg').then((m) => m.default);
-  const generate = await mod;
+  await mod;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const generate = await mod!;
   try {
     return generate(source);
   } catch (err) {

@@ -11,13 +11,22 @@ interface D2 {
 }
 let d2: Promise<D2> | undefined;
 
+export async function warm(): Promise<void> {
+  d2 ??= import('@terrastruct/d2').then(async (m) => {
+    const engine = new m.D2();
+    await engine.compile('a'); // loads the Go WebAssembly module in the package's worker
+    return engine as unknown as D2;
+  });
+  await d2;
+}
+
 export async function render(
   source: string,
   _format: string,
   options: Record<string, string>,
 ): Promise<string> {
-  d2 ??= import('@terrastruct/d2').then((m) => new m.D2() as unknown as D2);
-  const engine = await d2;
+  await warm();
+  const engine = await d2!;
   const opts: Record<string, unknown> = {};
   if (options['theme'] && /^\d{1,3}$/.test(options['theme'])) opts['themeID'] = Number(options['theme']);
   if (options['sketch'] === 'true') opts['sketch'] = true;

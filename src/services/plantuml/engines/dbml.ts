@@ -4,9 +4,14 @@ import { DiagramError, lineOf } from './diagram-error.ts';
 
 let mod: Promise<(input: string, format: 'svg') => string> | undefined;
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   mod ??= import('@softwaretechnik/dbml-renderer').then((m) => (m.run ?? m.default?.run) as never);
-  const run = await mod;
+  await mod;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const run = await mod!;
   try {
     return run(source, 'svg');
   } catch (err) {

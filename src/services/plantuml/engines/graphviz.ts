@@ -8,9 +8,9 @@ let viz: Promise<Viz> | undefined;
 
 const LAYOUTS = new Set(['dot', 'neato', 'fdp', 'sfdp', 'circo', 'twopi', 'osage', 'patchwork']);
 
-export async function version(): Promise<string> {
+export async function warm(): Promise<void> {
   viz ??= import('@viz-js/viz').then((m) => m.instance());
-  return (await viz).graphvizVersion;
+  await viz;
 }
 
 export async function render(
@@ -18,8 +18,8 @@ export async function render(
   _format: string,
   options: Record<string, string>,
 ): Promise<string> {
-  viz ??= import('@viz-js/viz').then((m) => m.instance());
-  const v = await viz;
+  await warm();
+  const v = await viz!;
   const engine = options['layout'] && LAYOUTS.has(options['layout']) ? options['layout'] : 'dot';
   const r = v.render(source, { format: 'svg', engine });
   if (r.status === 'success') return r.output;

@@ -32,14 +32,19 @@ export const BROWSERLESS = new Set([
   'xychart-beta',
 ]);
 
+export async function warm(): Promise<void> {
+  mod ??= import('beautiful-mermaid');
+  await mod;
+}
+
 export async function render(source: string): Promise<string> {
   const type = mermaidType(source);
   if (!BROWSERLESS.has(type))
     throw new UnsupportedDiagram(
       `Mermaid ${type ? `"${type.slice(0, 40)}"` : 'without a diagram type'} is not rendered here: this server draws Mermaid flowchart, sequenceDiagram, classDiagram, stateDiagram, erDiagram and xychart-beta without a browser, and other Mermaid types need one`,
     );
-  mod ??= import('beautiful-mermaid');
-  const m = await mod;
+  await warm();
+  const m = await mod!;
   try {
     return await m.renderMermaidSVG(source);
   } catch (err) {

@@ -3,9 +3,14 @@ import { DiagramError, lineOf } from './diagram-error.ts';
 
 let mod: Promise<typeof import('nomnoml')> | undefined;
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   mod ??= import('nomnoml');
-  const n = await mod;
+  await mod;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const n = await mod!;
   try {
     return n.renderSvg(source);
   } catch (err) {

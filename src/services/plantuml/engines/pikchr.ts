@@ -5,13 +5,18 @@ import { DiagramError, lineOf } from './diagram-error.ts';
 type Pikchr = { loadWASM(): Promise<void>; render(markup: string): string };
 let mod: Promise<Pikchr> | undefined;
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   mod ??= import('pikchr-wasm').then(async (m) => {
     const p = (m.default ?? m) as unknown as Pikchr;
     await p.loadWASM();
     return p;
   });
-  const p = await mod;
+  await mod;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const p = await mod!;
   const out = p.render(source);
   if (!out.trimStart().startsWith('<svg')) {
     const text = out
@@ -21,9 +26,9 @@ export async function render(source: string): Promise<string> {
       .replace(/&amp;/g, '&')
       .trim();
     const err = /ERROR:\s*(.*)/.exec(text)?.[1] ?? 'Pikchr could not parse this diagram';
-    // The listing numbers the source lines ("  3: ..."); the error marker follows the bad line.
+    // The listing numbers the source lines ("/*    3 */ ..."); the error marker follows the bad line.
     const before = text.slice(0, text.indexOf('ERROR:'));
-    const nums = [...before.matchAll(/^\s*(\d+):/gm)];
+    const nums = [...before.matchAll(/^\/\*\s*(\d+)\s*\*\//gm)];
     const line = nums.length ? Number(nums.at(-1)?.[1]) : lineOf(err);
     throw new DiagramError(err, line);
   }

@@ -19,9 +19,14 @@ async function load(): Promise<Exports> {
   return instance.exports as unknown as Exports;
 }
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   wasm ??= load();
-  const w = await wasm;
+  await wasm;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const w = await wasm!;
   const input = new TextEncoder().encode(source);
   const ptr = w.__wbindgen_malloc(input.length);
   new Uint8Array(w.memory.buffer, ptr, input.length).set(input);

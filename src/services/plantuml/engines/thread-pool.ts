@@ -28,6 +28,8 @@ export class ThreadPoolClosed extends Error {}
 export interface ThreadPoolOptions {
   size: number;
   timeoutMs: number;
+  /** How long a thread may take to load an engine before its first render (default 60 s). */
+  loadTimeoutMs?: number;
   /** V8 old-generation cap per thread (MiB). */
   heapMb: number;
   /** A thread with nothing to do for this long exits (0 = never). */
@@ -104,8 +106,14 @@ export class ThreadPool {
     this.slots.add(slot);
     this.spawned++;
     this.o.onEvent?.('spawn', { threadId: worker.threadId });
-    worker.on('message', (msg: { seq: number; reply: ThreadReply }) => {
+    worker.on('message', (msg: { seq: number; started?: boolean; reply?: ThreadReply }) => {
       if (msg.seq !== slot.seq || !slot.busy) return;
+      if (msg.started) {
+        // The engine is loaded: the render's own deadline starts now.
+        this.arm(slot, this.o.timeoutMs);
+        return;
+      }
+      if (!msg.reply) return;
       const p = slot.busy;
       this.settle(slot);
       p.resolve(msg.reply);
@@ -142,6 +150,13 @@ export class ThreadPool {
     slot.idle = null;
     slot.busy = p;
     slot.seq++;
+    // Until the thread says the engine is loaded, the deadline is the (longer) load deadline.
+    this.arm(slot, Math.max(this.o.loadTimeoutMs ?? 60_000, this.o.timeoutMs));
+    slot.worker.postMessage({ seq: slot.seq, job: p.job });
+  }
+
+  private arm(slot: Slot, ms: number): void {
+    if (slot.timer) clearTimeout(slot.timer);
     slot.timer = setTimeout(() => {
       // The only way to stop a synchronous layout: end its thread. Its replacement starts on demand.
       const job = slot.busy;
@@ -150,10 +165,9 @@ export class ThreadPool {
       this.slots.delete(slot);
       this.o.onEvent?.('timeout', { threadId: slot.worker.threadId, engine: job.job.engine });
       void slot.worker.terminate();
-      job.reject(new ThreadTimeout(`no result within ${this.o.timeoutMs} ms`));
+      job.reject(new ThreadTimeout(`no result within ${ms} ms`));
       this.dispatch();
-    }, this.o.timeoutMs);
-    slot.worker.postMessage({ seq: slot.seq, job: p.job });
+    }, ms);
   }
 
   private settle(slot: Slot): void {

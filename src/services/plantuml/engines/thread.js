@@ -1,8 +1,9 @@
 // Entry of a diagram render thread (thread-pool.ts). Plain JavaScript so that it starts on Node 20
 // too, where a worker thread cannot load TypeScript until tsx is registered in it (Node 24/26 strip
 // types themselves). Each engine module (./<name>.ts) is imported on its first job and exports
-// render(source, format, options) -> string | Uint8Array; a DiagramError it throws is the user's
-// mistake (400), anything else is the engine failing (422).
+// warm() (loads its package and WebAssembly; the thread says "started" once it has, so the render
+// deadline does not count a cold start) and render(source, format, options) -> string | Uint8Array;
+// a DiagramError it throws is the user's mistake (400), anything else is the engine failing (422).
 import { parentPort } from 'node:worker_threads';
 
 if (!process.features.typescript) {
@@ -26,6 +27,8 @@ parentPort.on('message', async ({ seq, job }) => {
   let reply;
   try {
     const mod = await load(job.engine);
+    if (mod.warm) await mod.warm();
+    parentPort.postMessage({ seq, started: true });
     const body = await mod.render(job.source, job.format, job.options);
     reply = { ok: true, body };
   } catch (err) {

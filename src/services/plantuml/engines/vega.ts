@@ -18,13 +18,19 @@ function parseSpec(source: string): Record<string, unknown> {
   throw new DiagramError('expected a JSON object');
 }
 
+export async function warm(): Promise<void> {
+  vega ??= import('vega');
+  lite ??= import('vega-lite');
+  await Promise.all([vega, lite]);
+}
+
 export async function render(
   source: string,
   _format: string,
   options: Record<string, string>,
 ): Promise<string> {
-  vega ??= import('vega');
-  const v = await vega;
+  await warm();
+  const v = await vega!;
   let spec = parseSpec(source);
   if (options['lite'] === 'true') {
     lite ??= import('vega-lite');
@@ -34,18 +40,24 @@ export async function render(
       throw new DiagramError(err instanceof Error ? err.message : String(err));
     }
   }
+  // Vega logs a failed data load and draws without the data: remember the attempt and refuse.
+  let reached = false;
   const loader = v.loader();
   const refuse = async () => {
-    throw new Error('loading data from a URL or file is not allowed here');
+    reached = true;
+    throw new Error('refused');
   };
   loader.load = refuse;
   loader.sanitize = refuse;
+  let svg: string;
   try {
-    const view = new v.View(v.parse(spec as never), { renderer: 'none', loader });
-    const svg = await view.toSVG();
+    const view = new v.View(v.parse(spec as never), { renderer: 'none', loader, logLevel: v.None });
+    svg = await view.toSVG();
     view.finalize();
-    return svg;
   } catch (err) {
     throw new DiagramError(err instanceof Error ? err.message : String(err));
   }
+  if (reached)
+    throw new DiagramError('loading data from a URL or file is not allowed here: put the data in the spec');
+  return svg;
 }

@@ -8,13 +8,18 @@ interface WaveDrom {
 }
 let mod: Promise<[WaveDrom, { parse(s: string): unknown }, unknown]> | undefined;
 
-export async function render(source: string): Promise<string> {
+export async function warm(): Promise<void> {
   mod ??= Promise.all([
     import('wavedrom').then((m) => m.default as WaveDrom),
     import('json5').then((m) => m.default),
     import('wavedrom/skins/default.js').then((m) => m.default),
   ]);
-  const [w, json5, skin] = await mod;
+  await mod;
+}
+
+export async function render(source: string): Promise<string> {
+  await warm();
+  const [w, json5, skin] = await mod!;
   let spec: unknown;
   try {
     spec = json5.parse(source);
