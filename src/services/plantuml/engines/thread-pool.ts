@@ -28,6 +28,8 @@ export class ThreadPoolClosed extends Error {}
 export interface ThreadPoolOptions {
   size: number;
   timeoutMs: number;
+  /** Engines a new thread loads ahead of use once the pool has used them (default: every one). */
+  preload?: (engine: string) => boolean;
   /** How long a thread may take to load an engine before its first render (default 60 s). */
   loadTimeoutMs?: number;
   /** V8 old-generation cap per thread (MiB). */
@@ -46,6 +48,10 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Pending | null;
+  /** Engines this thread has loaded (or is loading): jobs go to a thread that has theirs. */
+  engines: Set<string>;
+  /** Loading engines ahead of use (a replacement for a thread that was ended). */
+  warming: boolean;
   timer: NodeJS.Timeout | null;
   idle: NodeJS.Timeout | null;
   seq: number;
@@ -58,6 +64,8 @@ export class ThreadPool {
   private readonly slots = new Set<Slot>();
   private readonly waiting: Pending[] = [];
   private closed = false;
+  /** Engines asked for since the pool started. */
+  private readonly used = new Set<string>();
   /** Threads started since the pool was made (tests and /metrics look at replacements). */
   spawned = 0;
 
@@ -84,16 +92,30 @@ export class ThreadPool {
     });
   }
 
+  /**
+   * Hands waiting jobs to threads: one that has the job's engine loaded first, then a new thread
+   * while the pool is below its size, then any idle one. A cold thread costs a second or more of
+   * loading, so a small render should not land on the replacement of a thread a bomb just ended.
+   */
   private dispatch(): void {
     while (this.waiting.length > 0) {
-      let slot: Slot | undefined;
-      for (const s of this.slots) if (!s.busy) slot = s;
-      if (!slot) {
-        if (this.slots.size >= this.o.size) return;
-        slot = this.spawn();
+      const next = this.waiting[0]!;
+      let warm: Slot | undefined;
+      let idle: Slot | undefined;
+      for (const s of this.slots) {
+        if (s.busy) continue;
+        if (!s.warming && s.engines.has(next.job.engine)) warm = s;
+        else if (!idle || (idle.warming && !s.warming)) idle = s;
       }
+      const slot = warm ?? (this.slots.size < this.o.size ? this.spawn() : idle);
+      if (!slot) return;
       this.start(slot, this.waiting.shift()!);
     }
+  }
+
+  /** A thread that was ended is replaced at once, and the replacement loads the engines in use. */
+  private replace(): void {
+    if (!this.closed && this.slots.size < this.o.size) this.spawn();
   }
 
   private spawn(): Slot {
@@ -102,11 +124,30 @@ export class ThreadPool {
       stdout: false,
       stderr: false,
     });
-    const slot: Slot = { worker, busy: null, timer: null, idle: null, seq: 0 };
+    const slot: Slot = {
+      worker,
+      busy: null,
+      engines: new Set(),
+      warming: false,
+      timer: null,
+      idle: null,
+      seq: 0,
+    };
     this.slots.add(slot);
     this.spawned++;
+    // Every thread loads the engines the pool has used so far, so any thread serves any of them warm.
+    if (this.used.size > 0) {
+      slot.warming = true;
+      for (const e of this.used) slot.engines.add(e);
+      worker.postMessage({ seq: 0, warm: [...this.used] });
+    }
     this.o.onEvent?.('spawn', { threadId: worker.threadId });
-    worker.on('message', (msg: { seq: number; started?: boolean; reply?: ThreadReply }) => {
+    worker.on('message', (msg: { seq: number; started?: boolean; warmed?: boolean; reply?: ThreadReply }) => {
+      if (msg.warmed) {
+        slot.warming = false;
+        this.dispatch();
+        return;
+      }
       if (msg.seq !== slot.seq || !slot.busy) return;
       if (msg.started) {
         // The engine is loaded: the render's own deadline starts now.
@@ -149,6 +190,8 @@ export class ThreadPool {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = null;
     slot.busy = p;
+    slot.engines.add(p.job.engine);
+    if (this.o.preload?.(p.job.engine) ?? true) this.used.add(p.job.engine);
     slot.seq++;
     // Until the thread says the engine is loaded, the deadline is the (longer) load deadline.
     this.arm(slot, Math.max(this.o.loadTimeoutMs ?? 60_000, this.o.timeoutMs));
@@ -166,6 +209,7 @@ export class ThreadPool {
       this.o.onEvent?.('timeout', { threadId: slot.worker.threadId, engine: job.job.engine });
       void slot.worker.terminate();
       job.reject(new ThreadTimeout(`no result within ${ms} ms`));
+      this.replace();
       this.dispatch();
     }, ms);
   }

@@ -23,7 +23,18 @@ function load(name) {
   return m;
 }
 
-parentPort.on('message', async ({ seq, job }) => {
+parentPort.on('message', async ({ seq, job, warm }) => {
+  if (warm) {
+    // A replacement thread: load what its predecessor had, then say so.
+    for (const name of warm) {
+      try {
+        const mod = await load(name);
+        if (mod.warm) await mod.warm();
+      } catch {}
+    }
+    parentPort.postMessage({ seq, warmed: true });
+    return;
+  }
   let reply;
   try {
     const mod = await load(job.engine);

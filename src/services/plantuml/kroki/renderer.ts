@@ -76,6 +76,8 @@ export class DiagramRenderer {
       timeoutMs: o.timeoutMs,
       heapMb: o.threadHeapMb,
       idleMs: o.threadIdleMs,
+      // D2's Go WebAssembly takes seconds to start: loaded only by a thread that gets a D2 diagram.
+      preload: (engine) => engine !== 'd2',
       onEvent: (event, detail) =>
         o.log[event === 'spawn' || event === 'exit' ? 'debug' : 'warn'](detail, `render thread ${event}`),
     });
