@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const out = join(new URL('..', import.meta.url).pathname, 'test-output');
+const out = process.env.DEVUTIL_TEST_OUTPUT ?? join(new URL('..', import.meta.url).pathname, 'test-output');
 const read = (dir) =>
   existsSync(join(out, dir))
     ? readdirSync(join(out, dir)).map((f) => readFileSync(join(out, dir, f), 'utf8'))

@@ -1,57 +1,209 @@
 #!/usr/bin/env node
-// `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths) through
-// node's own test runner (types stripped by Node 24/26 itself, by tsx on Node 20). Test files run in parallel processes; CI=true makes tests that
-// need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
+// `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths; a path to
+// a file is taken whatever its name) through node's own test runner (types stripped by Node 24/26
+// itself, by tsx on Node 20). CI=true makes tests that need a system tool (redis-server, git, java,
+// syncthing, chromium...) fail instead of skipping.
+//
+// Each file runs in a process group of its own, a few at a time, and has a time budget
+// (DEVUTIL_TEST_FILE_TIMEOUT seconds, or --file-timeout=SEC): a file still running past it (a hook
+// that never settles, a server or child a fixture left running) is stopped with everything it
+// started and reported as timed out, and the run goes on. node --test alone waits for such a file
+// for ever. A file's report is printed whole when it ends, so parallel files do not interleave.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
-const args = process.argv.slice(2);
-const roots = args.length ? args : ['src', 'test'];
+const DEFAULT_FILE_TIMEOUT_SEC = 900;
+// After the budget: SIGTERM to the file's runner (Node 24+ prints which tests were still running),
+// then SIGKILL to its whole process group this much later.
+const KILL_GRACE_MS = 5000;
+const HEARTBEAT_MS = 60_000;
 
-function walk(p, out) {
+const args = process.argv.slice(2);
+const opt = (name) => {
+  const a = args.find((x) => x.startsWith(`--${name}=`));
+  return a === undefined ? undefined : a.slice(name.length + 3);
+};
+const paths = args.filter((a) => !a.startsWith('--'));
+const fileTimeoutSec = Number(
+  opt('file-timeout') ?? process.env.DEVUTIL_TEST_FILE_TIMEOUT ?? DEFAULT_FILE_TIMEOUT_SEC,
+);
+if (!(fileTimeoutSec > 0)) {
+  console.error(
+    'the per-file timeout (DEVUTIL_TEST_FILE_TIMEOUT / --file-timeout) must be a number of seconds > 0',
+  );
+  process.exit(2);
+}
+const concurrency = Math.max(
+  1,
+  Number(process.env.DEVUTIL_TEST_CONCURRENCY ?? Math.max(2, availableParallelism())) || 1,
+);
+
+function walk(p, out, explicit) {
   let st;
   try {
     st = statSync(p);
   } catch {
+    if (explicit) console.error(`no such test path: ${relative(root, p) || p}`);
     return;
   }
   if (st.isFile()) {
-    if (p.endsWith('.test.ts')) out.push(p);
+    if (explicit || p.endsWith('.test.ts')) out.push(p);
     return;
   }
   for (const name of readdirSync(p)) {
     if (name === 'node_modules' || name.startsWith('.')) continue;
-    walk(join(p, name), out);
+    walk(join(p, name), out, false);
   }
 }
 
 const files = [];
-for (const r of roots) walk(join(root, r), files);
-files.sort();
-if (files.length === 0) {
-  console.error(`no test files under ${roots.join(', ')}`);
+for (const r of paths.length ? paths : ['src', 'test']) walk(join(root, r), files, paths.length > 0);
+const unique = [...new Set(files.map((f) => relative(root, f)))].sort();
+if (unique.length === 0) {
+  console.error(`no test files under ${(paths.length ? paths : ['src', 'test']).join(', ')}`);
   process.exit(1);
 }
-mkdirSync(join(root, 'test-output'), { recursive: true });
+
+// DEVUTIL_TEST_OUTPUT moves it (the runner's own test runs a runner inside the run).
+const outDir = process.env.DEVUTIL_TEST_OUTPUT ?? join(root, 'test-output');
+mkdirSync(outDir, { recursive: true });
 // Fresh run-wide logs and secrets for the scan that follows the run (scripts/scan-logs.js).
-for (const d of ['logs', 'secrets']) rmSync(join(root, 'test-output', d), { recursive: true, force: true });
-const concurrency = process.env.DEVUTIL_TEST_CONCURRENCY ?? String(Math.max(2, availableParallelism()));
-const child = spawn(
-  process.execPath,
-  [
-    ...TS_EXEC_ARGV,
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec',
-    ...files.map((f) => relative(root, f)),
-  ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
+for (const d of ['logs', 'secrets']) rmSync(join(outDir, d), { recursive: true, force: true });
+
+// Longest files first (durations of earlier runs), so a long file does not start last and stretch
+// the run; files never timed before go first.
+const durationsFile = join(outDir, 'durations.json');
+let durations = {};
+try {
+  durations = JSON.parse(readFileSync(durationsFile, 'utf8'));
+} catch {
+  /* first run */
+}
+const queue = [...unique].sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
+
+const started = Date.now();
+const running = new Map(); // file -> { child, t0 }
+const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
+
+function secs(ms) {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function killGroup(child, signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+// NODE_TEST_CONTEXT is how node:test tells a file it runs under a runner: a run started from inside
+// a test (test/repo/runner.test.ts) is a runner of its own.
+const { NODE_TEST_CONTEXT: _ctx, ...inherited } = process.env;
+const childEnv = { ...inherited, NODE_ENV: 'test', DEVUTIL_TEST_OUTPUT: outDir };
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--test', '--test-reporter=spec', file], {
+      cwd: root,
+      detached: true, // its own process group: a timeout stops the file and everything it started
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: childEnv,
+    });
+    running.set(file, { child, t0 });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    let timedOut = false;
+    let killer;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        child.kill('SIGTERM');
+      } catch {
+        /* gone */
+      }
+      killer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+    }, fileTimeoutSec * 1000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(killer);
+      // Whatever the file started and left behind goes with it.
+      killGroup(child, 'SIGKILL');
+      running.delete(file);
+      const ms = Date.now() - t0;
+      const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
+      resolve({ file, status, ms, output: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+}
+
+function report(r) {
+  const head =
+    r.status === 'timed out'
+      ? `✖ ${r.file} TIMED OUT after ${secs(r.ms)} (per-file timeout ${fileTimeoutSec} s): stopped with everything it started`
+      : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}`;
+  process.stdout.write(`\n── ${head}\n${r.output.trimEnd()}\n`);
+  if (r.status === 'timed out') process.stdout.write(`✖ ${r.file} TIMED OUT\n`);
+}
+
+const heartbeat = setInterval(() => {
+  if (running.size === 0) return;
+  const now = Date.now();
+  const list = [...running].map(([f, { t0 }]) => `${f} (${Math.round((now - t0) / 1000)} s)`);
+  process.stdout.write(`… still running: ${list.join(', ')}\n`);
+}, HEARTBEAT_MS);
+heartbeat.unref();
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    for (const { child } of running.values()) killGroup(child, 'SIGKILL');
+    process.exit(130);
+  });
+}
+
+async function worker() {
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    const r = await runFile(file);
+    results.push(r);
+    report(r);
+  }
+}
+await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+clearInterval(heartbeat);
+
+for (const r of results) durations[r.file] = r.ms;
+try {
+  writeFileSync(durationsFile, `${JSON.stringify(durations, null, 1)}\n`);
+} catch {
+  /* a read-only checkout still gets its results */
+}
+
+const bad = results.filter((r) => r.status !== 'passed').sort((a, b) => a.file.localeCompare(b.file));
+const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5);
+console.log(
+  `\n${results.length} test files in ${secs(Date.now() - started)} (${concurrency} at a time, per-file timeout ${fileTimeoutSec} s): ` +
+    `${results.length - bad.length} passed, ${bad.filter((r) => r.status === 'failed').length} failed, ` +
+    `${bad.filter((r) => r.status === 'timed out').length} timed out`,
 );
-child.on('exit', (code, signal) => {
-  const scan = spawnSync(process.execPath, [join(root, 'scripts/scan-logs.js')], { stdio: 'inherit' });
-  process.exit(code || scan.status || (signal ? 1 : 0));
+console.log(`slowest: ${slowest.map((r) => `${r.file} ${secs(r.ms)}`).join(', ')}`);
+for (const r of bad) {
+  console.log(`✖ ${r.file}: ${r.status}`);
+  // The runner's own list of failing tests, when the file got as far as printing it.
+  const i = r.output.lastIndexOf('✖ failing tests:');
+  if (i !== -1)
+    for (const line of r.output.slice(i).split('\n').slice(1)) {
+      if (/^\s*✖ /.test(line)) console.log(`    ${line.trim()}`);
+    }
+}
+
+const scan = spawnSync(process.execPath, [join(root, 'scripts/scan-logs.js')], {
+  stdio: 'inherit',
+  env: { ...process.env, DEVUTIL_TEST_OUTPUT: outDir },
 });
+process.exit(bad.length || scan.status ? 1 : 0);

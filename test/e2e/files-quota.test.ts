@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
@@ -177,7 +177,7 @@ describe('files quota on two instances sharing Redis and S3', { skip: toolSkip('
     redis = await startRedis();
     s3 = await startS3();
     const shared = { ...env, ...s3.env, DEVUTIL_REDIS_URL: redis.url };
-    [a, b] = await Promise.all([startDevutilProcess(shared), startDevutilProcess(shared)]);
+    [a, b] = await startAll([startDevutilProcess(shared), startDevutilProcess(shared)]);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

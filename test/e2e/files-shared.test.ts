@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import * as tus from 'tus-js-client';
 import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -42,7 +42,7 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
       DEVUTIL_STORAGE_S3_FORCE_PATH_STYLE: 'true',
       DEVUTIL_FILES_UPLOAD_LOCK_WAIT_MS: '3000',
     };
-    [a, b] = await Promise.all([startDevutilProcess(env), startDevutilProcess(env)]);
+    [a, b] = await startAll([startDevutilProcess(env), startDevutilProcess(env)]);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
-import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
@@ -111,7 +111,7 @@ describe('proxy byte budget shared by two instances through Redis', {
       DEVUTIL_PROXY_CLIENT_BYTES: BUDGET,
       DEVUTIL_PROXY_TOTAL_BYTES: '1GiB/month',
     };
-    [a, b] = await Promise.all([startDevutilProcess(env), startDevutilProcess(env)]);
+    [a, b] = await startAll([startDevutilProcess(env), startDevutilProcess(env)]);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

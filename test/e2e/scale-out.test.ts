@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
+import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { testSecret } from '../helpers/secrets.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -102,7 +102,7 @@ describe('two instances on one Redis and one S3 bucket', {
       DEVUTIL_AVATAR_UPSTREAM: 'none',
       ...s3Env(s3),
     };
-    [a, b] = await Promise.all([startDevutilProcess(env), startDevutilProcess(env)]);
+    [a, b] = await startAll([startDevutilProcess(env), startDevutilProcess(env)]);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

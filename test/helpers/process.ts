@@ -20,6 +20,8 @@ export interface DevutilProcess {
 export interface StartOptions {
   /** A command that execs the rest, e.g. ['prlimit', '--nofile=600:600', '--'] (same pid). */
   wrapper?: string[];
+  /** How long the process has to answer /healthz before it is killed and the start fails (45 s). */
+  startTimeoutMs?: number;
 }
 
 /** `env` is added to the defaults below; a key set to undefined removes a default (DEVUTIL_HOST). */
@@ -31,7 +33,7 @@ export async function startDevutilProcess(
   // A free port can be taken by a parallel test process before the child binds it: try another.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(env, args, opts.wrapper ?? []);
+      return await startOnce(env, args, opts.wrapper ?? [], opts.startTimeoutMs ?? 45_000);
     } catch (err) {
       if (attempt >= 3 || env['DEVUTIL_PORT'] || !/EADDRINUSE|address already in use/.test(String(err)))
         throw err;
@@ -47,6 +49,7 @@ async function startOnce(
   env: Record<string, string | undefined>,
   args: string[],
   wrapper: string[],
+  startTimeoutMs: number,
 ): Promise<DevutilProcess> {
   const port = Number(env['DEVUTIL_PORT'] ?? (await freePort()));
   const url = `http://127.0.0.1:${port}`;
@@ -74,12 +77,13 @@ async function startOnce(
     out += c;
   });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const until = Date.now() + 45_000;
+  const until = Date.now() + startTimeoutMs;
   for (;;) {
     if (proc.exitCode !== null)
       throw new Error(`devutil exited early (${proc.exitCode}):\n${out.slice(-2000)}`);
     try {
-      const r = await fetch(`${url}/healthz`);
+      // Each probe has its own deadline: a process that accepts and never answers is not up.
+      const r = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) });
       if (r.ok) break;
     } catch {
       /* not yet */
@@ -112,4 +116,27 @@ async function startOnce(
       }
     },
   };
+}
+
+/**
+ * Starts several processes at once (`[a, b] = await startAll([startDevutilProcess(env), ...])`).
+ * When one start fails, those that came up are stopped before the failure is thrown: with a bare
+ * Promise.all the instance that did come up is assigned to nothing, no `after` hook can stop it, and
+ * its running child keeps the test file alive until the runner's per-file timeout.
+ */
+export async function startAll<T extends Promise<Stoppable>[]>(
+  starts: [...T],
+): Promise<{ [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (!failed)
+    return settled.map((s) => (s as PromiseFulfilledResult<Stoppable>).value) as {
+      [K in keyof T]: Awaited<T[K]>;
+    };
+  await Promise.allSettled(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+  throw failed.reason;
+}
+
+interface Stoppable {
+  stop(): Promise<unknown>;
 }

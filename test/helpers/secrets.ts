@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-const DIR = join(new URL('../..', import.meta.url).pathname, 'test-output', 'secrets');
+const DIR = join(
+  process.env['DEVUTIL_TEST_OUTPUT'] ?? join(new URL('../..', import.meta.url).pathname, 'test-output'),
+  'secrets',
+);
 
 /** Records a secret that must never appear in any log line of the test run. */
 export function registerSecret(secret: string): string {

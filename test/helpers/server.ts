@@ -17,7 +17,10 @@ export type Overrides = NonNullable<ConfigSources['overrides']>;
 
 // Every test server logs at debug level into test-output/logs/<pid>.log; after the whole run,
 // scripts/scan-logs.js greps those files for registered test secrets and secret-shaped strings.
-const RUN_LOG_DIR = join(new URL('../..', import.meta.url).pathname, 'test-output', 'logs');
+const RUN_LOG_DIR = join(
+  process.env['DEVUTIL_TEST_OUTPUT'] ?? join(new URL('../..', import.meta.url).pathname, 'test-output'),
+  'logs',
+);
 let runLog: DestinationStream | undefined;
 function runLogStream(): DestinationStream {
   // Synchronous writes: the runner may end a test process without waiting for pending buffers.

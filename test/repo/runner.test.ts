@@ -1,0 +1,86 @@
+// `npm test` itself (scripts/test.js): a file that hangs is stopped at the per-file timeout together
+// with what it started, the run goes on with the other files and fails, and failures are listed.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { tempDir } from '../helpers/server.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const FIX = 'test/fixtures/runner';
+
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.pid) process.kill(-c.pid, 'SIGKILL');
+});
+
+/** Runs scripts/test.js on the given files with its own output directory. */
+function runner(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'scripts/test.js'), ...args], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DEVUTIL_TEST_OUTPUT: tempDir('devutil-runner-'),
+      DEVUTIL_TEST_CONCURRENCY: '2',
+      ...env,
+    },
+  });
+  children.push(child);
+  let out = '';
+  child.stdout?.on('data', (c) => {
+    out += c;
+  });
+  child.stderr?.on('data', (c) => {
+    out += c;
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, out })));
+}
+
+/** True while `pid` runs: a killed process waiting to be reaped (state Z) has stopped. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+// The runner's own deadline is what these tests are about: if it hung, this file's timeout fails them.
+describe('npm test runner', { timeout: 120_000 }, () => {
+  it('stops a hung two-instance start at the per-file timeout, with the instance it left running', async () => {
+    const pidFile = join(tempDir(), 'pid');
+    const r = await runner(['--file-timeout=4', `${FIX}/hung-start.ts`, `${FIX}/passes.ts`], {
+      RUNNER_FIXTURE_PID_FILE: pidFile,
+    });
+    assert.equal(r.code, 1, r.out);
+    assert.match(
+      r.out,
+      /✖ test\/fixtures\/runner\/hung-start\.ts TIMED OUT after [\d.]+ s \(per-file timeout 4 s\)/,
+    );
+    assert.match(r.out, /✔ test\/fixtures\/runner\/passes\.ts passed/);
+    assert.match(r.out, /2 test files .*: 1 passed, 0 failed, 1 timed out/);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    assert.ok(pid > 0);
+    assert.equal(alive(pid), false, 'the child the hung file started was stopped with it');
+  });
+
+  it('fails the run when a test fails and lists the failing test at the end', async () => {
+    const r = await runner([`${FIX}/fails.ts`, `${FIX}/passes.ts`]);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /1 passed, 1 failed, 0 timed out/);
+    const summary = r.out.slice(r.out.lastIndexOf('test files in'));
+    assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
+  });
+
+  it('passes a run whose files all pass', async () => {
+    const r = await runner([`${FIX}/passes.ts`]);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /1 test files .*: 1 passed, 0 failed, 0 timed out/);
+  });
+});
