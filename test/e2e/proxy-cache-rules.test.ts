@@ -1,6 +1,7 @@
 // What the proxy cache must not store or mix up (RFC 9111): Vary: *, Cache-Control private and
 // no-store, a variant served to a request whose varying headers differ, and the fragment in the key.
-// Real server, real clients (curl, and node:http for the fragment curl never sends).
+// Vary names the proxy never forwards select nothing. Real server, real clients (curl, and node:http
+// for the fragment curl never sends).
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
@@ -18,6 +19,9 @@ const CASES: Record<string, Record<string, string>> = {
   'no-store': { 'cache-control': 'no-store' },
   'vary-lang': { vary: 'Accept-Language' },
   'vary-encoding': { vary: 'Accept-Encoding' },
+  // Headers the proxy never sends upstream: the answer cannot depend on them.
+  'vary-unsent': { vary: 'Origin, Cookie, X-Forwarded-For, Sec-Fetch-Mode' },
+  'vary-lang-origin': { vary: 'Accept-Language, Origin' },
 };
 
 /** GET through node:http with the request target exactly as given (a `#` included). */
@@ -82,6 +86,28 @@ describe('proxy: what the cache never stores or mixes', { skip: toolSkip('curl')
       'vary-encoding',
       [['-H', 'Accept-Encoding: identity'], ['-H', 'Accept-Encoding: br'], []],
       1,
+    ],
+    [
+      'stores one copy when Vary names only headers the proxy does not forward',
+      'vary-unsent',
+      [
+        ['-H', 'Origin: https://a.example', '-H', 'Cookie: s=1'],
+        ['-H', 'Origin: https://b.example', '-H', 'X-Forwarded-For: 203.0.113.9'],
+        ['-H', 'Sec-Fetch-Mode: cors', '-H', 'Cookie: s=2'],
+        [],
+      ],
+      1,
+    ],
+    [
+      'keys variants on the forwarded names only (Accept-Language, not Origin)',
+      'vary-lang-origin',
+      [
+        ['-H', 'Accept-Language: en', '-H', 'Origin: https://a.example'],
+        ['-H', 'Accept-Language: en', '-H', 'Origin: https://b.example'],
+        ['-H', 'Accept-Language: de', '-H', 'Origin: https://c.example'],
+        ['-H', 'Accept-Language: de'],
+      ],
+      2,
     ],
   ];
   table.forEach(([name, kind, requests, fetches], i) => {

@@ -1,5 +1,6 @@
 // What the proxy cache may store and under which key (RFC 9111 §3, §4.1, §5.2). Pure: the cache
 // layer asks these before it stores or looks up an object, whatever store sits underneath.
+import { forwardedOnGet } from './headers.ts';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -29,14 +30,16 @@ export function urlKey(url: URL): string {
 /**
  * The request headers a response varies on, lower-cased and sorted; '*' when it varies on
  * something outside the request (never stored). Accept-Encoding is left out: only responses
- * without Content-Encoding are stored, and the identity body is acceptable to every request.
+ * without Content-Encoding are stored, and the identity body is acceptable to every request. So is
+ * every header the proxy does not send upstream (Origin, Cookie, X-Forwarded-For...): the upstream
+ * never saw it, so its answer cannot depend on it, and keying on it would store one copy per value.
  */
 export function varyNames(vary: string | undefined): string[] | '*' {
   const names = new Set<string>();
   for (const raw of (vary ?? '').split(',')) {
     const n = raw.trim().toLowerCase();
     if (n === '*') return '*';
-    if (n && n !== 'accept-encoding') names.add(n);
+    if (n && n !== 'accept-encoding' && forwardedOnGet(n)) names.add(n);
   }
   return [...names].sort();
 }

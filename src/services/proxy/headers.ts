@@ -68,6 +68,16 @@ const RESPONSE_KEEP = new Set([
 
 export type HeaderMap = Record<string, string>;
 
+/** True when a GET or HEAD sends header `name` upstream (when the client gave it). */
+export function forwardedOnGet(name: string): boolean {
+  return (
+    REQUEST_KEEP.has(name) &&
+    name !== 'content-length' &&
+    name !== 'content-encoding' &&
+    name !== 'content-type'
+  );
+}
+
 function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
