@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import Fastify from 'fastify';
-import { AppError, badGateway, EnvelopeTable, installErrorHandling, tooMany } from './errors.ts';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import {
+  AppError,
+  badGateway,
+  badRequest,
+  EnvelopeTable,
+  installErrorHandling,
+  tooMany,
+  unavailable,
+} from './errors.ts';
+import { createLogger } from './infra/observe/logger.ts';
 
 async function app() {
   const a = Fastify({ logger: false, bodyLimit: 64 });
@@ -110,5 +120,114 @@ describe('errors', () => {
     assert.equal(e.status, 418);
     assert.deepEqual(e.headers, { a: 1 });
     assert.ok(e.cause instanceof Error);
+  });
+});
+
+describe('how failures are logged', () => {
+  // One app logging into `lines`; each route fails one way.
+  async function logged() {
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, cb) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        cb();
+      },
+    });
+    const logger = createLogger('info', { write: (s: string) => stream.write(s) });
+    const a = Fastify({ loggerInstance: logger as unknown as FastifyBaseLogger });
+    a.decorate('envelopes', new EnvelopeTable());
+    installErrorHandling(a);
+    a.envelopes.mount('/file', 'file');
+    const upstream = Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
+    a.get('/file/bad', async () => {
+      throw badRequest('key is too long', 'BAD_KEY');
+    });
+    a.get('/file/full', async () => {
+      throw new AppError('STORAGE_FULL', 507, 'storage quota is full');
+    });
+    a.get('/file/upstream', async () => {
+      throw badGateway('cannot fetch the diagram source', 'BAD_GATEWAY', { cause: upstream });
+    });
+    a.get('/file/raw-upstream', async () => {
+      throw upstream;
+    });
+    a.get('/file/busy', async () => {
+      throw unavailable('the store is down', 5);
+    });
+    a.get('/file/bug', async () => {
+      throw new TypeError('x is undefined');
+    });
+    a.post('/file/body', async () => 'ok');
+    await a.ready();
+    const failure = async (url: string, method: 'GET' | 'POST' = 'GET') => {
+      const from = lines.length;
+      const r = await a.inject({
+        method,
+        url,
+        ...(method === 'POST'
+          ? { payload: `"${'x'.repeat(2_000_000)}"`, headers: { 'content-type': 'application/json' } }
+          : {}),
+      });
+      // The line about the failure: not Fastify's incoming/completed lines.
+      const mine = lines
+        .slice(from)
+        .filter((l) => !/^(incoming request|request completed)$/.test(String(l['msg'])));
+      assert.equal(mine.length, 1, JSON.stringify(mine));
+      return { status: r.statusCode, line: mine[0] as Record<string, unknown> };
+    };
+    return { a, failure };
+  }
+
+  const stackOf = (l: Record<string, unknown>) => (l['err'] as { stack?: string } | undefined)?.stack;
+
+  it('logs a refused request (4xx) at info without a stack', async () => {
+    const { a, failure } = await logged();
+    const { status, line } = await failure('/file/bad');
+    assert.equal(status, 400);
+    assert.equal(line['level'], 30);
+    assert.equal(line['code'], 'BAD_KEY');
+    assert.equal(stackOf(line), undefined);
+    const big = await failure('/file/body', 'POST');
+    assert.equal(big.status, 413);
+    assert.equal(big.line['level'], 30);
+    assert.equal(stackOf(big.line), undefined);
+    await a.close();
+  });
+
+  it('logs a full store (507) at warn without a stack', async () => {
+    const { a, failure } = await logged();
+    const { status, line } = await failure('/file/full');
+    assert.equal(status, 507);
+    assert.equal(line['level'], 40);
+    assert.equal(line['code'], 'STORAGE_FULL');
+    assert.equal(stackOf(line), undefined);
+    await a.close();
+  });
+
+  it('logs an upstream failure (502) at warn with its cause and no stack, mapped or not', async () => {
+    const { a, failure } = await logged();
+    for (const url of ['/file/upstream', '/file/raw-upstream']) {
+      const { status, line } = await failure(url);
+      assert.equal(status, 502);
+      assert.equal(line['level'], 40);
+      assert.match(String(line['cause']), /UND_ERR_SOCKET: other side closed/);
+      assert.equal(stackOf(line), undefined);
+      assert.doesNotMatch(JSON.stringify(line), /at [^ ]+ \(/, 'no stack frame anywhere in the line');
+    }
+    await a.close();
+  });
+
+  it('keeps the stack of a failure of devutil itself (500, 503)', async () => {
+    const { a, failure } = await logged();
+    for (const [url, want] of [
+      ['/file/bug', 500],
+      ['/file/busy', 503],
+    ] as const) {
+      const { status, line } = await failure(url);
+      assert.equal(status, want);
+      assert.equal(line['level'], 50);
+      assert.match(String(stackOf(line)), /errors\.test\.ts/);
+    }
+    await a.close();
   });
 });

@@ -72,6 +72,58 @@ export function isLogged(err: unknown): boolean {
   return typeof err === 'object' && err !== null && logged.has(err);
 }
 
+// Failures whose answer a route already worked out (an upstream body that broke before the first
+// byte went out: the stream's error reaches the error handler, not the route).
+const answers = new WeakMap<object, AppError>();
+
+/** Tells the error handler how to answer `err` if it reaches it (status and message of `as`). */
+export function answerAs<E>(err: E, as: AppError): E {
+  if (typeof err === 'object' && err !== null) answers.set(err, as);
+  return err;
+}
+
+/** The error code of a library or system error (ECONNRESET, UND_ERR_SOCKET, HPE_INVALID_CHUNK_SIZE). */
+function errorCode(err: unknown): string | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+/**
+ * True for a failure of an outbound HTTP exchange that no route turned into an AppError (undici's
+ * errors, and the socket and parser errors it wraps): an upstream's fault, answered 502.
+ */
+function isUpstreamFault(err: unknown): boolean {
+  const code = errorCode(err) ?? errorCode((err as { cause?: unknown } | null)?.cause) ?? '';
+  return code.startsWith('UND_ERR_') || code.startsWith('HPE_');
+}
+
+/**
+ * How a failed request is logged (CONVENTIONS "Errors and logs"). A bug (500) or a missing part
+ * (503) at error, with the stack. An upstream that failed or timed out (502, 504) at warn with its
+ * cause and no stack: the stack would show devutil's code, which did nothing wrong. A refused
+ * request (4xx) at info and a full store (507) at warn, without stacks: they are the client's lot,
+ * not a fault to investigate.
+ */
+function logFailure(req: FastifyRequest, err: AppError): void {
+  if (isLogged(err)) return;
+  const s = err.status;
+  if (s < 500 || s === 502 || s === 504 || s === 507) {
+    const cause = err.cause === undefined ? undefined : causeSummary(err.cause);
+    const fields = { code: err.code, status: s, reason: err.message, ...(cause ? { cause } : {}) };
+    if (s < 500) req.log.info(fields, 'request refused');
+    else req.log.warn(fields, 'request failed');
+    return;
+  }
+  req.log.error({ err, code: err.code }, 'request failed');
+}
+
+/** A cause as one short line: its code and message, never its stack. */
+function causeSummary(cause: unknown): string {
+  const code = errorCode(cause);
+  const msg = cause instanceof Error ? cause.message : String(cause);
+  return redact(`${code ? `${code}: ` : ''}${msg}`.slice(0, 300));
+}
+
 /**
  * Fastify's own request log lines, minus a second line for a stream failure a route logged. Below
  * info (warn, error) the two info lines of every request are skipped before Fastify builds their
@@ -94,7 +146,11 @@ export class OnceLogController extends LogController {
     if (this.info || error) super.requestCompleted(error, request, reply);
   }
   override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
-    if (!isLogged(error)) super.streamError(error, request, reply);
+    if (isLogged(error)) return;
+    // An upstream body that broke mid-answer: its cause, not devutil's stack.
+    if (isUpstreamFault(error))
+      reply.log.warn({ reason: causeSummary(error) }, 'response cut: the upstream body failed');
+    else super.streamError(error, request, reply);
   }
 }
 
@@ -244,23 +300,34 @@ export function installErrorHandling(
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
     if (reply.sent || reply.raw.headersSent) {
-      req.log.warn({ err }, 'error after response started');
+      if (!isLogged(err))
+        req.log.warn(
+          isUpstreamFault(err) ? { reason: causeSummary(err) } : { err },
+          'error after response started',
+        );
       reply.raw.destroy();
       return;
     }
-    if (err instanceof AppError) {
-      if (err.status >= 500 && !isLogged(err)) req.log.error({ err, code: err.code }, 'request failed');
-      return sendError(req, reply, err.status, err.message, err.code, err.headers);
+    const mapped = err instanceof AppError ? err : answers.get(err);
+    if (mapped) {
+      if (!isLogged(err)) logFailure(req, mapped);
+      return sendError(req, reply, mapped.status, mapped.message, mapped.code, mapped.headers);
     }
+    if (isUpstreamFault(err)) {
+      const e = badGateway('upstream failed', 'UPSTREAM_FAILED', { cause: err });
+      logFailure(req, e);
+      return sendError(req, reply, 502, e.message, e.code);
+    }
+    const fe = err as FastifyError;
     const status =
-      typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500
-        ? err.statusCode
-        : 500;
+      typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500;
     if (status === 500) {
       req.log.error({ err }, 'unhandled error');
       return sendError(req, reply, 500, 'internal error', 'INTERNAL');
     }
-    return sendError(req, reply, status, frameworkMessage(err), err.code ?? 'BAD_REQUEST');
+    const message = frameworkMessage(fe);
+    req.log.info({ code: fe.code, status, reason: message }, 'request refused');
+    return sendError(req, reply, status, message, fe.code ?? 'BAD_REQUEST');
   });
 }
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { request } from 'undici';
-import { BodyTooLarge, capStream, readCapped, readSmall } from './capped-body.ts';
+import { BodyTooLarge, capStream, discard, readCapped, readSmall } from './capped-body.ts';
 
 /** A stream of `n` chunks of `size` bytes that records how many chunks were pulled. */
 function counted(n: number, size: number) {
@@ -47,6 +47,57 @@ describe('capped body reader', () => {
     await assert.rejects(readCapped(s, 50, { declared: '1000' }), BodyTooLarge);
     assert.equal(seen.pulled, 0);
     assert.ok(seen.destroyed);
+  });
+
+  it('refuses a declared length past the cap of an undici response with no uncaught error', async () => {
+    // undici emits an error of its own when a body is destroyed unread; with no listener that
+    // would be an uncaught exception, the end of the server process.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '5000' });
+      res.end(Buffer.alloc(5000));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await request(`http://127.0.0.1:${port}/`);
+      await assert.rejects(
+        readCapped(res.body, 1000, { declared: res.headers['content-length'] }),
+        BodyTooLarge,
+      );
+      // undici reports the destroy a tick later (setImmediate).
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      assert.deepEqual(uncaught, []);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it('lets go of an unread undici body with no uncaught error (discard)', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(404, { 'content-length': '3' });
+      res.end('abc');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await request(`http://127.0.0.1:${port}/`);
+      discard(res.body);
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      assert.deepEqual(uncaught, []);
+      assert.ok(res.body.destroyed);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   it('drops the connection of an endless undici response instead of draining it', async () => {

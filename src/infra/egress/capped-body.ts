@@ -23,11 +23,21 @@ export interface CapOptions {
   what?: string;
 }
 
+/**
+ * Lets go of a body nobody will read. An undici body destroyed without an error emits one of its
+ * own (RequestAbortedError), and with no listener that is an uncaught exception: the process dies.
+ */
+export function discard(body: BodySource): void {
+  const s = body as BodySource & { on?: (event: 'error', fn: () => void) => unknown };
+  s.on?.('error', () => {});
+  body.destroy();
+}
+
 /** The whole body as one Buffer, or BodyTooLarge once more than `max` bytes were declared or sent. */
 export async function readCapped(body: BodySource, max: number, o: CapOptions = {}): Promise<Buffer> {
   const declared = Number(Array.isArray(o.declared) ? o.declared[0] : (o.declared ?? Number.NaN));
   if (declared > max) {
-    body.destroy();
+    discard(body);
     throw new BodyTooLarge(max, o.what);
   }
   const chunks: Buffer[] = [];

@@ -3,11 +3,11 @@
 // validate, ask the ImageService, set caching headers.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, badRequest, notFound, unavailable } from '../../errors.ts';
+import { AppError, alreadyLogged, badGateway, badRequest, notFound, unavailable } from '../../errors.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
-import { type ImageService, UnknownCategoryError } from './service.ts';
+import { type ImageService, NoSourceError, UnknownCategoryError } from './service.ts';
 
 const str = (description: string) => ({ type: 'string', description }) as const;
 const imageQuery = {
@@ -93,6 +93,10 @@ export async function imageRoutes(
           throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
         if (err instanceof UnknownCategoryError) throw unknownCategory();
         if (err instanceof AppError) throw err;
+        // The upstream origin failed and nothing after it could stand in: its fault, not ours (the
+        // source's failure is on the warn line above; the answer is logged without a stack).
+        if (err instanceof NoSourceError && err.upstream)
+          throw badGateway('the image upstream failed', 'IMAGE_UPSTREAM');
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw alreadyLogged(
           unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),

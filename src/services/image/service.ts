@@ -42,9 +42,12 @@ export interface Served {
 }
 
 export class NoSourceError extends Error {
-  constructor() {
+  /** The last source that failed was a remote one (the upstream origin): its fault, 502. */
+  readonly upstream: boolean;
+  constructor(upstream = false) {
     super('no image source could serve the request');
     this.name = 'NoSourceError';
+    this.upstream = upstream;
   }
 }
 
@@ -104,6 +107,7 @@ export class ImageService {
     const category = o.category ?? undefined;
     const sources = category === undefined ? this.sources : this.withCategory(category);
     if (sources.length === 0) throw new UnknownCategoryError();
+    let remoteFailed = false;
     for (const [i, src] of sources.entries()) {
       try {
         const entry = src.pick(o.id, category);
@@ -151,13 +155,14 @@ export class ImageService {
         // AppError: the server cannot render at all (no sharp); another source would fail the same way.
         if (err instanceof QueueFull || err instanceof AppError) throw err;
         this.events.sourceFailed?.(src.name, err);
+        remoteFailed = src.remote === true;
         this.logger.warn(
           { source: src.name, err: { message: (err as Error).message } },
           'image source failed; trying the next',
         );
       }
     }
-    throw new NoSourceError();
+    throw new NoSourceError(remoteFailed);
   }
 
   private withCategory(name: string): ImageSource[] {

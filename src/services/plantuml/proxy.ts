@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../errors.ts';
-import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
+import { BodyTooLarge, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, isBlocked, undiciCode } from '../../infra/egress/client.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
@@ -53,7 +53,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
         signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       });
       if (res.statusCode !== 200) {
-        res.body.destroy();
+        discard(res.body);
         throw badGateway(`diagram source answered ${res.statusCode}`);
       }
       const body = await readCapped(res.body, cfg.maxSourceBytes, {

@@ -38,5 +38,11 @@ export function classify(err: unknown): Failure {
     return { status: 502, message: 'upstream TLS verification failed' };
   if (code === 'ERR_INVALID_CHAR' || code === 'ERR_HTTP_INVALID_HEADER_VALUE')
     return { status: 502, message: 'upstream sent an invalid header' };
+  // llhttp's verdicts (HPE_INVALID_CHUNK_SIZE, HPE_INVALID_STATUS, HPE_HEADER_OVERFLOW...).
+  if (code.startsWith('HPE_')) return { status: 502, message: 'upstream sent a malformed answer' };
+  if (und === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || und === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH')
+    return { status: 502, message: 'upstream body does not match its length' };
+  if (und === 'UND_ERR_SOCKET' || und === 'UND_ERR_CLOSED')
+    return { status: 502, message: 'upstream connection failed' };
   return { status: 502, message: 'upstream request failed' };
 }

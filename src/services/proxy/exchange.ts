@@ -5,7 +5,7 @@
 // sent with its bytes charged to the budget as they flow.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, forbidden, tooMany, unavailable } from '../../errors.ts';
+import { AppError, alreadyLogged, answerAs, forbidden, tooMany, unavailable } from '../../errors.ts';
 import { readSmall } from '../../infra/egress/capped-body.ts';
 import { RequestAbort } from '../../infra/egress/client.ts';
 import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
@@ -183,9 +183,12 @@ export class ProxyGate {
     }
     if (up.body) {
       up.body.on('error', (err) => {
-        if (classify(err).status === 499) return; // the client left: not an upstream failure
+        const f = classify(err);
+        if (f.status === 499) return; // the client left: not an upstream failure
         x.failed(err);
-        alreadyLogged(err);
+        // Logged on the exchange line; broken before the first byte went out (a bad first chunk
+        // size), it is answered as the upstream failure it is, in the proxy's one-line envelope.
+        answerAs(alreadyLogged(err), new AppError('UPSTREAM', f.status, f.message));
       });
       meter(reply.raw, budget, ip);
       return reply.send(up.body);

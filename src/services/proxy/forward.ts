@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { BodyTooLarge, capStream, readCapped } from '../../infra/egress/capped-body.ts';
+import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
@@ -100,6 +100,12 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
       body: hop === 0 ? body : null,
       signal: r.signal,
     });
+    // HTTP statuses are 100-599 (RFC 9110 §15) and a final answer is not 1xx; undici passes any
+    // three digits on (999, 600), which no client could be given.
+    if (res.statusCode < 200 || res.statusCode > 599) {
+      discard(res.body);
+      throw new ProxyError(502, `upstream sent an invalid status (${res.statusCode})`);
+    }
     const out = responseHeaders(res.headers);
     const location = out['location'];
     if (REDIRECTS.has(res.statusCode) && location) {
@@ -187,7 +193,7 @@ async function finish(
   }
   const len = Number(h['content-length'] ?? Number.NaN);
   if (len > o.maxResponseBytes) {
-    up.body?.destroy();
+    if (up.body) discard(up.body);
     throw new ProxyError(413, `upstream response exceeds ${o.maxResponseBytes} bytes`);
   }
   const types = r.route.rewriteTypes;
