@@ -226,6 +226,29 @@ describe('fs blob store layout', () => {
     assert.deepEqual(readdirSync(store.tmpDir), []);
   });
 
+  it('removes the directories a delete leaves empty and keeps those still in use', async () => {
+    const store = await fresh();
+    for (const k of ['uploads/u1/info', 'uploads/u1/part-0', 'uploads/u2/info'])
+      await store.put(k, Readable.from([Buffer.from(k)]), {});
+    assert.equal(await store.delete('uploads/u1/part-0'), true);
+    assert.deepEqual(readdirSync(join(store.root, 'uploads', 'u1')), ['info']);
+    assert.equal(await store.delete('uploads/u1/info'), true);
+    assert.deepEqual(readdirSync(join(store.root, 'uploads')), ['u2'], 'u1/ went with its last key');
+    assert.equal(await store.delete('uploads/u2/info'), true);
+    assert.equal(existsSync(join(store.root, 'uploads')), false, 'so did the namespace');
+    assert.ok(existsSync(store.dataDir) && existsSync(store.tmpDir), 'the store’s own directories stay');
+    // A put into a directory whose last key is being deleted lands, whichever finishes first (the
+    // narrow case, a prune between the put's mkdir and its rename, is retried in FsBlobStore.inDir).
+    for (let i = 0; i < 10; i++) {
+      await store.put(`uploads/r${i}/a`, Readable.from([Buffer.from('a')]), {});
+      await Promise.all([
+        store.delete(`uploads/r${i}/a`),
+        store.put(`uploads/r${i}/b`, Readable.from([Buffer.from('b')]), {}),
+      ]);
+      assert.equal((await store.head(`uploads/r${i}/b`))?.size, 1);
+    }
+  });
+
   it('reads, lists, replaces and deletes blobs written in the earlier one-file format', async () => {
     const store = await fresh();
     const body = Buffer.from('legacy bytes');

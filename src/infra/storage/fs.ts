@@ -14,6 +14,7 @@ import {
   open,
   readdir,
   rename,
+  rmdir,
   stat,
   unlink,
   writeFile,
@@ -202,7 +203,7 @@ export class FsBlobStore implements BlobStore {
           if (opts.ifAbsent) {
             // link(2) fails with EEXIST when the name exists: an atomic create-only publish.
             try {
-              await link(recTmp, final);
+              await this.inDir(final, () => link(recTmp, final));
             } catch (err) {
               if (isErr(err, 'EEXIST')) throw new BlobExistsError(key);
               throw err;
@@ -211,7 +212,7 @@ export class FsBlobStore implements BlobStore {
             // Another process replacing the same key at the same time can still leave an orphan body
             // behind (sweepOrphans); never a record without its body.
             previous = await this.bodyOf(final);
-            await rename(recTmp, final);
+            await this.inDir(final, () => rename(recTmp, final));
           }
           published = true;
         });
@@ -232,6 +233,40 @@ export class FsBlobStore implements BlobStore {
       if (!closed) await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       if (placed && !published) await unlink(bodyPath).catch(() => {});
+    }
+  }
+
+  /**
+   * Runs `op`, which creates `path`; when a delete pruned its directory since mkdir (the last blob
+   * of a namespace went away meanwhile), makes the directory again and retries.
+   */
+  private async inDir(path: string, op: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await op();
+      } catch (err) {
+        if (attempt >= 5 || !isErr(err, 'ENOENT')) throw err;
+        await mkdir(dirname(path), { recursive: true });
+      }
+    }
+  }
+
+  /**
+   * Removes the directories a delete left empty, from the key's own up to the root (an ended
+   * upload's uploads/<id>/): keys come and go, their directories must not pile up. One still in
+   * use is not empty (ENOTEMPTY) and stops the walk.
+   */
+  private async prune(dir: string): Promise<void> {
+    for (
+      let d = dir;
+      d.startsWith(`${this.root}/`) && !d.slice(this.root.length + 1).startsWith('.');
+      d = dirname(d)
+    ) {
+      try {
+        await rmdir(d);
+      } catch {
+        return;
+      }
     }
   }
 
@@ -350,6 +385,7 @@ export class FsBlobStore implements BlobStore {
     } finally {
       await unlink(trash).catch(() => {});
     }
+    await this.prune(dirname(path));
     return true;
   }
 

@@ -3,6 +3,7 @@
 // /api/file/<key> through FileStore.upload (same limits, owner token, conflicts, compression).
 // The 2.1 result: X-Upload-Result (base64 JSON) on that PATCH, and GET /api/upload/<id> afterwards.
 import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
@@ -168,19 +169,46 @@ export async function tusRoutes(
     // Refused now rather than after the last byte; checked again when the upload completes.
     await files.assertWritable(key, tokenOf(req));
     await quotaCheck(length);
-    const id = await uploads.create({
+    const info = {
       length,
       key,
       filename: sanitizeFilename(name, key),
       filetype: filetype || undefined,
       metadata: typeof req.headers['upload-metadata'] === 'string' ? req.headers['upload-metadata'] : '',
       limits,
-    });
-    return reply
-      .code(201)
-      .header('location', `/api/upload/${id}`)
-      .header('upload-expires', new Date(files.now() + ttlMs).toUTCString())
-      .send();
+    };
+    const id = await uploads.create(info);
+    reply.code(201).header('location', `/api/upload/${id}`);
+    // Nothing to send: the upload is complete on creation (as tusd does, and as tus-js-client
+    // expects: it reports success on the 201 of an empty file and sends no PATCH).
+    if (length === 0) {
+      let out: Awaited<ReturnType<FileStore['upload']>>;
+      try {
+        out = await files.upload({
+          key,
+          file: Readable.from([]),
+          filename: info.filename,
+          declaredType: info.filetype,
+          token: tokenOf(req),
+          declaredBytes: 0,
+          limits: () => limits,
+        });
+      } catch (err) {
+        await uploads.remove(id);
+        throw err;
+      }
+      const answer = uploadAnswer(key, out);
+      await uploads.complete(
+        { id, info, parts: [], offset: 0, lastWrite: files.now(), result: answer },
+        answer,
+      );
+      if (out.ownerToken) reply.header('x-owner-token', out.ownerToken);
+      return reply
+        .header('upload-offset', 0)
+        .header('x-upload-result', Buffer.from(JSON.stringify(answer)).toString('base64'))
+        .send();
+    }
+    return reply.header('upload-expires', new Date(files.now() + ttlMs).toUTCString()).send();
   };
 
   const head = async (req: IdReq, reply: FastifyReply) => {

@@ -286,8 +286,76 @@ describe('tus 1.0 at /api/upload/', () => {
     assert.equal(head.status, 404);
     assert.equal((await patch(url, 10, Buffer.alloc(90))).status, 404);
     const dir = join(dataDir, 'blobs', 'uploads', url.split('/').pop() ?? '');
-    assert.deepEqual(existsSync(dir) ? readdirSync(dir) : [], []);
+    assert.equal(existsSync(dir), false, 'not even an empty directory is left');
     skew = 0;
+  });
+
+  it('completes a zero-length upload at creation into an empty file, with the 2.1 result', async () => {
+    const k = key();
+    const created = await create(srv.url, 0, { key: k, filename: 'empty.txt', filetype: 'text/plain' });
+    assert.equal(created.status, 201, await created.text());
+    assert.match(created.headers.get('x-owner-token') ?? '', /^[A-Za-z0-9_-]{32}$/);
+    const result = decodeResult(created);
+    const ref = await reference(srv.url, Buffer.alloc(0), 'empty.txt', 'text/plain');
+    assert.deepEqual(result, { ...ref, data: { ...ref.data, key: k } });
+    const file = await fetch(`${srv.url}/api/file/${k}`);
+    assert.equal(file.status, 200);
+    assert.equal((await file.arrayBuffer()).byteLength, 0);
+    assert.match(file.headers.get('content-disposition') ?? '', /empty\.txt/);
+    const url = abs(created.headers.get('location'));
+    const head = await fetch(url, { method: 'HEAD', headers: T });
+    assert.equal(head.headers.get('upload-offset'), '0');
+    assert.equal(head.headers.get('upload-length'), '0');
+    assert.deepEqual(await (await fetch(url)).json(), result);
+    // A client that sends the (empty) final PATCH anyway gets the same result, and nothing changes.
+    const again = await patch(url, 0, Buffer.alloc(0));
+    assert.equal(again.status, 204);
+    assert.deepEqual(decodeResult(again), result);
+  });
+
+  it('completes an empty file sent by tus-js-client (which sends no PATCH for it)', async () => {
+    const k = key();
+    const done = await new Promise<{ token: string | undefined; url: string }>((resolve, reject) => {
+      const up: tus.Upload = new tus.Upload(Buffer.alloc(0), {
+        endpoint: `${srv.url}/api/upload/`,
+        metadata: { key: k, filename: 'nothing.bin' },
+        retryDelays: [],
+        onError: reject,
+        onSuccess: (p) => resolve({ token: p.lastResponse.getHeader('X-Owner-Token'), url: up.url ?? '' }),
+      });
+      up.start();
+    });
+    assert.match(done.token ?? '', /^[A-Za-z0-9_-]{32}$/);
+    const file = await fetch(`${srv.url}/api/file/${k}`);
+    assert.equal(file.status, 200);
+    assert.equal((await file.arrayBuffer()).byteLength, 0);
+    assert.equal((await (await fetch(done.url)).json()).data.key, k);
+  });
+
+  it('leaves nothing behind an upload that ended, was terminated or expired', async () => {
+    const uploadsDir = join(dataDir, 'blobs', 'uploads');
+    const ids = (urls: string[]) => urls.map((u) => u.split('/').pop() ?? '');
+    // Ended (a file and a zero-length one), terminated, and one abandoned after a part.
+    const ended = abs((await create(srv.url, 5, { key: key() })).headers.get('location'));
+    assert.equal((await patch(ended, 0, Buffer.from('hello'))).status, 204);
+    const empty = abs((await create(srv.url, 0, { key: key() })).headers.get('location'));
+    const gone = abs((await create(srv.url, 50, { key: key() })).headers.get('location'));
+    assert.equal((await patch(gone, 0, Buffer.alloc(20))).status, 204);
+    assert.equal((await fetch(gone, { method: 'DELETE', headers: T })).status, 204);
+    const abandoned = abs((await create(srv.url, 50, { key: key() })).headers.get('location'));
+    assert.equal((await patch(abandoned, 0, Buffer.alloc(20))).status, 204);
+    const mine = ids([ended, empty, gone, abandoned]);
+    const present = () =>
+      existsSync(uploadsDir) ? readdirSync(uploadsDir).filter((d) => mine.includes(d)) : [];
+    assert.equal(existsSync(join(uploadsDir, ids([gone])[0] ?? '')), false, 'terminated: no directory');
+    // Past their expiry every one of them goes, results and directories included.
+    skew += 3601_000;
+    try {
+      for (const u of [ended, empty, abandoned]) assert.equal((await fetch(u)).status, 404);
+      assert.deepEqual(present(), []);
+    } finally {
+      skew -= 3601_000;
+    }
   });
 
   it('works with tus-js-client, including X-HTTP-Method-Override and a resume', async () => {
