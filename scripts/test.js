@@ -16,7 +16,7 @@ import { join, relative } from 'node:path';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
-const DEFAULT_FILE_TIMEOUT_SEC = 900;
+const DEFAULT_FILE_TIMEOUT_SEC = 600;
 // After the budget: SIGTERM to the file's runner (Node 24+ prints which tests were still running),
 // then SIGKILL to its whole process group this much later.
 const KILL_GRACE_MS = 5000;

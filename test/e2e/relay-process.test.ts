@@ -140,12 +140,17 @@ describe('relay in the devutil process', () => {
       // answers with the URI and live stats (worker 1 in-process, worker 2 through the status port,
       // saying so in a note).
       const notes = new Set<boolean>();
-      const until = Date.now() + 20_000;
+      const until = Date.now() + 60_000;
       while (notes.size < 2 && Date.now() < until) {
         const r = await getJson(port, '/rest/api/v1/relay');
         assert.equal(r.status, 200, JSON.stringify(r.body));
         assert.equal(r.body.data.uri, s.uri);
-        assert.equal(r.body.data.running, true);
+        // Worker 2 reads worker 1's status port under a 1 s deadline, which a busy machine can
+        // miss (that answer says running: false, no stats): only answers with live stats count.
+        if (r.body.data.running !== true) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          continue;
+        }
         assert.equal(r.body.data.stats.bytesProxied, 0, 'live stats of a relay nobody used yet');
         notes.add(typeof r.body.data.note === 'string');
       }

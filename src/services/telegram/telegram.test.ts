@@ -11,6 +11,7 @@ import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrid
 import { freePort } from '../../../test/helpers/ports.ts';
 import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
+import { loadUndici } from '../../infra/egress/client.ts';
 
 const URL_PATH = '/rest/api/v1/telegram';
 const WRONG_KEY = '7012345678:AAWrongWrongWrongWrongWrongWrongWr0';
@@ -26,12 +27,16 @@ describe('telegram relay', () => {
     on.inject({ method: 'POST', url: URL_PATH, payload: payload as object, ...extra });
 
   before(async () => {
+    // The first outbound request loads undici inside its deadline; under tsx on a busy machine that
+    // alone can take seconds.
+    await loadUndici();
     fake = await FakeBotApi.start();
     srv = await startTestServer({
       logs,
       overrides: {
         egress: { resolve: [fake.resolve] },
-        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 800, maxBodyBytes: '16KiB' },
+        // Far above what an answer takes on a loaded machine; the slow-upstream case waits past it.
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 3000, maxBodyBytes: '16KiB' },
       },
     });
     app = srv.app;
@@ -241,10 +246,10 @@ describe('telegram relay', () => {
   });
 
   it('answers 504 when Telegram is too slow and 502 when it closes the connection', async () => {
-    fake.fault({ kind: 'delay', ms: 2500 });
+    fake.fault({ kind: 'delay', ms: 60_000 });
     const slow = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' });
     assert.equal(slow.statusCode, 504);
-    assert.match(slow.json().msg, /did not answer within 800 ms/);
+    assert.match(slow.json().msg, /did not answer within 3000 ms/);
     fake.fault({ kind: 'close' });
     const closed = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' });
     assert.equal(closed.statusCode, 502);
