@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { BodyTooLarge, capStream, discard, readCapped, readSmall } from './capped-body.ts';
 
 /** A stream of `n` chunks of `size` bytes that records how many chunks were pulled. */
@@ -49,12 +49,19 @@ describe('capped body reader', () => {
     assert.ok(seen.destroyed);
   });
 
-  it('refuses a declared length past the cap of an undici response with no uncaught error', async () => {
-    // undici emits an error of its own when a body is destroyed unread; with no listener that
-    // would be an uncaught exception, the end of the server process.
+  /**
+   * A GET to a server answering `status` with `body` whole; `use` gets the undici response. Fails on
+   * any uncaught exception meanwhile: undici emits an error of its own when a body is destroyed
+   * unread, and with no listener that is an uncaught exception, the end of the server process.
+   */
+  async function noUncaught(
+    status: number,
+    body: Buffer,
+    use: (res: Dispatcher.ResponseData) => Promise<void>,
+  ) {
     const server = createServer((_req, res) => {
-      res.writeHead(200, { 'content-length': '5000' });
-      res.end(Buffer.alloc(5000));
+      res.writeHead(status, { 'content-length': String(body.length) });
+      res.end(body);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const uncaught: unknown[] = [];
@@ -62,11 +69,7 @@ describe('capped body reader', () => {
     process.on('uncaughtException', onUncaught);
     try {
       const { port } = server.address() as AddressInfo;
-      const res = await request(`http://127.0.0.1:${port}/`);
-      await assert.rejects(
-        readCapped(res.body, 1000, { declared: res.headers['content-length'] }),
-        BodyTooLarge,
-      );
+      await use(await request(`http://127.0.0.1:${port}/`));
       // undici reports the destroy a tick later (setImmediate).
       for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
       assert.deepEqual(uncaught, []);
@@ -75,30 +78,21 @@ describe('capped body reader', () => {
       server.closeAllConnections();
       server.close();
     }
-  });
+  }
 
-  it('lets go of an unread undici body with no uncaught error (discard)', async () => {
-    const server = createServer((_req, res) => {
-      res.writeHead(404, { 'content-length': '3' });
-      res.end('abc');
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    process.on('uncaughtException', onUncaught);
-    try {
-      const { port } = server.address() as AddressInfo;
-      const res = await request(`http://127.0.0.1:${port}/`);
+  it('refuses a declared length past the cap of an undici response with no uncaught error', () =>
+    noUncaught(200, Buffer.alloc(5000), async (res) => {
+      await assert.rejects(
+        readCapped(res.body, 1000, { declared: res.headers['content-length'] }),
+        BodyTooLarge,
+      );
+    }));
+
+  it('lets go of an unread undici body with no uncaught error (discard)', () =>
+    noUncaught(404, Buffer.from('abc'), async (res) => {
       discard(res.body);
-      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-      assert.deepEqual(uncaught, []);
       assert.ok(res.body.destroyed);
-    } finally {
-      process.removeListener('uncaughtException', onUncaught);
-      server.closeAllConnections();
-      server.close();
-    }
-  });
+    }));
 
   it('drops the connection of an endless undici response instead of draining it', async () => {
     let closed!: () => void;
