@@ -77,6 +77,11 @@ export const serverSection = {
     min: 0,
     doc: 'open client connections per process, HTTP and relay together; more are closed at accept (0 = derived from the open-files limit: (limit - 64) / 3, 320 for 1024)',
   }),
+  maxPipelined: int(16, {
+    min: 1,
+    max: 1024,
+    doc: 'requests one connection may pipeline ahead of its answers; past that the connection is not read until answers are done (queued requests wait for their turn before any work)',
+  }),
   maxConnectionsPerClient: int(64, {
     min: 0,
     doc: 'open connections one client address may hold (IPv6: per /64), HTTP and relay together; trusted proxies are held only to the total (0 = no per-client cap)',

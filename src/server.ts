@@ -15,6 +15,7 @@ import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
+import { pipelineGate } from './infra/http/pipelining.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
 import { RateLimiter } from './infra/limits/rate-limit.ts';
@@ -178,6 +179,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
 
   const ipOpts = { trusted, header: config.server.forwardedHeader };
   const v6Bits = config.server.clientIpv6Prefix;
+  // First of all: a pipelined request waits for its turn before anything works for it.
+  app.addHook('onRequest', pipelineGate(config.server.maxPipelined));
   // Callback-style hooks: they run on every request, and a promise each is measurable (bench/ip.ts).
   app.addHook('onRequest', (req, reply, done) => {
     req.clientIp = clientIp(req.raw.socket.remoteAddress, req.headers, ipOpts);
