@@ -12,7 +12,7 @@ export interface DevutilProcess {
   proc: ChildProcess;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
-  /** SIGTERM, then SIGKILL after 10s; resolves with the exit code. */
+  /** SIGTERM, then SIGKILL after 30 s; resolves with the exit code. */
   stop(): Promise<number | null>;
   kill9(): Promise<void>;
 }
@@ -102,7 +102,9 @@ async function startOnce(
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');
-        const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        // Past devutil's own shutdown deadline (10 s, 12 s for a cluster primary) with room for a
+        // busy machine: a kill sooner would fail a slow but clean shutdown (exit code null).
+        const t = setTimeout(() => proc.kill('SIGKILL'), 30_000);
         const code = await exited;
         clearTimeout(t);
         return code;
@@ -119,10 +121,11 @@ async function startOnce(
 }
 
 /**
- * Starts several processes at once (`[a, b] = await startAll([startDevutilProcess(env), ...])`).
- * When one start fails, those that came up are stopped before the failure is thrown: with a bare
- * Promise.all the instance that did come up is assigned to nothing, no `after` hook can stop it, and
- * its running child keeps the test file alive until the runner's per-file timeout.
+ * Starts several servers or processes at once (`[a, b] = await startAll([startDevutilProcess(env),
+ * ...])`; anything with stop() or close()). When one start fails, those that came up are stopped
+ * before the failure is thrown: with a bare Promise.all the instance that did come up is assigned to
+ * nothing, no `after` hook can stop it, and what it holds open (a child process, a Redis connection)
+ * keeps the test file alive until the runner's per-file timeout.
  */
 export async function startAll<T extends Promise<Stoppable>[]>(
   starts: [...T],
@@ -133,10 +136,12 @@ export async function startAll<T extends Promise<Stoppable>[]>(
     return settled.map((s) => (s as PromiseFulfilledResult<Stoppable>).value) as {
       [K in keyof T]: Awaited<T[K]>;
     };
-  await Promise.allSettled(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+  await Promise.allSettled(settled.map((s) => (s.status === 'fulfilled' ? stopIt(s.value) : undefined)));
   throw failed.reason;
 }
 
-interface Stoppable {
-  stop(): Promise<unknown>;
+type Stoppable = { stop(): Promise<unknown> } | { close(): Promise<unknown> };
+
+function stopIt(x: Stoppable): Promise<unknown> {
+  return 'stop' in x ? x.stop() : x.close();
 }

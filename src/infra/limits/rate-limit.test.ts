@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { startAll } from '../../../test/helpers/process.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
@@ -157,8 +158,10 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
 
   it('shares one budget between two server instances', async () => {
     const env = { DEVUTIL_REDIS_URL: redis.url, DEVUTIL_REDIS_KEY_PREFIX: `t${Date.now()}:` };
-    const a = await buildTestServer({ overrides: limited, env });
-    const b = await buildTestServer({ overrides: limited, env });
+    const [a, b] = await startAll([
+      buildTestServer({ overrides: limited, env }),
+      buildTestServer({ overrides: limited, env }),
+    ]);
     try {
       await new Promise((r) => setTimeout(r, 200));
       const rs = await hammer([a, b], 4, '/rest/api/v1/ip', '203.0.113.50');
