@@ -164,9 +164,8 @@ describe('pipelined proxy requests abandoned by the client', () => {
     // All three slots are free again: three new held requests from new connections all get through.
     const before = seen;
     const again = await Promise.all([0, 1, 2].map(() => open(port)));
-    again.forEach((c, i) =>
-      c.write(`GET /proxy/media.githubusercontent.com/o/r/again-${i} HTTP/1.1\r\nHost: x\r\n\r\n`),
-    );
+    for (const [i, c] of again.entries())
+      c.write(`GET /proxy/media.githubusercontent.com/o/r/again-${i} HTTP/1.1\r\nHost: x\r\n\r\n`);
     for (let t = 0; t < 200 && seen - before < 3; t++) await sleep(50);
     for (const c of again) c.destroy();
     assert.equal(seen - before, 3, 'no slot was left taken by the abandoned requests');
