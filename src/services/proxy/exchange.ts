@@ -154,6 +154,25 @@ export class ProxyGate {
     return undefined;
   }
 
+  /**
+   * Answers the exchange with what `fetch` gets upstream: settle(), then send(); a failure is
+   * answered (or the reply dropped when the client left) as failure() says.
+   */
+  async relay(x: Exchange, reply: FastifyReply, fetch: () => Promise<Upstream>): Promise<FastifyReply> {
+    let up: Upstream;
+    let small: Buffer | undefined;
+    try {
+      up = await fetch();
+      x.upstreamStatus = up.status;
+      small = await this.settle(up);
+    } catch (err) {
+      const e = this.failure(x, reply, err);
+      if (!e) return reply;
+      throw e;
+    }
+    return this.send(x, reply, up, small);
+  }
+
   /** Sends an upstream answer with the proxy's safety headers, charging its bytes to the budget. */
   async send(x: Exchange, reply: FastifyReply, up: Upstream, small?: Buffer): Promise<FastifyReply> {
     const budget = this.budget;

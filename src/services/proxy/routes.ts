@@ -8,7 +8,7 @@ import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify } from './errors.ts';
 import type { ProxyGate } from './exchange.ts';
-import { type ForwardOptions, forward, type Upstream } from './forward.ts';
+import { type ForwardOptions, forward } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
 import { decide } from './policy.ts';
 import { subjectsOf } from './subjects.ts';
@@ -113,18 +113,9 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
         body,
         signal: x.signal,
       };
-      let up: Upstream;
-      let small: Buffer | undefined;
-      try {
-        up = deps.cache ? await deps.cache.serve(fr, deps.fwd, req.log) : await forward(deps.fwd, fr);
-        x.upstreamStatus = up.status;
-        small = await deps.gate.settle(up);
-      } catch (err) {
-        const e = deps.gate.failure(x, reply, err);
-        if (!e) return reply;
-        throw e;
-      }
-      return deps.gate.send(x, reply, up, small);
+      return deps.gate.relay(x, reply, () =>
+        deps.cache ? deps.cache.serve(fr, deps.fwd, req.log) : forward(deps.fwd, fr),
+      );
     },
   });
 }

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, forbidden } from '../../../errors.ts';
 import type { Subjects } from '../../../infra/observe/usage/usage.ts';
-import { type ForwardOptions, forward, type Upstream } from '../forward.ts';
+import { type ForwardOptions, forward } from '../forward.ts';
 import { SAFETY_HEADERS } from '../headers.ts';
 import { Links } from '../links.ts';
 import { check, type Decision, type Route } from '../policy.ts';
@@ -123,18 +123,7 @@ export function serveUpstream(api: EcosystemApi, mount: string, title: string, p
       body: req.method === 'GET' || req.method === 'HEAD' ? null : req.raw,
       signal: x.signal,
     };
-    let up: Upstream;
-    let small: Buffer | undefined;
-    try {
-      up = api.cache ? await api.cache.serve(fr, fwd, req.log) : await forward(fwd, fr);
-      x.upstreamStatus = up.status;
-      small = await api.gate.settle(up);
-    } catch (err) {
-      const e = api.gate.failure(x, reply, err);
-      if (!e) return reply;
-      throw e;
-    }
-    return api.gate.send(x, reply, up, small);
+    return api.gate.relay(x, reply, () => (cache ? cache.serve(fr, fwd, req.log) : forward(fwd, fr)));
   };
 
   api.route({
