@@ -1,11 +1,14 @@
 // Benchmark harness: start devutil (a real child process) and an anchor side by side on loopback,
 // drive both with the same wrk load, print each figure and the ratio. Not run in CI.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNginx as startNginxProcess, waitHttp } from '../test/helpers/nginx.ts';
+import { freePort } from '../test/helpers/ports.ts';
 import { startDevutilProcess } from '../test/helpers/process.ts';
+import { tempDir } from '../test/helpers/server.ts';
 
 export interface WrkResult {
   rps: number;
@@ -333,4 +336,74 @@ export function tempFile(name: string, content: string | Buffer): string {
   const p = join(dir, name);
   writeFileSync(p, content);
   return p;
+}
+
+/** The runtime's floor for start-up: a bare node:http server answering the same path. */
+export const BARE_SERVER = `require('node:http').createServer((q, s) => s.end('{"ip":"127.0.0.1"}')).listen(+process.env.DEVUTIL_PORT, '127.0.0.1')`;
+
+function answered(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/rest/api/v1/ip' }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+async function startOnce(cmd: string, args: string[], cwd: string, dataDir: string): Promise<number> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child: ChildProcess = spawn(cmd, args, {
+    cwd,
+    stdio: 'ignore',
+    // Its own process group, stopped as a whole: SIGTERM to `npm start` alone left the server it
+    // started (and the server's PlantUML JVM) running after every round.
+    detached: true,
+    env: {
+      ...process.env,
+      PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env['PATH'] ?? ''}`,
+      DEVUTIL_PORT: String(port),
+      DEVUTIL_HOST: '127.0.0.1',
+      DEVUTIL_DATA_DIR: dataDir,
+      DEVUTIL_RELAY_PORT: String(await freePort()),
+      DEVUTIL_RELAY_STATUS_PORT: '0',
+      DEVUTIL_LOG_LEVEL: 'warn',
+    },
+  });
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${cmd} ${args.join(' ')} exited ${child.exitCode}`);
+      if (await answered(port)) return performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    const exited = child.exitCode === null ? new Promise((r) => child.once('exit', r)) : null;
+    try {
+      process.kill(-(child.pid as number), 'SIGTERM');
+    } catch {
+      // the whole group has exited already
+    }
+    await exited;
+  }
+}
+
+/**
+ * Milliseconds from spawning `cmd args` in `cwd` to its first answered /rest/api/v1/ip: the median of
+ * `runs` starts on one data directory, after one start that is not counted (it creates the relay
+ * identity and fills Node's compile cache, as a first start does).
+ */
+export async function startupMedian(
+  cmd: string,
+  args: string[],
+  o: { cwd: string; runs: number },
+): Promise<number> {
+  const dataDir = tempDir('devutil-bench-start-');
+  const first = await startOnce(cmd, args, o.cwd, dataDir);
+  console.log(`${[cmd, ...args].join(' ').slice(-40)}: first start ${first.toFixed(0)} ms (not counted)`);
+  const all: number[] = [];
+  for (let i = 0; i < o.runs; i++) all.push(await startOnce(cmd, args, o.cwd, dataDir));
+  all.sort((a, b) => a - b);
+  return all[Math.floor(all.length / 2)]!;
 }
