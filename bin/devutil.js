@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The devutil command. Node >= 22.18 (24, 26) runs the TypeScript sources itself by stripping
-// types, so nothing else is loaded; older runtimes (Node 20) register tsx first.
+// types, so nothing else is loaded; older runtimes (Node 20) register tsx first, a development
+// dependency: on Node 20 install with `npm ci` or `npm install`, not with --omit=dev.
 import module from 'node:module';
 
 // V8's code cache (and on Node 24/26 the type-stripped sources) kept between starts: start-up
@@ -14,7 +15,8 @@ if (!process.features.typescript) {
   } catch {
     process.stderr.write(
       `devutil: Node ${process.version} cannot run TypeScript by itself and tsx is not installed.\n` +
-        'Use Node 24 or 26, or run `npm install` (it installs tsx).\n',
+        'Use Node 24 or 26, or install with the development dependencies (`npm ci` or `npm install`,\n' +
+        'not --omit=dev): they include tsx, the loader Node 20 needs.\n',
     );
     process.exit(1);
   }

@@ -1,29 +1,15 @@
-// Builds the home page's script and stylesheet with esbuild into content-hashed files. Used by
-// `npm install` (the `prepare` script writes web/dist/) and by the server at start-up when web/dist/
-// is missing or was built from other sources, so `npm install && npm start` is always enough.
+// Builds the home page's script and stylesheet with esbuild (a development dependency) into
+// content-hashed files in web/dist/ (dist.ts): run by `npm install` in a development install (the
+// `prepare` step, scripts/prepare.js), by `npm run build:web`, and in the build stage of an image.
+// The server never builds: a production install (`npm ci --omit=dev`) has no bundler.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { precompress } from '../src/page/encoding.ts';
+import { DIST_DIR, type Manifest, ROOT, SHARED_SOURCES, SRC_DIR, sourceHash } from './dist.ts';
 
-export const WEB_DIR = fileURLToPath(new URL('.', import.meta.url));
-export const SRC_DIR = join(WEB_DIR, 'src');
-export const DIST_DIR = join(WEB_DIR, 'dist');
-const ROOT = join(WEB_DIR, '..');
-/**
- * Framework-free server modules the page bundles too (one copy of the logic). They are part of the
- * source hash, and the build refuses any other import from outside web/src, so a change to what the
- * page runs always means a rebuild. Type-only imports (`import type`, e.g. the admin page's answer
- * shape from src/services/admin/stats.ts) are erased and bundle nothing.
- */
-export const SHARED_SOURCES = ['src/services/plantuml/text-encoder.ts'].map((p) => join(ROOT, p));
-
-/** Logical asset name -> hashed file name, plus the hash of the sources it was built from. */
-export interface Manifest {
-  sourceHash: string;
-  files: { 'app.js': string; 'app.css': string; 'favicon.svg': string };
-}
+export type { Manifest };
 
 export interface Built {
   manifest: Manifest;
@@ -31,27 +17,9 @@ export interface Built {
   contents: Map<string, Buffer>;
 }
 
-function listSources(dir: string, out: string[] = []): string[] {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) listSources(p, out);
-    else if (!e.name.endsWith('.test.ts')) out.push(p);
-  }
-  return out.sort();
-}
-
-/** A hash over every source file's name and bytes: a changed source means a stale web/dist. */
-export function sourceHash(): string {
-  const h = createHash('sha256');
-  for (const p of [...listSources(SRC_DIR), ...SHARED_SOURCES])
-    h.update(relative(WEB_DIR, p)).update('\0').update(readFileSync(p));
-  return h.digest('hex').slice(0, 16);
-}
-
 const short = (b: Buffer) => createHash('sha256').update(b).digest('hex').slice(0, 10);
 
 export async function buildAssets(): Promise<Built> {
-  // Imported lazily: a server started from an up-to-date web/dist never loads esbuild.
   const esbuild = await import('esbuild');
   const hash = sourceHash();
   const result = await esbuild.build({
@@ -71,7 +39,7 @@ export async function buildAssets(): Promise<Built> {
     .map((p) => join(ROOT, p))
     .filter((p) => !p.startsWith(SRC_DIR + sep) && !SHARED_SOURCES.includes(p));
   if (outside.length)
-    throw new Error(`the page imports ${outside.join(', ')}: add it to SHARED_SOURCES in web/build.ts`);
+    throw new Error(`the page imports ${outside.join(', ')}: add it to SHARED_SOURCES in web/dist.ts`);
   const css = await esbuild.build({
     entryPoints: { app: join(SRC_DIR, 'style.css') },
     bundle: true,

@@ -1,14 +1,19 @@
-// The production path without Docker: a clean copy installed with `npm ci --omit=dev` and started
-// with `node bin/devutil.js serve`, the commands deploy/Dockerfile and deploy/devutil.service use.
-// Every utility answers; on a runtime that strips types itself (Node 24/26) no tsx or esbuild module
-// is loaded and no esbuild process runs in the server's process tree.
+// The production path without Docker: a clean copy whose page assets were built beforehand (the
+// image's build stage), installed with `npm ci --omit=dev` and started with `node bin/devutil.js
+// serve`, the commands deploy/Dockerfile and deploy/devutil.service use. Every utility answers. On a
+// runtime that strips types itself (Node 24/26) the install holds no TypeScript loader or bundler
+// (tsx, esbuild, typescript), no such module is loaded and no esbuild process runs; on Node 20 the
+// install is the one README names for it (`npm ci`, development dependencies and tsx included).
+// Either way the server builds nothing: it serves the prebuilt web/dist/ untouched.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NATIVE_TS } from '../../scripts/ts-loader.js';
+import { buildAssets, writeDist } from '../../web/build.ts';
+import type { Manifest } from '../../web/dist.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -68,27 +73,37 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
   let base = '';
   let proc: ChildProcess | undefined;
   let output = '';
+  let installLog = '';
+  let manifest: Manifest | undefined;
+  let builtAt = 0;
   const loadLog = join(tempDir('devutil-loads-'), 'loads.txt');
 
   before(async () => {
     dir = tempDir('devutil-prod-');
     copyCheckout(dir);
+    // The build stage: the page's assets are made here, where the bundler is installed.
+    writeDist(await buildAssets(), join(dir, 'web/dist'));
     // The runtime under test runs npm too: its bin directory first on PATH.
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
     };
     delete env['NODE_OPTIONS'];
-    const install = execFileSync('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], {
+    // Node 20 cannot strip types: its path is the full install (tsx is a development dependency).
+    const omit = NATIVE_TS ? ['--omit=dev'] : [];
+    const install = spawnSync('npm', ['ci', ...omit, '--no-audit', '--no-fund'], {
       cwd: dir,
       env,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 300_000,
     });
-    assert.doesNotMatch(install, /EBADENGINE/);
-    assert.ok(existsSync(join(dir, 'web/dist/manifest.json')), 'npm ci built the page (prepare)');
-    assert.ok(!existsSync(join(dir, 'node_modules/typescript')), 'dev dependencies are left out');
+    installLog = `${install.stdout}${install.stderr}`;
+    assert.equal(install.status, 0, installLog.slice(-3000));
+    assert.doesNotMatch(installLog, /EBADENGINE/);
+    // What the server will serve; it must not touch it.
+    manifest = JSON.parse(readFileSync(join(dir, 'web/dist/manifest.json'), 'utf8')) as Manifest;
+    builtAt = statSync(join(dir, 'web/dist/manifest.json')).mtimeMs;
 
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -213,6 +228,32 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
     const r = await fetch(`${base}/`);
     assert.equal(r.status, 200);
     assert.match(await r.text(), /devutil/);
+  });
+
+  it('installs no TypeScript loader or bundler', {
+    skip: !NATIVE_TS && 'Node 20 installs tsx to run',
+  }, () => {
+    const present = ['tsx', 'esbuild', '@esbuild', 'typescript'].filter((p) =>
+      existsSync(join(dir, 'node_modules', p)),
+    );
+    assert.deepEqual(present, []);
+    // The install's own packages are there, so an empty node_modules cannot pass.
+    assert.ok(existsSync(join(dir, 'node_modules/fastify/package.json')));
+    assert.match(installLog, /using the page assets in web\/dist\//, 'prepare used the prebuilt assets');
+  });
+
+  it('serves the page assets built beforehand, without building anything', async () => {
+    assert.ok(manifest);
+    const page = await (await fetch(`${base}/`)).text();
+    const js = `/assets/${manifest.files['app.js']}`;
+    assert.ok(page.includes(`<script type="module" src="${js}">`), 'the page loads the prebuilt script');
+    const r = await fetch(`${base}${js}`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/javascript/);
+    const served = Buffer.from(await r.arrayBuffer());
+    assert.deepEqual(served, readFileSync(join(dir, 'web/dist', manifest.files['app.js'])));
+    assert.equal(statSync(join(dir, 'web/dist/manifest.json')).mtimeMs, builtAt, 'web/dist is untouched');
+    assert.doesNotMatch(output, /page assets (missing|in web\/dist\/ were built from other sources)/);
   });
 
   it('loads no tsx or esbuild and runs no esbuild process', {

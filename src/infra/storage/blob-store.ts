@@ -125,7 +125,16 @@ export interface BlobStoreConfig {
  */
 export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> {
   if (cfg.backend === 's3') {
-    const { S3BlobStore } = await import('./s3.ts');
+    const { S3BlobStore } = await import('./s3.ts').catch((err: unknown) => {
+      // The AWS SDK is an optional dependency (README "Lean install"): say which packages are missing.
+      if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND')
+        throw new Error(
+          'storage.backend=s3 needs the optional packages @aws-sdk/client-s3, @aws-sdk/lib-storage and ' +
+            '@aws-sdk/s3-request-presigner: install without --omit=optional',
+          { cause: err },
+        );
+      throw err;
+    });
     const store = new S3BlobStore({
       endpoint: cfg.s3Endpoint,
       bucket: cfg.s3Bucket,

@@ -42,11 +42,11 @@ const admin: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   if (cluster.isWorker && !ctx.redis)
     ctx.logger.warn({ svc: 'admin' }, 'admin dashboard without redis: each worker shows its own counts only');
 
-  let assets: Awaited<ReturnType<typeof loadAssets>> | null = null;
+  let assets: ReturnType<typeof loadAssets> | null = null;
   try {
-    assets = await loadAssets(ctx.logger);
+    assets = loadAssets(ctx.logger);
   } catch (err) {
-    ctx.logger.error({ err }, 'web assets could not be built; the admin page has no script');
+    ctx.logger.error({ err }, 'page assets missing; the admin page has no script');
   }
   const page = renderAdminPage({
     version: ctx.version,

@@ -41,7 +41,18 @@ const MMDB_COLUMNS: Record<Kind, (r: unknown) => (string | undefined)[]> = {
 
 function packaged(kind: Kind): string[] {
   const [pkg, files] = PACKAGED[kind];
-  const dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
+  let dir: string;
+  try {
+    dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
+  } catch (err) {
+    // An optional dependency (README "Lean install"): absent, ?details=1 needs configured databases.
+    throw new Error(
+      `${pkg} is not installed (an optional dependency): set DEVUTIL_IP_${kind.toUpperCase()}_DB`,
+      {
+        cause: err,
+      },
+    );
+  }
   return files.map((f) => join(dir, f));
 }
 

@@ -18,10 +18,10 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/assets', 'text');
   let assets: Assets | null = null;
   try {
-    assets = await loadAssets(ctx.logger);
+    assets = loadAssets(ctx.logger);
   } catch (err) {
-    // Without the script and stylesheet the page still reads; say why in the log.
-    ctx.logger.error({ err }, 'web assets could not be built; serving the page without them');
+    // Without the script and stylesheet the page still reads; the error says how to build them.
+    ctx.logger.error({ err }, 'page assets missing; serving the page without them');
   }
 
   const enabled = new Set(ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name));
