@@ -66,6 +66,10 @@ async function startOnce(
       DEVUTIL_DATA_DIR: tempDir(),
       DEVUTIL_LOG_LEVEL: 'info',
       DEVUTIL_RELAY_ENABLED: 'false',
+      // No JVM started (and no class archive made) at start-up: on a busy machine that took minutes
+      // and the start timed out. Diagrams still render, the JVM starting on the first one; a test
+      // about start-up itself sets 'true'.
+      DEVUTIL_PLANTUML_PRESTART: 'false',
       ...env,
     }),
   });

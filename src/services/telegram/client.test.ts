@@ -19,8 +19,10 @@ describe('Bot API client', () => {
       apiBase: fake.apiBase,
       resolve: [fake.resolve],
       proxyUrl: '',
-      connectTimeoutMs: 2000,
-      timeoutMs: 2000,
+      // Far above what a call takes on a busy machine; the timeout cases set short ones and an
+      // upstream that never answers.
+      connectTimeoutMs: 30_000,
+      timeoutMs: 30_000,
       connections: 4,
       maxResponseBytes: 64 * 1024,
       ...o,
@@ -86,7 +88,7 @@ describe('Bot API client', () => {
   });
 
   it('classifies a slow answer as a response timeout and a reset as a network error', async () => {
-    fake.fault({ kind: 'delay', ms: 1500 });
+    fake.fault({ kind: 'delay', ms: 600_000 });
     assert.deepEqual(await client({ timeoutMs: 300 }).call(BOT.token, 'sendMessage', {}), {
       kind: 'timeout',
       phase: 'response',

@@ -23,6 +23,7 @@ describe('telegram relay', () => {
   let srv: Running;
   let app: FastifyInstance;
   let deadUpstream: FastifyInstance;
+  let impatient: FastifyInstance;
   const post = (payload: unknown, extra: Partial<InjectOptions> = {}, on: FastifyInstance = app) =>
     on.inject({ method: 'POST', url: URL_PATH, payload: payload as object, ...extra });
 
@@ -35,8 +36,9 @@ describe('telegram relay', () => {
       logs,
       overrides: {
         egress: { resolve: [fake.resolve] },
-        // Far above what an answer takes on a loaded machine; the slow-upstream case waits past it.
-        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 3000, maxBodyBytes: '16KiB' },
+        // Far above what an answer takes even on a very busy machine (load 50 missed 3 s); the
+        // slow-upstream case has a server of its own with a short timeout.
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 30_000, maxBodyBytes: '16KiB' },
       },
     });
     app = srv.app;
@@ -49,10 +51,19 @@ describe('telegram relay', () => {
         telegram: { ...BUDGETS_OFF, apiBase: 'http://dead.telegram.test' },
       },
     });
+    impatient = await buildTestServer({
+      logs,
+      overrides: {
+        ...OTHERS_OFF,
+        egress: { resolve: [fake.resolve] },
+        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 1000 },
+      },
+    });
   });
   after(async () => {
     await srv.close();
     await deadUpstream.close();
+    await impatient.close();
     await fake.close();
   });
 
@@ -246,10 +257,11 @@ describe('telegram relay', () => {
   });
 
   it('answers 504 when Telegram is too slow and 502 when it closes the connection', async () => {
-    fake.fault({ kind: 'delay', ms: 60_000 });
-    const slow = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' });
+    // An upstream that does not answer at all: the timeout fires whatever the machine's load.
+    fake.fault({ kind: 'delay', ms: 600_000 });
+    const slow = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' }, {}, impatient);
     assert.equal(slow.statusCode, 504);
-    assert.match(slow.json().msg, /did not answer within 3000 ms/);
+    assert.match(slow.json().msg, /did not answer within 1000 ms/);
     fake.fault({ kind: 'close' });
     const closed = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' });
     assert.equal(closed.statusCode, 502);
