@@ -105,9 +105,9 @@ export async function main(
   const { config } = loaded;
   const logger = createLogger(config.log.level, undefined, config.log.format);
   const { prelaunch } = await import('./prelaunch.ts');
-  void prelaunch(config, logger);
+  const prelaunched = prelaunch(config, logger);
   const { serve } = await import('./main.ts');
-  return serve(config, loaded.warnings, { logger });
+  return serve(config, loaded.warnings, { logger, prelaunched });
 }
 
 function parse(argv: string[]) {

@@ -12,6 +12,7 @@ import type { Subjects, UsageRecorder } from './infra/observe/usage/usage.ts';
 import type { Broadcast } from './infra/state/broadcast.ts';
 import type { SharedState } from './infra/state/state.ts';
 import type { BlobStore } from './infra/storage/blob-store.ts';
+import type { Prelaunched } from './prelaunch.ts';
 import type { LocalKey, ServiceDef } from './services/define.ts';
 
 export interface ReadyResult {
@@ -93,6 +94,8 @@ export interface ServiceContext {
   version: string;
   /** Every utility definition this server was built with, enabled or not (services/index.ts). */
   services: readonly ServiceDef[];
+  /** What the utilities' prelaunches started before the server was built; each plugin takes its own. */
+  prelaunched: Prelaunched;
   /** A utility's per-server state (services/define.ts LocalKey), made on first use. */
   local<T>(key: LocalKey<T>): T;
   /** Usage counts for the admin dashboard; null when it is off (no admin token), so nothing is counted. */

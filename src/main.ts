@@ -6,11 +6,15 @@ import type { Logger } from 'pino';
 import { type Background, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/observe/logger.ts';
-import { prelaunch, workerCount } from './prelaunch.ts';
+import { type Prelaunched, prelaunch, workerCount } from './prelaunch.ts';
 import { type BuildOptions, buildServer } from './server.ts';
 
 /** Options an embedder passes through to buildServer (extra plugins), and the CLI's logger. */
-export type ServeOptions = Pick<BuildOptions, 'plugins'> & { logger?: Logger };
+export type ServeOptions = Pick<BuildOptions, 'plugins'> & {
+  logger?: Logger;
+  /** What the CLI started before the server's modules loaded (else started here). */
+  prelaunched?: Promise<Prelaunched>;
+};
 
 export { workerCount };
 
@@ -28,8 +32,9 @@ export async function serve(
 }
 
 async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Promise<number> {
-  await prelaunch(config, logger);
-  const app = await buildServer({ config, logger, ...opts });
+  const { prelaunched, ...build } = opts;
+  const early = await (prelaunched ?? prelaunch(config, logger));
+  const app = await buildServer({ config, logger, ...build, prelaunched: early });
   try {
     await listenWithFallback(
       (host) => app.listen({ port: config.server.port, host }),

@@ -1,6 +1,7 @@
 // What the enabled utilities start before the server is built (the PlantUML worker JVMs): the CLI
 // calls it as soon as the config is loaded, before the server's own modules load, so the JVMs and
-// Node's loading share the start-up time instead of following each other.
+// Node's loading share the start-up time instead of following each other. What each prelaunch
+// started is handed to buildServer explicitly (Prelaunched) and taken by the utility's plugin.
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -13,30 +14,52 @@ export function workerCount(setting: string): number {
   return setting === 'auto' ? availableParallelism() : Number(setting);
 }
 
-/** One run per config object: the CLI starts it early, serve() waits for the same run. */
-const runs = new WeakMap<Config, Promise<void>>();
-
 /**
- * Runs each enabled utility's prelaunch once for `config`. A cluster primary serves nothing
- * itself (its HTTP workers each prelaunch), so it starts nothing.
+ * What the prelaunches started, by utility name. A plugin takes its own once; what no plugin took
+ * (a utility the built server does not serve) is closed with close().
  */
-export function prelaunch(config: Config, logger: Logger): Promise<void> {
-  if (cluster.isPrimary && workerCount(config.server.workers) > 1) return Promise.resolve();
-  let run = runs.get(config);
-  if (!run) {
-    run = prelaunchAll(config, logger);
-    runs.set(config, run);
+export class Prelaunched {
+  private readonly handles = new Map<string, { value: unknown; dataDir: string }>();
+
+  set(name: string, value: unknown, dataDir: string): void {
+    this.handles.set(name, { value, dataDir });
   }
-  return run;
+
+  /** The handle `name` started for `dataDir`, once; undefined if none (or for another directory). */
+  take<T>(name: string, dataDir: string): T | undefined {
+    const h = this.handles.get(name);
+    this.handles.delete(name);
+    if (!h) return undefined;
+    if (h.dataDir === dataDir) return h.value as T;
+    void (h.value as { close?: () => unknown }).close?.();
+    return undefined;
+  }
+
+  /** Closes whatever was started and not taken. */
+  async close(): Promise<void> {
+    const left = [...this.handles.values()];
+    this.handles.clear();
+    await Promise.all(left.map((h) => (h.value as { close?: () => unknown }).close?.()));
+  }
 }
 
-async function prelaunchAll(config: Config, logger: Logger): Promise<void> {
+/**
+ * Runs each enabled utility's prelaunch for `config`. A cluster primary serves nothing itself (its
+ * HTTP workers each prelaunch), so it starts nothing.
+ */
+export async function prelaunch(config: Config, logger: Logger): Promise<Prelaunched> {
+  const out = new Prelaunched();
+  if (cluster.isPrimary && workerCount(config.server.workers) > 1) return out;
   const dataDir = resolve(config.server.dataDir);
   const defs: readonly ServiceDef[] = SERVICES;
   for (const def of defs) {
     if (!def.prelaunch || !isEnabled(config, def)) continue;
-    await def.prelaunch({ config, dataDir, logger }).catch((err: unknown) => {
+    try {
+      const handle = await def.prelaunch({ config, dataDir, logger });
+      if (handle !== undefined) out.set(def.name, handle, dataDir);
+    } catch (err) {
       logger.warn({ err, svc: def.name }, 'prelaunch failed: starting on first use');
-    });
+    }
   }
+  return out;
 }

@@ -30,6 +30,7 @@ import { createBroadcast } from './infra/state/broadcast.ts';
 import { connectRedis } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
+import { Prelaunched } from './prelaunch.ts';
 import { adminToken } from './services/admin/config.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
@@ -47,6 +48,8 @@ export interface BuildOptions {
   plugins?: FastifyPluginAsync<ServiceContext>[];
   /** The utility definitions (default: services/index.ts); their sections must be in `config`. */
   services?: readonly ServiceDef[];
+  /** What the utilities' prelaunches started (prelaunch.ts); the plugins take theirs from ctx. */
+  prelaunched?: Prelaunched;
   /** The clock behind day-long rules (ctx.now); default Date.now. */
   now?: () => number;
 }
@@ -170,8 +173,11 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     services,
     local: localState(),
     usage,
+    prelaunched: opts.prelaunched ?? new Prelaunched(),
   };
   app.decorate('ctx', ctx);
+  // A prelaunched handle no plugin took (its utility not registered here) must not outlive the server.
+  app.addHook('onClose', () => ctx.prelaunched.close());
   app.decorate('envelopes', new EnvelopeTable());
   app.decorateRequest('clientIp', '');
   app.decorateRequest('clientKey', '');

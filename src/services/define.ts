@@ -90,7 +90,7 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
    * Starts slow work of a serving process before the server is built, so it overlaps Node's own
    * start-up (PlantUML's JVMs); the plugin takes it over. Servers built for inject() never run it.
    */
-  readonly prelaunch?: (early: EarlyContext) => Promise<void>;
+  readonly prelaunch?: (early: EarlyContext) => Promise<unknown>;
   /** Starts a listener that lives beside the HTTP server (one owner process; see main.ts). */
   readonly background?: (ctx: ServiceContext) => Promise<Background>;
   /** Its figures on the operator's dashboard. */

@@ -12,9 +12,9 @@ export default defineService({
   host: { mount: '/plantuml', label: 'PlantUML' },
   page: plantumlPage,
   dashboard: plantumlDashboard,
-  prelaunch: async ({ config, dataDir, logger }) => {
-    if (!config.plantuml.prestart) return;
+  prelaunch: async ({ config, dataDir, logger }): Promise<unknown> => {
+    if (!config.plantuml.prestart) return undefined;
     const { prelaunch } = await import('./engine.ts');
-    prelaunch(config.plantuml, dataDir, logger.child({ svc: 'plantuml' }));
+    return prelaunch(config.plantuml, dataDir, logger.child({ svc: 'plantuml' }));
   },
 });

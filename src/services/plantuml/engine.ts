@@ -367,24 +367,13 @@ export class PlantumlEngine {
   }
 }
 
-/** Engines started before their server was built, by config section (one per serving process). */
-const early = new WeakMap<object, PlantumlEngine>();
-
 /**
  * Starts the engine of a serving process before the server is built: Java detection and the
- * workers' JVMs run while Node loads and registers everything else. The plugin takes it over.
+ * workers' JVMs run while Node loads and registers everything else. The plugin takes it over
+ * (ctx.prelaunched).
  */
-export function prelaunch(cfg: EngineConfig, dataDir: string, log: Logger): void {
+export function prelaunch(cfg: EngineConfig, dataDir: string, log: Logger): PlantumlEngine {
   const engine = new PlantumlEngine(cfg, dataDir, log);
   engine.warm();
-  early.set(cfg, engine);
-}
-
-/** The prelaunched engine for this section and data directory, else a new one (started on first use). */
-export function engineFor(cfg: EngineConfig, dataDir: string, log: Logger): PlantumlEngine {
-  const engine = early.get(cfg);
-  early.delete(cfg);
-  if (engine?.dataDir === dataDir) return engine;
-  void engine?.close();
-  return new PlantumlEngine(cfg, dataDir, log);
+  return engine;
 }

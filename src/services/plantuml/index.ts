@@ -4,7 +4,7 @@ import type { ServiceContext } from '../../context.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { cspFor, editorCsp } from './csp.ts';
 import { editorRoutes } from './editor.ts';
-import { engineFor } from './engine.ts';
+import { PlantumlEngine } from './engine.ts';
 import { IncludeFetcher } from './includes.ts';
 import { DiagramRenderer } from './kroki/renderer.ts';
 import { krokiRoutes } from './kroki/routes.ts';
@@ -38,7 +38,9 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     log,
   });
   // The engine main.ts prelaunched (its JVMs warming since before the server was built), or a new one.
-  const engine = engineFor(cfg, ctx.dataDir, log);
+  const engine =
+    ctx.prelaunched.take<PlantumlEngine>('plantuml', ctx.dataDir) ??
+    new PlantumlEngine(cfg, ctx.dataDir, log);
   engine.useIncludes(includes);
   engine.onEvent((e) => events.inc({ event: e }));
   ctx.metrics.caches.push(engine.cache);
