@@ -23,8 +23,7 @@ import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/observe/logger.ts';
 import { Metrics } from './infra/observe/metrics.ts';
 import { opsPlugin } from './infra/observe/ops.ts';
-import { MemorySink } from './infra/observe/usage/memory.ts';
-import { RedisSink } from './infra/observe/usage/redis.ts';
+import { StateSink } from './infra/observe/usage/sink.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
 import { connectRedis } from './infra/state/redis.ts';
@@ -104,9 +103,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const adminCfg = adminToken(config) ? config.admin : null;
   const usage = adminCfg
     ? new UsageRecorder({
-        sink: redis
-          ? new RedisSink(redis, config.redis.keyPrefix, adminCfg.topEntries)
-          : new MemorySink(adminCfg.topEntries),
+        sink: new StateSink(state, adminCfg.topEntries),
         capacity: adminCfg.topEntries,
         flushMs: adminCfg.flushIntervalMs,
         logger,

@@ -132,13 +132,13 @@ function shared(name: string, make: () => SharedState[]) {
     });
 
     it('lets the reservation of a writer that died lapse', async () => {
-      const { qs } = setup(make(), 1000, { ttlMs: 300 });
+      const { qs } = setup(make(), 1000, { ttlMs: 1500 });
       const r = await qs[0]!.reserve(900);
       qs[0]!.close(); // the process dies: nothing keeps its reservation alive
       assert.ok(r);
       const other = qs[qs.length - 1]!;
       await assert.rejects(other.reserve(200), QuotaFullError);
-      await new Promise((res) => setTimeout(res, 500));
+      await new Promise((res) => setTimeout(res, 2000));
       const again = await other.reserve(900);
       await again.release();
     });

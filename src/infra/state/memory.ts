@@ -27,6 +27,8 @@ export class MemoryState implements SharedState {
   private readonly flags = new Map<string, { value: string } & Timed>();
   private readonly leases = new Map<string, { owner: string } & Timed>();
   private readonly pools = new Map<string, Pool>();
+  private readonly hashes = new Map<string, { fields: Map<string, string> } & Timed>();
+  private readonly ranks = new Map<string, { scores: Map<string, number> } & Timed>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(sweepMs = 30_000) {
@@ -174,9 +176,68 @@ export class MemoryState implements SharedState {
     p.settled = [...ledger.values()].reduce((a, b) => a + b, 0);
   }
 
+  private hash(key: string, ttlMs: number): Map<string, string> {
+    const now = Date.now();
+    let h = this.live(this.hashes, key, now);
+    if (!h) {
+      h = { fields: new Map(), expireAt: 0 };
+      this.hashes.set(key, h);
+    }
+    h.expireAt = now + ttlMs;
+    return h.fields;
+  }
+
+  async hashAdd(
+    entries: readonly { key: string; fields: Readonly<Record<string, number>>; ttlMs: number }[],
+  ): Promise<void> {
+    for (const e of entries) {
+      const h = this.hash(e.key, e.ttlMs);
+      for (const [f, n] of Object.entries(e.fields)) h.set(f, String(Number(h.get(f) ?? 0) + n));
+    }
+  }
+
+  async hashSet(key: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void> {
+    const h = this.hash(key, ttlMs);
+    for (const [f, v] of Object.entries(fields)) h.set(f, v);
+  }
+
+  async hashGet(keys: readonly string[]): Promise<Record<string, string>[]> {
+    const now = Date.now();
+    return keys.map((k) => Object.fromEntries(this.live(this.hashes, k, now)?.fields ?? []));
+  }
+
+  async hashDel(key: string, fields: readonly string[]): Promise<void> {
+    const h = this.live(this.hashes, key, Date.now());
+    for (const f of fields) h?.fields.delete(f);
+  }
+
+  async rankAdd(
+    entries: readonly { key: string; members: readonly [string, number][]; keep: number; ttlMs: number }[],
+  ): Promise<void> {
+    const now = Date.now();
+    for (const e of entries) {
+      let r = this.live(this.ranks, e.key, now);
+      if (!r) {
+        r = { scores: new Map(), expireAt: 0 };
+        this.ranks.set(e.key, r);
+      }
+      r.expireAt = now + e.ttlMs;
+      for (const [m, n] of e.members) r.scores.set(m, (r.scores.get(m) ?? 0) + n);
+      if (r.scores.size > e.keep)
+        r.scores = new Map([...r.scores].sort((x, y) => y[1] - x[1]).slice(0, e.keep));
+    }
+  }
+
+  async rankTop(keys: readonly { key: string; n: number }[]): Promise<[string, number][][]> {
+    const now = Date.now();
+    return keys.map(({ key, n }) =>
+      [...(this.live(this.ranks, key, now)?.scores ?? [])].sort((x, y) => y[1] - x[1]).slice(0, n),
+    );
+  }
+
   private sweep(): void {
     const now = Date.now();
-    for (const map of [this.nums, this.flags, this.leases] as Map<string, Timed>[])
+    for (const map of [this.nums, this.flags, this.leases, this.hashes, this.ranks] as Map<string, Timed>[])
       for (const [k, v] of map) if (v.expireAt <= now) map.delete(k);
     for (const p of this.pools.values()) this.reservedBy(p, now);
   }

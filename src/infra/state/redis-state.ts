@@ -241,5 +241,68 @@ export class RedisState implements SharedState {
     if (failed?.[0]) throw failed[0];
   }
 
+  private h = (key: string) => `${this.prefix}h:${key}`;
+  private r = (key: string) => `${this.prefix}r:${key}`;
+
+  private async run(p: ReturnType<Redis['pipeline']>): Promise<unknown[]> {
+    const res = (await p.exec()) ?? [];
+    const failed = res.find(([err]) => err);
+    if (failed?.[0]) throw failed[0];
+    return res.map(([, v]) => v);
+  }
+
+  async hashAdd(
+    entries: readonly { key: string; fields: Readonly<Record<string, number>>; ttlMs: number }[],
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const p = this.redis.pipeline();
+    for (const e of entries) {
+      for (const [f, n] of Object.entries(e.fields)) p.hincrby(this.h(e.key), f, n);
+      p.pexpire(this.h(e.key), e.ttlMs);
+    }
+    await this.run(p);
+  }
+
+  async hashSet(key: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void> {
+    await this.run(this.redis.pipeline().hset(this.h(key), fields).pexpire(this.h(key), ttlMs));
+  }
+
+  async hashGet(keys: readonly string[]): Promise<Record<string, string>[]> {
+    if (keys.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const k of keys) p.hgetall(this.h(k));
+    return (await this.run(p)) as Record<string, string>[];
+  }
+
+  async hashDel(key: string, fields: readonly string[]): Promise<void> {
+    if (fields.length) await this.redis.hdel(this.h(key), ...fields);
+  }
+
+  async rankAdd(
+    entries: readonly { key: string; members: readonly [string, number][]; keep: number; ttlMs: number }[],
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const p = this.redis.pipeline();
+    for (const e of entries) {
+      if (e.members.length === 0) continue;
+      for (const [m, n] of e.members) p.zincrby(this.r(e.key), n, m);
+      // Only the heaviest members survive: the ranking stays bounded whatever the clients do.
+      p.zremrangebyrank(this.r(e.key), 0, -(e.keep + 1));
+      p.pexpire(this.r(e.key), e.ttlMs);
+    }
+    await this.run(p);
+  }
+
+  async rankTop(keys: readonly { key: string; n: number }[]): Promise<[string, number][][]> {
+    if (keys.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const { key, n } of keys) p.zrevrange(this.r(key), 0, n - 1, 'WITHSCORES');
+    return ((await this.run(p)) as string[][]).map((a) => {
+      const out: [string, number][] = [];
+      for (let j = 0; j + 1 < a.length; j += 2) out.push([a[j] as string, Number(a[j + 1])]);
+      return out;
+    });
+  }
+
   async close(): Promise<void> {}
 }

@@ -1,5 +1,6 @@
 // The shared-state layer under every limit: the few primitives the policies use (expiring counters,
-// TTL flags, leases, reservation pools with a ledger), kept in this process (memory.ts) or in Redis
+// TTL flags, leases, reservation pools with a ledger, and for the admin usage counts expiring hashes
+// and bounded rankings), kept in this process (memory.ts) or in Redis
 // (redis-state.ts, every instance on one Redis shares them). Policies (rate limits, byte budgets, the
 // files quota, download counts, upload locks, Telegram pauses) are written once on top of this
 // interface; only redis-state.ts knows Redis commands or Lua. tests: state.test.ts runs the same
@@ -81,6 +82,25 @@ export interface SharedState {
   poolLedger(pool: string): Promise<Map<string, number>>;
   /** Replaces the ledger by a fresh count (reservations stay). */
   poolInit(pool: string, ledger: ReadonlyMap<string, number>): Promise<void>;
+
+  /** Adds to numeric fields of each hash (created empty), which then lives `ttlMs` more. */
+  hashAdd(
+    entries: readonly { key: string; fields: Readonly<Record<string, number>>; ttlMs: number }[],
+  ): Promise<void>;
+  /** Sets text fields of a hash, which then lives `ttlMs` more. */
+  hashSet(key: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void>;
+  /** Every field of each hash ({} when absent). */
+  hashGet(keys: readonly string[]): Promise<Record<string, string>[]>;
+  hashDel(key: string, fields: readonly string[]): Promise<void>;
+  /**
+   * Adds to members' scores in each ranking, keeps its `keep` highest members (bounded whatever
+   * the members are), and lets it live `ttlMs` more.
+   */
+  rankAdd(
+    entries: readonly { key: string; members: readonly [string, number][]; keep: number; ttlMs: number }[],
+  ): Promise<void>;
+  /** The `n` highest members of each ranking with their scores, highest first. */
+  rankTop(keys: readonly { key: string; n: number }[]): Promise<[string, number][][]>;
 
   close(): Promise<void>;
 }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import { MemoryState } from '../../state/memory.ts';
 import { TopK } from '../top-k.ts';
-import { MemorySink } from './memory.ts';
+import { StateSink } from './sink.ts';
 import { summarize } from './summary.ts';
 import { MINUTE_MS, UsageRecorder } from './usage.ts';
 
@@ -13,7 +14,7 @@ const T0 = Date.UTC(2026, 0, 1, 10, 0, 0);
 function recorder(capacity = 8) {
   const clock = { now: T0 };
   const usage = new UsageRecorder({
-    sink: new MemorySink(capacity),
+    sink: new StateSink(new MemoryState(), capacity),
     capacity,
     flushMs: 0,
     logger,
@@ -53,7 +54,7 @@ describe('TopK', () => {
   });
 });
 
-describe('UsageRecorder with the memory sink', () => {
+describe('UsageRecorder with the state sink (memory)', () => {
   it('places requests in the minute they happened and keeps them for an hour, then only in the day', async () => {
     const { usage, clock } = recorder();
     usage.record('files', '192.0.2.1', 201, 5000, 300);

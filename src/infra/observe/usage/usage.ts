@@ -1,7 +1,7 @@
 // Usage counts for the operator's dashboard: requests, bytes and errors per utility, and bounded
 // top-N tables (clients, proxied repositories, packages, files) in time buckets. The request hook
-// adds to one live bucket (a few map and heap updates); every flush hands it to a sink: in memory
-// (usage-memory.ts) or Redis (usage-redis.ts, shared by every instance). Probes add what is not
+// adds to one live bucket (a few map and heap updates); every flush hands it to the sink on the shared state
+// (sink.ts: this process, or Redis shared by every instance). Probes add what is not
 // per request: cache hits, relay bytes (deltas of cumulative counters) and queue depths (gauges).
 import type { Logger } from 'pino';
 import { TopK } from '../top-k.ts';
