@@ -54,12 +54,38 @@ export class Leases {
     let confirmed = takenAt;
     let released = false;
     const lose = (how: 'taken' | 'lapsed') => {
-      if (ac.signal.aborted) return;
+      if (released || ac.signal.aborted) return;
       clearInterval(timer);
       clearTimeout(deadline);
       ac.abort(new LeaseLost(name, how));
     };
-    const lapse = () => lose('lapsed');
+    // Our clock says the grant ran out. On a loaded machine that is often only our timers running
+    // late (the renewal's answer was there, the timer ran first): ask the store once. A lease the
+    // store still gives us was nobody else's meanwhile; one it does not (or no answer) is lost.
+    const lapse = () => {
+      const sent = Date.now();
+      // A store that does not answer within a third of the lease is not vouching for it.
+      const silent = setTimeout(() => lose('lapsed'), o.ttlMs / 3);
+      silent.unref();
+      this.state.renewLease(name, owner, o.ttlMs).then(
+        (ok) => {
+          clearTimeout(silent);
+          if (ok) granted(sent);
+          else lose('lapsed');
+        },
+        () => {
+          clearTimeout(silent);
+          lose('lapsed');
+        },
+      );
+    };
+    const granted = (sent: number) => {
+      if (released || ac.signal.aborted) return;
+      confirmed = sent;
+      clearTimeout(deadline);
+      deadline = setTimeout(lapse, Math.max(0, confirmed + o.ttlMs - Date.now()));
+      deadline.unref();
+    };
     // Lost for sure once the last confirmed grant has run out without a new one.
     let deadline = setTimeout(lapse, o.ttlMs);
     deadline.unref();
@@ -69,10 +95,7 @@ export class Leases {
         (ok) => {
           if (released || ac.signal.aborted) return;
           if (!ok) return lose('taken');
-          confirmed = sent;
-          clearTimeout(deadline);
-          deadline = setTimeout(lapse, Math.max(0, confirmed + o.ttlMs - Date.now()));
-          deadline.unref();
+          granted(sent);
         },
         () => {}, // unreachable store: the deadline decides
       );
