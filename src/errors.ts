@@ -98,7 +98,7 @@ function isUpstreamFault(err: unknown): boolean {
 }
 
 /**
- * How a failed request is logged (CONVENTIONS "Errors and logs"). A bug (500) or a missing part
+ * How a failed request is logged (docs/development.md, Errors and logs). A bug (500) or a missing part
  * (503) at error, with the stack. An upstream that failed or timed out (502, 504) at warn with its
  * cause and no stack: the stack would show devutil's code, which did nothing wrong. A refused
  * request (4xx) at info and a full store (507) at warn, without stacks: they are the client's lot,
