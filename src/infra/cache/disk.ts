@@ -1,7 +1,9 @@
-// The disk tier of infra/cache/cache.ts: per entry an immutable body file and a small record
-// (cache-file.ts), an in-memory LRU index bounded by bytes, temporary files + rename so no partial
-// entry is ever visible, and an asynchronous scan that adopts the entries of earlier runs (and of
-// sibling cluster workers). Removing bodies is cache-sweep.ts's.
+// The disk tier of infra/cache/cache.ts, its files: per entry an immutable body file and a small
+// record (entry-file.ts), written as temporary files and renamed into place so no partial entry is
+// ever visible, and an asynchronous scan of the directory that adopts the entries of earlier runs
+// (and of sibling cluster workers). Which entries it holds, their recency, byte budget and write
+// claims, and how a scan's view merges with this process's changes, is the index's
+// (disk-index.ts); removing bodies is sweep.ts's.
 import { createHash, randomUUID } from 'node:crypto';
 import { renameSync } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -9,6 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { FileRangeStream } from '../storage/file-read.ts';
 import { isErr, sweepTemp } from '../storage/trailer-file.ts';
+import { DiskIndex, type Loaded, type Slot } from './disk-index.ts';
 import {
   bodyPath,
   type CacheEntry,
@@ -23,17 +26,6 @@ import { CacheWriter } from './writer.ts';
 
 /** Temporary files of a live process are left alone unless this old (a wedged writer). */
 const STALE_TMP_MS = 24 * 3600 * 1000;
-
-interface Slot<M> {
-  /** Body and record bytes counted against the budget. */
-  bytes: number;
-  /** Body version (the record, once loaded, may name a newer one a sibling process wrote). */
-  version: string;
-  /** Loaded on first use after a scan. */
-  entry: CacheEntry<M> | null;
-}
-
-type Loaded<M> = { entry: CacheEntry<M>; version: string; bytes: number };
 
 /** Temporary files ready to publish: the body (none for a touch) and the record. */
 interface Staged<M> extends Loaded<M> {
@@ -54,21 +46,14 @@ export class DiskTier<M> {
   readonly itemBytes: number;
   readonly dir: string;
   writes = 0;
-  evictions = 0;
   private readonly tmpDir: string;
   private readonly budget: number;
   private readonly bodies: BodyRetirer;
   private readonly onError: (err: unknown) => void;
   private readonly opened: Promise<boolean>;
   private tmpReady = false;
-  /** Recency order: the first slot is the least recently used. */
-  private index = new Map<string, Slot<M>>();
-  private used = 0;
-  /** The newest write per hash: an older write, or one a delete cancelled, is not published. */
-  private claims = new Map<string, symbol>();
+  private readonly index = new DiskIndex<M>();
   private shards = new Set<string>();
-  /** Hashes changed while a scan runs: the scan's older view of them is ignored. */
-  private touched: Set<string> | null = null;
   private scanning: Promise<void> | null = null;
   private sinceScan = 0;
 
@@ -98,7 +83,11 @@ export class DiskTier<M> {
   }
 
   get bytes(): number {
-    return this.used;
+    return this.index.bytes;
+  }
+
+  get evictions(): number {
+    return this.index.evictions;
   }
 
   get busy(): Promise<void> | null {
@@ -153,7 +142,7 @@ export class DiskTier<M> {
         return this.lost(h, seen, err);
       }
       if (body.length !== found.entry.size) return this.lost(h, seen, null, true);
-      this.adopt(h, seen, found);
+      this.index.adopt(h, seen, found);
       return { entry: found.entry, body };
     }
   }
@@ -163,8 +152,7 @@ export class DiskTier<M> {
     const h = this.hash(key);
     const seen = this.index.get(h);
     if (seen?.entry) {
-      this.index.delete(h);
-      this.index.set(h, seen);
+      this.index.use(h, seen);
       return seen.entry.key === key ? seen.entry : undefined;
     }
     const found = await this.load(h, key, seen);
@@ -175,7 +163,7 @@ export class DiskTier<M> {
     );
     if (!st) return undefined;
     if (st.size !== found.entry.size) return this.lost(h, seen, null, true);
-    this.adopt(h, seen, found);
+    this.index.adopt(h, seen, found);
     return found.entry;
   }
 
@@ -228,11 +216,7 @@ export class DiskTier<M> {
 
   writer(key: string, meta: M, ttlMs: number | undefined, expectedSize: number | undefined): CacheWriter {
     const h = this.hash(key);
-    const claim = Symbol(key);
-    this.claims.set(h, claim);
-    const release = () => {
-      if (this.claims.get(h) === claim) this.claims.delete(h);
-    };
+    const claim = this.index.claim(h, key);
     return new CacheWriter(
       {
         tempPath: () => this.tempFile(),
@@ -240,7 +224,7 @@ export class DiskTier<M> {
         commit: (tmp, size) => this.publishFile(h, claim, key, tmp, size, meta, ttlMs),
         abandon: (err) => {
           if (err) this.onError(err);
-          release();
+          this.index.release(h, claim);
         },
       },
       expectedSize,
@@ -255,8 +239,7 @@ export class DiskTier<M> {
   /** Publishes a finished body file from tempFile() as the entry of `key` (it owns the file from here). */
   publish(key: string, file: string, size: number, meta: M, ttlMs: number | undefined): Promise<boolean> {
     const h = this.hash(key);
-    const claim = Symbol(key);
-    this.claims.set(h, claim);
+    const claim = this.index.claim(h, key);
     return this.publishFile(h, claim, key, file, size, meta, ttlMs);
   }
 
@@ -285,7 +268,7 @@ export class DiskTier<M> {
     } catch (err) {
       this.onError(err);
     }
-    if (this.claims.get(h) === claim) this.claims.delete(h);
+    this.index.release(h, claim);
     await this.discard(staged);
     return false;
   }
@@ -294,7 +277,7 @@ export class DiskTier<M> {
   touch(old: CacheEntry<M>, next: CacheEntry<M>): Promise<boolean> | null {
     const h = this.hash(old.key);
     // Not on disk, or a newer body is being written (it will carry its own fresh record).
-    if (!this.index.has(h) || this.claims.has(h)) return null;
+    if (!this.index.has(h) || this.index.claimed(h)) return null;
     return this.write(h, async (tmp) => {
       const v = await this.versionOf(old);
       if (!v) return null;
@@ -313,10 +296,7 @@ export class DiskTier<M> {
   /** Removes an entry and cancels a write of it still in progress. */
   delete(key: string): void {
     const h = this.hash(key);
-    this.claims.delete(h);
-    this.touched?.add(h);
-    const slot = this.index.get(h);
-    if (slot) this.forget(h, slot);
+    const slot = this.index.remove(h);
     // Also when not indexed: an entry of an earlier run the start-up scan has not reached yet (its
     // body, not known here, is removed by a later scan).
     this.retire(h, slot?.version ?? null);
@@ -332,7 +312,7 @@ export class DiskTier<M> {
       .catch(this.onError)
       .finally(() => {
         this.scanning = null;
-        this.touched = null;
+        this.index.endScan();
       });
     return this.scanning;
   }
@@ -340,25 +320,8 @@ export class DiskTier<M> {
   /** Entry files that are gone or unreadable: forgotten (removed when foreign or torn), unless changed since. */
   private lost(h: string, seen: Slot<M> | undefined, err: unknown, foreign = false): undefined {
     if (err && !isErr(err, 'ENOENT')) this.onError(err);
-    if (this.index.get(h) !== seen || this.claims.has(h)) return undefined;
-    if (seen) this.forget(h, seen);
-    if (foreign) this.retire(h, seen?.version ?? null);
+    if (this.index.drop(h, seen) && foreign) this.retire(h, seen?.version ?? null);
     return undefined;
-  }
-
-  /** Records an entry read from disk as most recently used, unless it changed since `seen`. */
-  private adopt(h: string, seen: Slot<M> | undefined, found: Loaded<M>): void {
-    const slot = this.index.get(h);
-    if (slot !== seen || (!slot && (this.claims.has(h) || this.touched?.has(h)))) return;
-    if (slot) this.forget(h, slot);
-    this.index.set(h, { bytes: found.bytes, version: found.version, entry: found.entry });
-    this.used += found.bytes;
-    this.touched?.add(h);
-  }
-
-  private forget(h: string, slot: Slot<M>): void {
-    this.index.delete(h);
-    this.used -= slot.bytes;
   }
 
   /** Writes temporary files with `fill` (null = not storable) and publishes them. */
@@ -366,8 +329,7 @@ export class DiskTier<M> {
     h: string,
     fill: (tmp: { body: string; record: string }) => Promise<Staged<M> | null>,
   ): Promise<boolean> {
-    const claim = Symbol(h);
-    this.claims.set(h, claim);
+    const claim = this.index.claim(h, h);
     const tmp = { body: this.tempName(), record: this.tempName() };
     try {
       const staged = (await this.opened) ? await fill(tmp) : null;
@@ -375,7 +337,7 @@ export class DiskTier<M> {
     } catch (err) {
       this.onError(err);
     }
-    if (this.claims.get(h) === claim) this.claims.delete(h);
+    this.index.release(h, claim);
     await this.discard(tmp);
     return false;
   }
@@ -397,7 +359,7 @@ export class DiskTier<M> {
         await mkdir(join(this.dir, shard), { recursive: true });
         this.shards.add(shard);
       }
-      if (this.claims.get(h) !== claim) {
+      if (!this.index.owns(h, claim)) {
         await this.discard(s);
         return false;
       }
@@ -411,19 +373,12 @@ export class DiskTier<M> {
       }
     } catch (err) {
       this.onError(err);
-      if (this.claims.get(h) === claim) this.claims.delete(h);
+      this.index.release(h, claim);
       await this.discard(s);
       return false;
     }
-    this.claims.delete(h);
-    const slot = this.index.get(h);
-    if (slot) {
-      this.forget(h, slot);
-      if (slot.version !== s.version) this.bodies.retire(h, slot.version);
-    }
-    this.index.set(h, { bytes: s.bytes, version: s.version, entry: s.entry });
-    this.used += s.bytes;
-    this.touched?.add(h);
+    const old = this.index.publish(h, s);
+    if (old && old.version !== s.version) this.bodies.retire(h, old.version);
     this.writes++;
     this.sinceScan += s.bytes;
     this.evict();
@@ -433,13 +388,7 @@ export class DiskTier<M> {
 
   /** Drops least recently used entries until the tier is within its budget. */
   private evict(): void {
-    for (const [h, slot] of this.index) {
-      if (this.used <= this.budget) return;
-      this.forget(h, slot);
-      this.touched?.add(h);
-      this.evictions++;
-      this.retire(h, slot.version);
-    }
+    for (const v of this.index.evict(this.budget)) this.retire(v.h, v.version);
   }
 
   /**
@@ -464,31 +413,13 @@ export class DiskTier<M> {
   }
 
   private async scan(): Promise<void> {
-    this.touched = new Set();
+    this.index.startScan();
     if (!(await this.opened)) return;
     this.sinceScan = 0;
     const live = await this.bodies.scan();
     for (const h of live.keys()) this.shards.add(h.slice(0, 2));
-    // Adopted entries are older than anything used in this run: by their records' modification time, first.
-    const touched = this.touched;
-    const next = new Map<string, Slot<M>>();
-    const adopted = [...live].filter(([h]) => !this.index.has(h) && !touched.has(h));
-    adopted.sort((a, b) => a[1].mtime - b[1].mtime);
-    for (const [h, f] of adopted) next.set(h, { bytes: f.bytes, version: f.version, entry: null });
-    for (const [h, slot] of this.index) {
-      const f = live.get(h);
-      if (touched.has(h)) next.set(h, slot);
-      else if (f)
-        next.set(
-          h,
-          f.bytes === slot.bytes && f.version === slot.version
-            ? slot
-            : { bytes: f.bytes, version: f.version, entry: null },
-        );
-    }
-    this.index = next;
-    this.used = 0;
-    for (const slot of next.values()) this.used += slot.bytes;
+    // Adopted entries are older than anything used in this run (disk-index.ts merge()).
+    this.index.merge(live);
     this.evict();
   }
 }
