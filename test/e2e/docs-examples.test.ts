@@ -185,7 +185,7 @@ describe('README and docs download examples', { skip: toolSkip('curl') }, () => 
       'README.md',
       'docs/files.md',
       'docs/image.md',
-      'docs/plantuml.md',
+      'docs/diagrams.md',
       'docs/proxy.md',
       'docs/avatar.md',
     ])

@@ -114,7 +114,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     summary,
     tags: ['plantuml'],
     description:
-      'fmt: png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt; encoded: PlantUML DEFLATE, ~h hex or Kroki base64url. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/plantuml.md.',
+      'fmt: png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt; encoded: PlantUML DEFLATE, ~h hex or Kroki base64url. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/diagrams.md.',
   });
   app.get<{ Params: Params }>(
     '/plantuml/:fmt/:encoded',
