@@ -1,0 +1,172 @@
+// Kroki API (issue 24): Graphviz in process against spawning `dot -Tsvg` per diagram (the anchor a
+// Kroki server is: one process per request), same corpus, uncached (every request a new graph), at
+// concurrency 1 and 4 (target >= 3x); cached hits of every language against a cached PlantUML hit
+// (target >= 0.9x); RSS of the whole server (node + JVMs + render threads) with every engine loaded
+// against the same server before any Kroki engine ran. A bare Node http server that spawns dot is
+// the anchor (the simplest code doing the job).
+//   BENCH_SECONDS (5)
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { deflateSync } from 'node:zlib';
+import { LANGUAGES } from '../src/services/plantuml/kroki/languages.ts';
+import { freePort } from '../test/helpers/ports.ts';
+import {
+  header,
+  invalid,
+  type Row,
+  report,
+  requireCommand,
+  rssOf,
+  startDevutil,
+  tempFile,
+  wrk,
+} from './lib.ts';
+
+const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
+const enc = (s: string) => deflateSync(s, { level: 9 }).toString('base64url');
+
+/** A graph of moderate size, different for every i. */
+function graph(i: number): string {
+  const edges: string[] = [];
+  for (let k = 0; k < 12; k++) edges.push(`n${k} -> n${(k * 5 + i) % 12} [label="e${i}_${k}"]`);
+  return `digraph g${i} { rankdir=LR; ${edges.join('; ')} }`;
+}
+
+/** A wrk script walking `paths` in order (each thread its own offset). */
+function walker(paths: string[]): string {
+  const lines = paths.map((p) => `  "${p}",`).join('\n');
+  return tempFile(
+    'walk.lua',
+    `local paths = {\n${lines}\n}\nlocal i = math.random(#paths)\nrequest = function()\n  i = i % #paths + 1\n  return wrk.format("GET", paths[i])\nend\n`,
+  );
+}
+
+/** The anchor: a bare node:http server that spawns `dot -Tsvg` for each request's graph. */
+async function startDotServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const port = await freePort();
+  const server = createServer((req, res) => {
+    const i = Number(/(\d+)$/.exec(req.url ?? '')?.[1] ?? 0);
+    const dot = spawn('dot', ['-Tsvg'], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const out: Buffer[] = [];
+    dot.stdout.on('data', (b: Buffer) => out.push(b));
+    dot.on('close', (code) => {
+      res.writeHead(code === 0 ? 200 : 500, { 'content-type': 'image/svg+xml' });
+      res.end(Buffer.concat(out));
+    });
+    dot.stdin.end(graph(i));
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+async function main(): Promise<void> {
+  requireCommand('wrk');
+  requireCommand('dot', 'graphviz');
+  header('Kroki API: Graphviz in process vs dot per request; cached hits per language; RSS');
+  const dev = await startDevutil({
+    DEVUTIL_PLANTUML_WORKERS: '1',
+    DEVUTIL_PLANTUML_RATE_LIMIT: 'off',
+    DEVUTIL_PLANTUML_QUEUE_SIZE: '256',
+    DEVUTIL_PLANTUML_CLIENT_SHARE: '100',
+  });
+  const anchor = await startDotServer();
+  const rows: Row[] = [];
+  try {
+    // Warm: PlantUML's JVM and the Graphviz engine in both render threads.
+    await fetch(`${dev.url}/plantuml/plantuml/svg/${enc('A -> B')}`).then((r) => r.arrayBuffer());
+    const rssBefore = rssTree(dev.pid);
+    await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        fetch(`${dev.url}/plantuml/graphviz/svg/${enc(graph(1e6 + i))}`).then((r) => r.arrayBuffer()),
+      ),
+    );
+    let seq = 0;
+    for (const c of [1, 4]) {
+      const n = 4000;
+      const devPaths = Array.from({ length: n }, () => `/plantuml/graphviz/svg/${enc(graph(seq++))}`);
+      const d = wrk(dev.url, { connections: c, durationSec: SECONDS, script: walker(devPaths) });
+      const a = wrk(anchor.url, {
+        connections: c,
+        durationSec: SECONDS,
+        script: walker(Array.from({ length: n }, () => `/g/${seq++}`)),
+      });
+      rows.push({
+        metric: `graphviz uncached c=${c}`,
+        devutil: d.rps,
+        anchor: a.rps,
+        unit: 'req/s',
+        higherIsBetter: true,
+        target: 3,
+        invalid: invalid({ devutil: d, dot: a }),
+      });
+    }
+    report('Graphviz uncached', 'dot spawn', rows);
+
+    // Cached hits: every language's sample (rendered once), against a cached PlantUML hit.
+    const hitRows: Row[] = [];
+    const puml = `/plantuml/plantuml/svg/${enc('Alice -> Bob : cached hit')}`;
+    await fetch(dev.url + puml).then((r) => r.arrayBuffer());
+    const base = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([puml]) });
+    for (const l of LANGUAGES) {
+      if (l.kind === 'plantuml') continue;
+      const path = `/plantuml/${l.type}/${l.formats[0]}/${enc(l.sample)}`;
+      const first = await fetch(dev.url + path);
+      await first.arrayBuffer();
+      if (first.status !== 200) {
+        console.log(`# ${l.type}: ${first.status} (not available here), no hit row`);
+        continue;
+      }
+      const h = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([path]) });
+      hitRows.push({
+        metric: `${l.type} cached hit c=4`,
+        devutil: h.rps,
+        anchor: base.rps,
+        unit: 'req/s',
+        higherIsBetter: true,
+        target: 0.9,
+        invalid: invalid({ devutil: h, plantuml: base }),
+      });
+    }
+    report('Cached hits', 'PlantUML hit', hitRows);
+
+    const rssAll = rssTree(dev.pid);
+    report('Memory', 'before Kroki engines', [
+      {
+        metric: 'RSS, every engine loaded',
+        devutil: rssAll / 2 ** 20,
+        anchor: rssBefore / 2 ** 20,
+        unit: 'MiB',
+        higherIsBetter: false,
+        target: 1.5,
+      },
+    ]);
+  } finally {
+    await dev.close();
+    await anchor.close();
+  }
+}
+
+/** RSS of a process and all its descendants (the JVMs), in bytes. Render threads are in node's own RSS. */
+function rssTree(pid: number): number {
+  const kids = new Map<number, number[]>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e)]);
+    } catch {}
+  }
+  let total = 0;
+  const walk = (p: number) => {
+    try {
+      total += rssOf(p);
+    } catch {}
+    for (const c of kids.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return total;
+}
+
+await main();
