@@ -230,6 +230,22 @@ describe('proxy: container registries, faults and limits', {
       .slice(before)
       .map((s) => s.url.replace(/^.*\/blobs\//, ''));
     assert.deepEqual(fetched.sort(), blobs.map((b) => b.digest).sort(), 'one upstream fetch per blob');
+    // The cached manifest answers If-None-Match by infra/http/conditional.ts: weakly, as a list.
+    const c = await client(proxy.url, undefined, '127.0.0.9');
+    const tag = `"${image.manifestDigest}"`;
+    for (const [inm, want] of [
+      [tag, 304],
+      [`W/${tag}`, 304],
+      [`"x", ${tag}`, 304],
+      ['"x"', 200],
+    ] as const) {
+      const nm = await c.get('/v2/docker.io/library/devutil-sixteen/manifests/1', {
+        accept: 'application/vnd.oci.image.manifest.v1+json',
+        'if-none-match': inm,
+      });
+      await nm.arrayBuffer();
+      assert.equal(nm.status, want, inm);
+    }
     const manifests = w.seen.filter(
       (s) =>
         s.method === 'GET' && s.status !== 401 && s.url.includes('/v2/library/devutil-sixteen/manifests/'),

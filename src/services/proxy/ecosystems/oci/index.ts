@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, alreadyLogged } from '../../../../errors.ts';
 import { readCapped } from '../../../../infra/egress/capped-body.ts';
+import { evaluate } from '../../../../infra/http/conditional.ts';
 import type { Exchange } from '../../exchange.ts';
 import type { Upstream } from '../../forward.ts';
 import { AllowList } from '../../target.ts';
@@ -146,7 +147,10 @@ const plugin: EcosystemPlugin = async (api) => {
     }
     const m = await manifests.get(r.name, r.tag, r.digest, accept, log);
     const headers = manifestHeaders(m.type, m.digest, m.body.length);
-    if (req.headers['if-none-match'] === headers['etag']) return { status: 304, headers, body: null, url };
+    // As a cache (infra/http/conditional.ts): weak comparison, lists and *, If-Match left upstream.
+    const v = { etag: headers['etag'] ?? null, lastModified: null };
+    if (evaluate('GET', req.headers, v, { cache: true }) === 'not-modified')
+      return { status: 304, headers, body: null, url };
     return { status: 200, headers, body: null, text: m.body, url };
   }
 
