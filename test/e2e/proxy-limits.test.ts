@@ -19,6 +19,9 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
   let privateProxy: Running;
   let closed: Running;
   let single: Running;
+  let held = 0;
+  let release: () => void = () => {};
+  let hold: Promise<void> = Promise.resolve();
   before(async () => {
     w = await startWorld({ git: false });
     capped = await startProxy(w.net, { proxy: { maxResponseBytes: 5000, maxRequestBytes: 1000 } });
@@ -26,9 +29,11 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
     privateProxy = await startProxy(w.net, { proxy: { secret: 's3cretPrefix', host: 'proxy.test' } });
     closed = await startProxy(w.net, { proxy: { clients: ['10.0.0.0/8'] } });
     single = await startProxy(w.net, { proxy: { maxConcurrent: 1 } });
-    // Held open so that two requests overlap on the proxy.
+    // Held open until the test lets it go, so that two requests overlap on the proxy whatever the
+    // machine's load (a fixed delay let the second start after the first had ended).
     w.net.on('media.githubusercontent.com', async (_req, res) => {
-      await new Promise((r) => setTimeout(r, 500));
+      held++;
+      await hold;
       res.writeHead(200, { 'content-type': 'text/plain' }).end('slow\n');
     });
   });
@@ -136,8 +141,16 @@ describe('proxy: limits and access control', { skip: toolSkip('curl') }, () => {
 
   it('answers 429 past the per-IP concurrent stream limit', async () => {
     const url = `${single.url}/proxy/media.githubusercontent.com/slow`;
-    const rs = await Promise.all([curl([url]), curl([url])]);
-    assert.deepEqual(rs.map((r) => r.status).sort(), [200, 429]);
+    hold = new Promise((r) => {
+      release = r;
+    });
+    const first = curl([url]);
+    for (let i = 0; i < 600 && held === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(held, 1, 'the first request reached the upstream and holds its slot');
+    const second = await curl([url]);
+    assert.equal(second.status, 429);
+    release();
+    assert.equal((await first).status, 200);
     assert.equal((await curl([url])).status, 200, 'the slot is released afterwards');
   });
 });

@@ -22,8 +22,8 @@ describe('upstream source against a local Picsum-style origin', () => {
   let app: FastifyInstance;
   const logs = new LogCapture();
   before(async () => {
-    // undici is loaded by the first outbound request, inside its deadline (800 ms here, kept short
-    // for the stall cases): on a loaded machine under tsx that load alone can pass it.
+    // undici is loaded by the first outbound request, inside its deadline: on a loaded machine
+    // under tsx that load alone can take seconds.
     await loadUndici();
     fx = await startPicsumFixture({ hugeBytes: 150_000 });
     app = await buildTestServer({
@@ -35,7 +35,8 @@ describe('upstream source against a local Picsum-style origin', () => {
           upstreamUrl: `${fx.base}/seed/{id}/{width}/{height}?client_id=sekrit-abc`,
           upstreamWidth: 600,
           upstreamHeight: 400,
-          upstreamTimeoutMs: 800,
+          // Room for a good fetch on a busy machine (800 ms was missed there); the stall case waits it out.
+          upstreamTimeoutMs: 5000,
           maxSourceBytes: 100_000,
           randomPool: 3,
           rateLimit: 'off',
@@ -186,7 +187,8 @@ describe('upstream fetches and the sharp pool', () => {
           upstreamUrl: `${fx.base}/seed/{id}/{width}/{height}`,
           upstreamWidth: 300,
           upstreamHeight: 200,
-          upstreamTimeoutMs: 1500,
+          // The quick fetch must finish within it while the slow one stalls, on a busy machine too.
+          upstreamTimeoutMs: 5000,
           concurrency: 1,
           queueLength: 0,
           rateLimit: 'off',
@@ -195,8 +197,8 @@ describe('upstream fetches and the sharp pool', () => {
     });
     try {
       const stalled = app.inject({ url: `${URL_}?id=slow&width=40&height=40` });
-      for (let i = 0; i < 200 && !fx.seen.some((s) => s.includes('/seed/slow/')); i++)
-        await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 400 && !fx.seen.some((s) => s.includes('/seed/slow/')); i++)
+        await new Promise((r) => setTimeout(r, 50));
       assert.ok(
         fx.seen.some((s) => s.includes('/seed/slow/')),
         'the slow fetch started',
