@@ -303,14 +303,15 @@ export class DiskCache implements ProxyCache {
   /** Fetches the whole object once, streaming it to this client while writing it to disk. */
   private async fill(key: string, base: string, r: ForwardRequest, o: ForwardOptions): Promise<Upstream> {
     let done: (ok: boolean) => void = () => {};
-    this.fills.set(
-      key,
-      new Promise<boolean>((res) => {
-        done = res;
-      }),
-    );
+    const filling = new Promise<boolean>((res) => {
+      done = res;
+    });
+    this.fills.set(key, filling);
+    // The keys this fill is registered under: the one looked up and, once the answer names its
+    // Vary, the variant it is stored under (what the next request for that variant looks up).
+    const keys = [key];
     const finish = (ok: boolean) => {
-      this.fills.delete(key);
+      for (const k of keys) if (this.fills.get(k) === filling) this.fills.delete(k);
       done(ok);
     };
     let up: Upstream;
@@ -334,6 +335,10 @@ export class DiskCache implements ProxyCache {
     if (rule.vary.length) this.varies.set(base, rule.vary);
     else this.varies.delete(base);
     const storeKey = variantKey(base, rule.vary, r.headers);
+    if (storeKey !== key && !this.fills.has(storeKey)) {
+      this.fills.set(storeKey, filling);
+      keys.push(storeKey);
+    }
     const stored: Stored = { headers: {} };
     for (const h of STORED) if (up.headers[h] !== undefined) stored.headers[h] = up.headers[h] as string;
     if (up.text !== undefined) {
