@@ -7,7 +7,6 @@
 //   BENCH_SECONDS (5)
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { deflateSync } from 'node:zlib';
 import { LANGUAGES } from '../src/services/plantuml/kroki/languages.ts';
 import { freePort } from '../test/helpers/ports.ts';
@@ -42,22 +41,63 @@ function walker(paths: string[]): string {
   );
 }
 
-/** The anchor: a bare node:http server that spawns `dot -Tsvg` for each request's graph. */
+/** Graphviz source of graph(i), for the anchor's own process. */
+const ANCHOR = `
+const { spawn } = require('node:child_process');
+${graph.toString()}
+require('node:http').createServer((req, res) => {
+  const i = Number(/(\\d+)$/.exec(req.url)?.[1] ?? 0);
+  const dot = spawn('dot', ['-Tsvg'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const out = [];
+  dot.stdout.on('data', (b) => out.push(b));
+  dot.on('close', (code) => {
+    res.writeHead(code === 0 ? 200 : 500, { 'content-type': 'image/svg+xml' });
+    res.end(Buffer.concat(out));
+  });
+  dot.stdin.end(graph(i));
+}).listen(+process.env.PORT, '127.0.0.1');
+`;
+
+/**
+ * The anchor: a bare node:http server, in a process of its own (wrk runs synchronously here), that
+ * spawns `dot -Tsvg` for each request's graph.
+ */
 async function startDotServer(): Promise<{ url: string; close(): Promise<void> }> {
   const port = await freePort();
-  const server = createServer((req, res) => {
-    const i = Number(/(\d+)$/.exec(req.url ?? '')?.[1] ?? 0);
-    const dot = spawn('dot', ['-Tsvg'], { stdio: ['pipe', 'pipe', 'ignore'] });
-    const out: Buffer[] = [];
-    dot.stdout.on('data', (b: Buffer) => out.push(b));
-    dot.on('close', (code) => {
-      res.writeHead(code === 0 ? 200 : 500, { 'content-type': 'image/svg+xml' });
-      res.end(Buffer.concat(out));
-    });
-    dot.stdin.end(graph(i));
+  const child = spawn(process.execPath, ['-e', ANCHOR], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: 'ignore',
   });
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (
+      await fetch(`${url}/g/0`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    close: async () => {
+      child.kill();
+    },
+  };
+}
+
+/** GET, retried once: an idle keep-alive socket the server closed meanwhile fails the first try. */
+async function get(url: string): Promise<number> {
+  for (let i = 0; ; i++) {
+    try {
+      const r = await fetch(url, { headers: { connection: 'close' } });
+      await r.arrayBuffer();
+      return r.status;
+    } catch (err) {
+      if (i >= 2) throw err;
+    }
+  }
 }
 
 async function main(): Promise<void> {
@@ -74,12 +114,10 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     // Warm: PlantUML's JVM and the Graphviz engine in both render threads.
-    await fetch(`${dev.url}/plantuml/plantuml/svg/${enc('A -> B')}`).then((r) => r.arrayBuffer());
+    await get(`${dev.url}/plantuml/plantuml/svg/${enc('A -> B')}`);
     const rssBefore = rssTree(dev.pid);
     await Promise.all(
-      [0, 1, 2, 3].map((i) =>
-        fetch(`${dev.url}/plantuml/graphviz/svg/${enc(graph(1e6 + i))}`).then((r) => r.arrayBuffer()),
-      ),
+      [0, 1, 2, 3].map((i) => get(`${dev.url}/plantuml/graphviz/svg/${enc(graph(1e6 + i))}`)),
     );
     let seq = 0;
     for (const c of [1, 4]) {
@@ -106,15 +144,14 @@ async function main(): Promise<void> {
     // Cached hits: every language's sample (rendered once), against a cached PlantUML hit.
     const hitRows: Row[] = [];
     const puml = `/plantuml/plantuml/svg/${enc('Alice -> Bob : cached hit')}`;
-    await fetch(dev.url + puml).then((r) => r.arrayBuffer());
+    await get(dev.url + puml);
     const base = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([puml]) });
     for (const l of LANGUAGES) {
       if (l.kind === 'plantuml') continue;
       const path = `/plantuml/${l.type}/${l.formats[0]}/${enc(l.sample)}`;
-      const first = await fetch(dev.url + path);
-      await first.arrayBuffer();
-      if (first.status !== 200) {
-        console.log(`# ${l.type}: ${first.status} (not available here), no hit row`);
+      const status = await get(dev.url + path);
+      if (status !== 200) {
+        console.log(`# ${l.type}: ${status} (not available here), no hit row`);
         continue;
       }
       const h = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([path]) });
