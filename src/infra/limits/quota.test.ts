@@ -218,6 +218,22 @@ describe('files quota when its store fails', () => {
     q.close();
   });
 
+  it('gives back a reservation whose release failed as soon as the store answers again', async () => {
+    const { state, ctl } = flaky();
+    const { qs } = setup([state], 1_000_000);
+    const q = qs[0]!;
+    await q.reconcile();
+    const r = await q.reserve(900_000);
+    ctl.down = true;
+    await r.release(); // does not throw: kept for later
+    ctl.down = false;
+    for (let i = 0; i < 100 && (await q.usage()).reserved !== 0; i++)
+      await new Promise((res) => setTimeout(res, 50));
+    assert.deepEqual(await q.usage(), { used: 0, reserved: 0 });
+    await (await q.reserve(900_000)).release();
+    q.close();
+  });
+
   it('stops a writer whose reservation cannot be kept alive', async () => {
     const { state, ctl } = flaky();
     const { qs } = setup([state], 1_000_000, { ttlMs: 300 });

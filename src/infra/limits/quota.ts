@@ -50,6 +50,8 @@ export class SpaceQuota {
   private readonly live = new Map<string, Reservation>();
   /** Keys whose settle has not landed yet, with the reservations that wait for it. */
   private readonly pending = new Map<string, Set<Reservation>>();
+  /** Reservations given back while the store was away: dropped as soon as it answers. */
+  private readonly unreleased = new Set<string>();
   private heartbeat: NodeJS.Timeout | null = null;
   private retry: NodeJS.Timeout | null = null;
   private counting: Promise<void> | null = null;
@@ -178,15 +180,32 @@ export class SpaceQuota {
     if (this.retry || this.closed) return;
     this.retry = setTimeout(async () => {
       this.retry = null;
+      for (const id of [...this.unreleased]) {
+        try {
+          await this.o.state.settle(this.o.pool, id, []);
+          this.unreleased.delete(id);
+        } catch {
+          this.scheduleRetry();
+          return;
+        }
+      }
       for (const key of [...this.pending.keys()]) if (!(await this.flushKey(key))) break;
     }, this.o.retryMs ?? 2000);
     this.retry.unref();
   }
 
-  /** Drops a reservation that stored nothing. Never throws (a lost release lapses with its ttl). */
+  /**
+   * Drops a reservation that stored nothing. Never throws: a release the store did not take is
+   * retried (else the space would stay taken until the reservation lapses).
+   */
   async release(r: Reservation): Promise<void> {
     this.untrack(r);
-    await this.o.state.settle(this.o.pool, r.id, []).catch(() => {});
+    try {
+      await this.o.state.settle(this.o.pool, r.id, []);
+    } catch {
+      this.unreleased.add(r.id);
+      this.scheduleRetry();
+    }
   }
 
   /**
