@@ -5,8 +5,9 @@
 // there against a bare node:http server. BENCH_INSTALL_DIR keeps the install in that directory;
 // BENCH_INSTALL_SOURCE installs another tree (an export of an earlier commit, to compare) instead.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { copyCheckout } from '../test/helpers/checkout.ts';
 import { tempDir } from '../test/helpers/server.ts';
 import { buildAssets, writeDist } from '../web/build.ts';
 import { BARE_SERVER, header, startupMedian } from './lib.ts';
@@ -45,18 +46,7 @@ const source = process.env['BENCH_INSTALL_SOURCE'];
 if (source) {
   cpSync(source, dir, { recursive: true, filter: (p) => !/\/(node_modules|\.git|dist)$/.test(p) });
 } else {
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  })
-    .split('\0')
-    .filter(Boolean);
-  for (const f of files) {
-    if (!existsSync(join(ROOT, f))) continue;
-    mkdirSync(dirname(join(dir, f)), { recursive: true });
-    copyFileSync(join(ROOT, f), join(dir, f));
-  }
+  copyCheckout(dir);
 }
 console.log(`installing ${source ?? ROOT}`);
 // The build stage: the page's assets made where the bundler is installed, before the lean install.

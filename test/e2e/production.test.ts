@@ -6,14 +6,15 @@
 // install is the one README names for it (`npm ci`, development dependencies and tsx included).
 // Either way the server builds nothing: it serves the prebuilt web/dist/ untouched.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NATIVE_TS } from '../../scripts/ts-loader.js';
 import { buildAssets, writeDist } from '../../web/build.ts';
 import type { Manifest } from '../../web/dist.ts';
+import { copyCheckout } from '../helpers/checkout.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -22,22 +23,6 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const RECORDER = join(ROOT, 'test/fixtures/core/record-loads.mjs');
 /** Node 24/26 and 22.15+ have synchronous module hooks to record every load. */
 const CAN_RECORD = NATIVE_TS && 'registerHooks' in (await import('node:module'));
-
-/** The checkout as a clean clone would have it: tracked and new files, nothing ignored. */
-function copyCheckout(to: string): void {
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  })
-    .split('\0')
-    .filter(Boolean);
-  for (const f of files) {
-    if (!existsSync(join(ROOT, f))) continue; // deleted in the work tree, not yet committed
-    mkdirSync(dirname(join(to, f)), { recursive: true });
-    copyFileSync(join(ROOT, f), join(to, f));
-  }
-}
 
 /** Every process below `pid`, with its command name. */
 function descendants(pid: number): { pid: number; comm: string }[] {

@@ -69,32 +69,23 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
       .find((d) => d.name === name)
       ?.board.cache?.();
 
-  it('counts a generated image as a miss, then the same image as a hit', async () => {
-    const url = '/rest/api/v1/image?id=dash-1&width=32&height=24';
-    const before = await cacheOf('image');
-    assert.equal((await app.inject({ url })).statusCode, 200);
-    assert.equal((await app.inject({ url })).statusCode, 200);
-    const after = await cacheOf('image');
-    assert.ok(before && after);
-    assert.deepEqual(
-      { hits: after.hits - before.hits, misses: after.misses - before.misses },
-      { hits: 1, misses: 1 },
-    );
-  });
-
-  it('counts a rendered avatar as a miss, then the same avatar as a hit', async () => {
-    const hash = createHash('md5').update('dashboard@example.com').digest('hex');
-    const url = `/avatar/${hash}?d=identicon&s=40`;
-    const before = await cacheOf('avatar');
-    assert.equal((await app.inject({ url })).statusCode, 200);
-    assert.equal((await app.inject({ url })).statusCode, 200);
-    const after = await cacheOf('avatar');
-    assert.ok(before && after);
-    assert.deepEqual(
-      { hits: after.hits - before.hits, misses: after.misses - before.misses },
-      { hits: 1, misses: 1 },
-    );
-  });
+  const avatarHash = createHash('md5').update('dashboard@example.com').digest('hex');
+  for (const [name, url, what] of [
+    ['image', '/rest/api/v1/image?id=dash-1&width=32&height=24', 'a generated image'],
+    ['avatar', `/avatar/${avatarHash}?d=identicon&s=40`, 'a rendered avatar'],
+  ] as const) {
+    it(`counts ${what} as a miss, then the same one as a hit`, async () => {
+      const before = await cacheOf(name);
+      assert.equal((await app.inject({ url })).statusCode, 200);
+      assert.equal((await app.inject({ url })).statusCode, 200);
+      const after = await cacheOf(name);
+      assert.ok(before && after);
+      assert.deepEqual(
+        { hits: after.hits - before.hits, misses: after.misses - before.misses },
+        { hits: 1, misses: 1 },
+      );
+    });
+  }
 
   it('the same figures reach the stats answer', async () => {
     const r = await app.inject({

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
+import { testRelaySettings } from '../../../test/helpers/relay.ts';
 import { tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { budget } from '../../infra/config/schema.ts';
@@ -48,25 +49,7 @@ function makeBudget(client: string, total: string, state: SharedState = new Memo
 }
 
 async function startRelay(b: ByteBudget, o: Partial<RelaySettings> = {}): Promise<Relay> {
-  const settings: RelaySettings = {
-    host: H,
-    port: 0,
-    statusPort: 0,
-    publicHost: H,
-    publicPort: 0,
-    messageTimeoutMs: 60_000,
-    networkTimeoutMs: 120_000,
-    pingIntervalMs: 60_000,
-    perSessionRate: 0,
-    globalRate: 0,
-    maxSessions: 100,
-    maxConnections: 100,
-    maxMessageBytes: 1024,
-    token: '',
-    providedBy: 'test',
-    version: 'test',
-    ...o,
-  };
+  const settings = testRelaySettings(o);
   return Relay.start(settings, loadOrCreateIdentity(tempDir()), logger, {}, b);
 }
 

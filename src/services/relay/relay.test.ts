@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
 import { pino } from 'pino';
 import { freePort } from '../../../test/helpers/ports.ts';
+import { testRelaySettings } from '../../../test/helpers/relay.ts';
 import { tempDir } from '../../../test/helpers/server.ts';
 import {
   type ClientIdentity,
@@ -24,30 +25,8 @@ import { Relay, type RelaySettings } from './relay.ts';
 const H = '127.0.0.1';
 const logger = pino({ level: 'silent' });
 
-function settings(o: Partial<RelaySettings> = {}): RelaySettings {
-  return {
-    host: H,
-    port: 0,
-    statusPort: 0,
-    publicHost: H,
-    publicPort: 0,
-    messageTimeoutMs: 60_000,
-    networkTimeoutMs: 120_000,
-    pingIntervalMs: 60_000,
-    perSessionRate: 0,
-    globalRate: 0,
-    maxSessions: 100,
-    maxConnections: 100,
-    maxMessageBytes: 1024,
-    token: '',
-    providedBy: 'test',
-    version: 'test',
-    ...o,
-  };
-}
-
 const startRelay = (o: Partial<RelaySettings> = {}) =>
-  Relay.start(settings(o), loadOrCreateIdentity(tempDir()), logger);
+  Relay.start(testRelaySettings(o), loadOrCreateIdentity(tempDir()), logger);
 
 /** Resolves when the socket is closed by the other end (or already closed). */
 function closedSock(s: Socket): Promise<void> {
