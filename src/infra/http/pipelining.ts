@@ -6,15 +6,16 @@
 // garbage collection. Here:
 // - a request queued behind another answer on its connection waits for its turn (Node gives the
 //   answer the socket) before any later hook or handler runs: nothing is read before it can be sent;
-// - at most `maxDepth` requests per connection are read ahead; past that the connection is not read
-//   (TCP backpressure) until answers are done;
+// - at most `maxDepth` requests per connection wait read ahead; past that the connection is not
+//   read (TCP backpressure) until answers are done;
 // - requests still queued when the connection closes end there, without running.
 import type { Socket } from 'node:net';
 import type { onRequestHookHandler } from 'fastify';
 
 interface Conn {
-  /** Requests received on this connection whose answers are not done. */
-  pending: number;
+  /** Requests read on this connection and waiting behind the answer in progress, each with what
+   * ends it when the connection closes. */
+  waiting: Set<() => void>;
   /** Reading stopped here for depth (not by Node's own output backpressure). */
   paused: boolean;
 }
@@ -54,48 +55,47 @@ function resumeReading(s: ServerSocket): void {
 
 /**
  * The first onRequest hook of the server (it must run before anything that does work or counts a
- * request): holds a pipelined request until it is its turn, and caps the read-ahead at `maxDepth`.
+ * request): holds a pipelined request until it is its turn, and caps the read-ahead at `maxDepth`
+ * requests waiting per connection. A request that owns its connection (all but pipelined ones)
+ * costs one property check.
  */
 export function pipelineGate(maxDepth: number): onRequestHookHandler {
   return (req, reply, done) => {
     const res = reply.raw;
+    // The answer owns the connection (Node assigns it the socket): this request's turn.
+    if (res.socket) return done();
     const socket = req.raw.socket as ServerSocket;
     let conn = conns.get(socket);
     if (!conn) {
-      conn = { pending: 0, paused: false };
-      conns.set(socket, conn);
+      const c: Conn = { waiting: new Set(), paused: false };
+      conns.set(socket, c);
+      // One listener per connection, whatever is queued on it.
+      socket.once('close', () => {
+        for (const gone of c.waiting) gone();
+        c.waiting.clear();
+      });
+      conn = c;
     }
     const c = conn;
-    c.pending++;
-    let counted = true;
-    const settle = () => {
-      if (!counted) return;
-      counted = false;
-      c.pending--;
-      if (c.paused && c.pending <= maxDepth) {
-        c.paused = false;
-        resumeReading(socket);
-      }
-    };
-    res.once('close', settle);
-    if (c.pending > maxDepth && !c.paused && !socket.destroyed) {
-      c.paused = true;
-      stopReading(socket);
-    }
-    // The answer owns the connection (Node assigns it the socket): this request's turn.
-    if (res.socket) return done();
-    const onTurn = () => {
-      socket.removeListener('close', onGone);
-      done();
-    };
-    const onGone = () => {
+    const gone = () => {
       res.removeListener('socket', onTurn);
-      settle();
       // Nobody is left to answer: no hook, handler or log line runs for it.
       reply.hijack();
       done();
     };
+    const onTurn = () => {
+      c.waiting.delete(gone);
+      if (c.paused && c.waiting.size < maxDepth) {
+        c.paused = false;
+        resumeReading(socket);
+      }
+      done();
+    };
+    c.waiting.add(gone);
     res.once('socket', onTurn);
-    socket.once('close', onGone);
+    if (c.waiting.size >= maxDepth && !c.paused && !socket.destroyed) {
+      c.paused = true;
+      stopReading(socket);
+    }
   };
 }
