@@ -5,7 +5,7 @@
 // each devutil round on a blob it has never seen); (3) 16 clients pulling one uncached 3-layer image
 // at once: upstream blob fetches per blob (must be 1) and the wall time, beside the same 16 pulls
 // straight from the upstream.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +52,40 @@ const dev = await startDevutil({
   DEVUTIL_PROXY_RATE_LIMIT: 'off',
   DEVUTIL_PROXY_MAX_CONCURRENT: '0',
 });
+// The ceiling: the simplest bare-Node relay doing the same job (undici from the upstream, digest
+// computed on the way, straight to the client: no spool, no cache, no sharing, no limits).
+const BARE = `
+import { createServer } from 'node:http';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { Agent, request } from 'undici';
+const agent = new Agent({ connect: { ca: [...rootCertificates, readFileSync(process.env.CA, 'utf8')], servername: 'registry-1.docker.io' } });
+const server = createServer(async (req, res) => {
+  const up = await request('https://127.0.0.1:' + process.env.UP + req.url, {
+    dispatcher: agent,
+    headers: { host: 'registry-1.docker.io', authorization: req.headers.authorization },
+  });
+  res.writeHead(up.statusCode, { 'content-length': up.headers['content-length'] });
+  const hash = createHash('sha256');
+  for await (const chunk of up.body) {
+    hash.update(chunk);
+    if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+  }
+  res.end();
+  hash.digest('hex');
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+const bare = spawn(process.execPath, ['--input-type=module', '-e', BARE], {
+  cwd: new URL('..', import.meta.url).pathname,
+  env: { ...process.env, CA: world.caFile, UP: String(world.port) },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const barePort = await new Promise<number>((resolve, reject) => {
+  bare.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim())));
+  bare.once('exit', (code) => reject(new Error(`bare relay exited ${code}`)));
+});
 const resolve = ['registry-1.docker.io', 'auth.docker.io'].flatMap((h) => [
   '--connect-to',
   `${h}:443:127.0.0.1:${world.port}`,
@@ -92,7 +126,7 @@ const devutilUrl = (repo: string, digest: string) => `${dev.url}/v2/docker.io/${
 
 try {
   // (2) cold pulls first: a new blob for every devutil round, the upstream alone on the same blob.
-  const cold: { devutil: number; upstream: number }[] = [];
+  const cold: { devutil: number; upstream: number; bare: number }[] = [];
   for (let i = 0; i < rounds; i++) {
     const image = i === 0 ? world.image : world.addImage('library/bench', `r${i}`, [SIZE]);
     const layer = image.layers[0]!;
@@ -104,12 +138,17 @@ try {
       '-H',
       `Authorization: Bearer ${token}`,
     ]);
+    const b = await pull(
+      `http://127.0.0.1:${barePort}/v2/library/bench/blobs/${layer.digest}`,
+      layer.data.length,
+      ['-H', `Authorization: Bearer ${token}`],
+    );
     const cpu0 = treeCpuSeconds(dev.pid);
     const d = await pull(devutilUrl('library/bench', layer.digest), layer.data.length);
     const cpu = treeCpuSeconds(dev.pid) - cpu0;
-    cold.push({ devutil: d, upstream: up });
+    cold.push({ devutil: d, upstream: up, bare: b });
     console.log(
-      `cold round ${i + 1}: upstream ${up.toFixed(3)} s, through devutil ${d.toFixed(3)} s (devutil CPU ${cpu.toFixed(2)} s: TLS from the upstream, digest, spool write and read, send)`,
+      `cold round ${i + 1}: upstream ${up.toFixed(3)} s, bare-Node relay ${b.toFixed(3)} s, through devutil ${d.toFixed(3)} s (devutil CPU ${cpu.toFixed(2)} s: TLS from the upstream, digest, spool write and read, send)`,
     );
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -121,6 +160,15 @@ try {
       anchor: median(cold.map((c) => c.upstream)),
       higherIsBetter: false,
       target: 1.1,
+    },
+  ]);
+  report(`cold pull of a ${SIZE / MiB} MiB blob, median of ${rounds}`, 'bare-Node relay', [
+    {
+      metric: 'time, through devutil',
+      unit: 's',
+      devutil: median(cold.map((c) => c.devutil)),
+      anchor: median(cold.map((c) => c.bare)),
+      higherIsBetter: false,
     },
   ]);
 
@@ -216,6 +264,7 @@ try {
     `upstream fetches per blob through devutil: ${perBlob.join(', ')} (${perBlob.every((n) => n === 1) ? 'one each: MET' : 'NOT MET'}); straight from the upstream: 16 each`,
   );
 } finally {
+  bare.kill();
   await dev.close();
   await world.close();
 }
