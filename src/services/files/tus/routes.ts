@@ -9,9 +9,9 @@ import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
 import { QuotaFullError, type Reservation } from '../../../infra/limits/quota.ts';
 import type { HeldLease, Leases } from '../../../infra/state/lease.ts';
+import { tokenOf, uploadAnswer } from '../http.ts';
 import { readLimits } from '../lifetime.ts';
 import { sanitizeFilename, validKey } from '../names.ts';
-import { tokenOf, uploadAnswer } from '../routes.ts';
 import { type FileStore, insufficientStorage } from '../store.ts';
 import {
   CORS_HEADERS,
