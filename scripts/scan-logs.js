@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // After the test run: no registered test secret and nothing secret-shaped (Telegram bot tokens,
-// bearer tokens, signed-URL signatures, passwords in URLs) may appear in any captured log line.
+// Telegram recipient tokens, bearer tokens, signed-URL signatures, passwords in URLs) may appear in any captured log line.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -19,6 +19,7 @@ const secrets = [
 ];
 const PATTERNS = [
   ['telegram bot token', /\b\d{6,}:[A-Za-z0-9_-]{30,}\b/],
+  ['telegram recipient token', /tgr_(?!\[redacted\])[A-Za-z0-9_-]{16,}/],
   ['bearer token', /Bearer (?!\[redacted\])[A-Za-z0-9._~+/-]{8,}/],
   ['signed URL signature', /(X-Amz-Signature|Signature|sig)=(?!\[redacted\])[A-Za-z0-9%]{16,}/],
   ['password in URL', /[a-z][a-z0-9+.-]*:\/\/[^/\s:@"]*:(?!\[redacted\])[^/\s@"]+@/i],

@@ -157,7 +157,8 @@ export class OnceLogController extends LogController {
 /** An envelope renders a failure for one family of routes. */
 export interface Envelope {
   contentType: string;
-  body(status: number, message: string, code: string): string;
+  /** `headers` are the answer's extra headers (Retry-After), for envelopes that repeat them in the body. */
+  body(status: number, message: string, code: string, headers?: Record<string, string | number>): string;
 }
 
 export const ENVELOPES = {
@@ -226,7 +227,7 @@ export function sendError(
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   reply.header('cache-control', 'no-store');
   reply.header('content-type', env.contentType);
-  const body = req.method === 'HEAD' ? '' : env.body(status, message, code);
+  const body = req.method === 'HEAD' ? '' : env.body(status, message, code, headers);
   return reply.send(body);
 }
 

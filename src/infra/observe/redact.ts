@@ -1,13 +1,16 @@
 // The one redaction function for everything that reaches a log: request URLs (parsed or raw),
 // upstream URLs, redirect targets, error messages and causes. Secrets have known shapes (Telegram
 // bot tokens, signed query strings, user:password@, Bearer, the proxy's /t/<secret>/ prefix, tus
-// upload ids) plus the
+// upload ids, Telegram recipient tokens) plus the
 // configured secret values themselves, wherever in the text they appear.
 
 const SECRET_NAME =
   /(sig|signature|token|secret|password|passwd|credential|auth|apikey|api_key|key-pair|x-amz-security)/i;
 const BOT_PATH = /\/bot\d+:[A-Za-z0-9_-]+/g;
 const BOT_TOKEN = /\b\d{5,}:[A-Za-z0-9_-]{20,}/g;
+// A Telegram recipient token (services/telegram/recipients.ts), wherever it appears: in
+// /telegram/r/<token>, in a bot path (/bottgr_...), in a message.
+const RECIPIENT = /tgr_[A-Za-z0-9_-]{16,}/g;
 const USERINFO = /(\/\/|^|\/)([^/@\s:]*):([^/@\s]+)@/g;
 // name=value in a query string or free text ("...?X-Amz-Signature=..", "failed: token=..").
 const PARAM = /(^|[?&;\s])([^=&?#\s"';]+)=([^&#\s"';]*)/g;
@@ -19,7 +22,7 @@ const PROXY_PREFIX = /(^|\/proxy)\/t\/[^/?#\s"]+/g;
 // A resumable upload's URL is its capability (continue, end, read the result): /api/upload/<id>.
 const UPLOAD_ID = /(\/api\/upload\/)[0-9a-f]{32}\b/g;
 // Cheap pre-check: text without any of these characters holds none of the shapes above.
-const MAYBE = /[:=@/]|bearer/i;
+const MAYBE = /[:=@/]|bearer|tgr_/i;
 
 const R = '[redacted]';
 const literals = new Set<string>();
@@ -46,6 +49,7 @@ export function redact(s: string): string {
   return out
     .replace(BOT_PATH, `/bot${R}`)
     .replace(BOT_TOKEN, R)
+    .replace(RECIPIENT, `tgr_${R}`)
     .replace(USERINFO, `$1$2:${R}@`)
     .replace(PROXY_PREFIX, `$1/t/${R}`)
     .replace(UPLOAD_ID, `$1${R}`)

@@ -23,3 +23,16 @@ export function scrubKey(text: string, key: string): string {
   if (enc !== key) out = out.split(enc).join('[redacted]');
   return out;
 }
+
+/** The bot's numeric id: the digits before the colon (public: it is in every message the bot sends). */
+export function botIdOf(key: string): string {
+  return key.slice(0, key.indexOf(':'));
+}
+
+/** The operator's list of bots (config telegram.allowedBots); an empty list allows every bot. */
+export function botAllowed(key: string, allowed: readonly string[]): boolean {
+  return allowed.length === 0 || allowed.includes(botIdOf(key));
+}
+
+export const NOT_LISTED =
+  'this server relays only for the bots its operator listed (DEVUTIL_TELEGRAM_ALLOWED_BOTS)';

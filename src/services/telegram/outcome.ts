@@ -2,7 +2,7 @@
 // Telegram's 4xx keep their status and description, 429 carries Retry-After, upstream trouble is 502 and
 // timeouts 504.
 import { AppError, badGateway, gatewayTimeout, tooMany } from '../../errors.ts';
-import type { CallResult } from './client.ts';
+import type { CallResult, Upstream } from './client.ts';
 
 /** A short label for logs and the `result` metric label (never the key, never a chat). */
 export function resultLabel(r: CallResult): string {
@@ -20,7 +20,21 @@ export function resultLabel(r: CallResult): string {
   }
 }
 
-export function toAppError(r: Exclude<CallResult, { kind: 'ok' }>, timeoutMs: number): AppError {
+/**
+ * Where the relay tried to go, for an operator reading an unreachable error: the host, and the
+ * setting that routes calls through a proxy (many networks reach Telegram only that way).
+ */
+export function via(u: Upstream): string {
+  return u.proxy
+    ? `${u.host} through the proxy ${u.proxy} (DEVUTIL_TELEGRAM_PROXY_URL)`
+    : `${u.host}; if this server reaches Telegram only through a proxy, set DEVUTIL_TELEGRAM_PROXY_URL`;
+}
+
+export function toAppError(
+  r: Exclude<CallResult, { kind: 'ok' }>,
+  timeoutMs: number,
+  upstream: Upstream,
+): AppError {
   switch (r.kind) {
     case 'api-error': {
       if (r.errorCode === 429) return tooMany(r.description, r.retryAfter ?? 1, 'TELEGRAM_429');
@@ -42,12 +56,15 @@ export function toAppError(r: Exclude<CallResult, { kind: 'ok' }>, timeoutMs: nu
       );
     case 'timeout':
       return r.phase === 'connect'
-        ? gatewayTimeout('telegram did not accept a connection in time', 'TELEGRAM_CONNECT_TIMEOUT')
+        ? gatewayTimeout(
+            `telegram did not accept a connection in time at ${via(upstream)}`,
+            'TELEGRAM_CONNECT_TIMEOUT',
+          )
         : gatewayTimeout(
             `telegram did not answer within ${timeoutMs} ms; the message may still have been sent`,
             'TELEGRAM_TIMEOUT',
           );
     case 'network':
-      return badGateway(`could not reach telegram (${r.code})`, 'TELEGRAM_UNREACHABLE');
+      return badGateway(`could not reach telegram (${r.code}) at ${via(upstream)}`, 'TELEGRAM_UNREACHABLE');
   }
 }

@@ -1,16 +1,15 @@
 // POST /rest/api/v1/telegram (docs/protocols/public-interface.md §5): validate, charge the budgets (client
-// IP, bot key, Telegram's per-bot and per-chat pacing), call sendMessage once, answer in the legacy
-// envelope.
+// IP, bot key, Telegram's per-bot and per-chat pacing: pacing.ts), call sendMessage once, answer in the
+// legacy envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { alreadyLogged, badRequest, tooMany, unavailable } from '../../errors.ts';
-import type { Rate } from '../../infra/config/schema.ts';
+import { alreadyLogged, badRequest, forbidden } from '../../errors.ts';
 import type { BotApiClient } from './client.ts';
 import type { TelegramMetrics } from './index.ts';
-import { keyId } from './key.ts';
+import { botAllowed, keyId, NOT_LISTED } from './key.ts';
 import { BadInput, planMessage, type SendPlan } from './message.ts';
 import { resultLabel, toAppError } from './outcome.ts';
-import type { Pauses } from './pauses.ts';
+import type { Pacing } from './pacing.ts';
 
 // Documented in OpenAPI in full, but only "is an object" is checked by the framework: planMessage
 // validates the fields itself, without Ajv's type coercion (which would turn msgText 5 into "5").
@@ -48,59 +47,14 @@ export interface RouteDeps {
   ctx: ServiceContext;
   client: BotApiClient;
   metrics: TelegramMetrics;
-  pauses: Pauses;
+  pacing: Pacing;
 }
 
 export async function telegramRoutes(
   app: FastifyInstance,
-  { ctx, client, metrics, pauses }: RouteDeps,
+  { ctx, client, metrics, pacing }: RouteDeps,
 ): Promise<void> {
   const cfg = ctx.config.telegram;
-  const failOpen = ctx.config.redis.failMode === 'open';
-
-  // One budget; refusals say which one so callers know whether to slow down or spread out.
-  async function charge(req: FastifyRequest, bucket: string, id: string, rate: Rate, what: string) {
-    let d: Awaited<ReturnType<typeof ctx.limiter.take>>;
-    try {
-      d = await ctx.limiter.take(bucket, id, rate);
-    } catch (err) {
-      if (failOpen) {
-        req.log.warn(
-          { err: { message: (err as Error).message }, bucket },
-          'rate limit store failed; letting request through',
-        );
-        return;
-      }
-      throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
-    }
-    if (!d.allowed) {
-      metrics.refused.inc({ reason: bucket.slice('telegram-'.length) });
-      throw tooMany(
-        `${what}: ${rate.limit} messages per ${rate.windowMs / 1000}s; retry in ${d.resetSec}s`,
-        d.resetSec,
-      );
-    }
-  }
-
-  // A chat Telegram told us to leave alone: answer its remaining retry_after ourselves.
-  async function checkPause(req: FastifyRequest, id: string) {
-    if (!cfg.honourRetryAfter) return;
-    let left = 0;
-    try {
-      left = await pauses.remaining(id);
-    } catch (err) {
-      req.log.warn({ err: { message: (err as Error).message } }, 'pause store failed; not pausing');
-    }
-    if (left > 0) {
-      metrics.refused.inc({ reason: 'paused' });
-      const sec = Math.ceil(left / 1000);
-      throw tooMany(
-        `telegram asked to pause this chat (retry_after); retry in ${sec}s`,
-        sec,
-        'TELEGRAM_PAUSED',
-      );
-    }
-  }
 
   async function plan(req: FastifyRequest): Promise<SendPlan> {
     try {
@@ -124,17 +78,12 @@ export async function telegramRoutes(
     },
     async (req, reply) => {
       const p = await plan(req);
+      if (!botAllowed(p.key, cfg.allowedBots)) {
+        metrics.refused.inc({ reason: 'bot' });
+        throw forbidden(NOT_LISTED, 'BOT_NOT_ALLOWED');
+      }
       const bot = keyId(p.key);
-      // Usernames are case-insensitive; a numeric id counts the same as string or number.
-      const chatId = `${bot}:${String(p.chatId).toLowerCase()}`;
-      // A paused chat is refused before it can use up any budget.
-      await checkPause(req, chatId);
-      await charge(req, 'telegram-key', bot, cfg.keyRateLimit, 'rate limit for this bot key exceeded');
-      await charge(req, 'telegram-bot', bot, cfg.botRate, "telegram's per-bot pace exceeded");
-      await charge(req, 'telegram-chat', chatId, cfg.chatRate, "telegram's per-chat pace exceeded");
-      // Bots FAQ: a group takes at most 20 messages a minute from one bot; groups have negative ids.
-      if (String(p.chatId).startsWith('-'))
-        await charge(req, 'telegram-group', chatId, cfg.groupRate, "telegram's per-group pace exceeded");
+      await pacing.message(req, bot, p.chatId);
 
       const started = performance.now();
       let r = await client.call(p.key, 'sendMessage', p.params);
@@ -162,17 +111,18 @@ export async function telegramRoutes(
         reply.header('cache-control', 'no-store');
         return { status: 1, msg: asPlain ? 'message sent as plain text' : 'message sent', data: r.result };
       }
-      if (r.kind === 'api-error' && r.errorCode === 429 && cfg.honourRetryAfter)
-        await pauses.pause(chatId, (r.retryAfter ?? 1) * 1000).catch((err: Error) => {
-          req.log.warn({ err: { message: err.message } }, 'could not record the retry_after pause');
-        });
+      if (r.kind === 'api-error' && r.errorCode === 429)
+        await pacing.paused(req, pacing.chatKey(bot, p.chatId), r.retryAfter);
       if (r.kind === 'network')
-        req.log.warn({ ...fields, code: r.code, detail: r.message }, 'telegram unreachable');
+        req.log.warn(
+          { ...fields, code: r.code, detail: r.message, host: client.upstream.host },
+          'telegram unreachable',
+        );
       else if (r.kind === 'api-error')
         req.log.info({ ...fields, description: r.description }, 'telegram refused');
       else req.log.warn(fields, 'telegram failed');
       // Each outcome above wrote its one log line with the bot, chat and Telegram's answer.
-      throw alreadyLogged(toAppError(r, cfg.timeoutMs));
+      throw alreadyLogged(toAppError(r, cfg.timeoutMs, client.upstream));
     },
   );
 }
