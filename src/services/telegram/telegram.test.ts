@@ -38,7 +38,15 @@ describe('telegram relay', () => {
         egress: { resolve: [fake.resolve] },
         // Far above what an answer takes even on a very busy machine (load 50 missed 3 s); the
         // slow-upstream case has a server of its own with a short timeout.
-        telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, timeoutMs: 30_000, maxBodyBytes: '16KiB' },
+        // The connect deadline too: a cold first call on a machine at load 50 missed the 5 s default
+        // (the client also retries a connect that timed out once: nothing was sent).
+        telegram: {
+          ...BUDGETS_OFF,
+          apiBase: fake.apiBase,
+          timeoutMs: 30_000,
+          connectTimeoutMs: 30_000,
+          maxBodyBytes: '16KiB',
+        },
       },
     });
     app = srv.app;
@@ -285,6 +293,37 @@ describe('telegram relay', () => {
     assert.equal(dead.statusCode, 502);
     assert.deepEqual(Object.keys(dead.json()).sort(), ['data', 'msg', 'status']);
     assert.match(dead.json().msg, /could not reach telegram \(.*ECONNREFUSED/);
+  });
+
+  it('names the host and DEVUTIL_TELEGRAM_PROXY_URL when Telegram is unreachable', async () => {
+    const dead = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' }, {}, deadUpstream);
+    assert.equal(dead.statusCode, 502);
+    assert.match(
+      dead.json().msg,
+      /^could not reach telegram \(\S+\) at dead\.telegram\.test; if this server reaches Telegram only through a proxy, set DEVUTIL_TELEGRAM_PROXY_URL$/,
+    );
+    // Through a proxy that refuses connections: the message names the proxy (never its credentials).
+    const closed = await freePort();
+    const viaProxy = await buildTestServer({
+      logs,
+      overrides: {
+        ...OTHERS_OFF,
+        telegram: { ...BUDGETS_OFF, proxyUrl: `http://ops:pa55word@127.0.0.1:${closed}` },
+      },
+    });
+    try {
+      const r = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' }, {}, viaProxy);
+      assert.equal(r.statusCode, 502);
+      assert.match(
+        r.json().msg,
+        new RegExp(
+          `at api\\.telegram\\.org through the proxy 127\\.0\\.0\\.1:${closed} \\(DEVUTIL_TELEGRAM_PROXY_URL\\)`,
+        ),
+      );
+      assert.equal(r.body.includes('pa55word'), false);
+    } finally {
+      await viaProxy.close();
+    }
   });
 
   it('maps the deprecated disable_web_page_preview and reply_to_message_id to the Bot API 7 objects', async () => {
