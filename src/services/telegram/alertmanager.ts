@@ -1,4 +1,4 @@
-// An Alertmanager webhook (docs/protocols/alertmanager-webhook.md; Grafana's webhook contact point
+// An Alertmanager webhook (docs/protocols/alertmanager-webhook.md §2; Grafana's webhook contact point
 // sends the same shape) as one readable Telegram message in HTML: firing or resolved, the group's
 // labels, each alert's summary, description, own labels, start and source link. Whole alerts are
 // left out, never cut in half, so the message stays within Telegram's 4096 characters with its

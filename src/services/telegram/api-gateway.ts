@@ -62,8 +62,8 @@ interface Caller {
   recipient: Recipient | null;
 }
 
-// A file path as getFile answers it (documents/file_12.pdf, photos/file_3.jpg): nothing that could
-// leave the bot's file directory upstream.
+// A file path as getFile answers it (docs/protocols/telegram-bot-api.md §6: documents/file_12.pdf,
+// photos/file_3.jpg): nothing that could leave the bot's file directory upstream.
 const FILE_PATH = /^(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+){0,7}$/;
 const FILE_HEADERS_IN = ['range', 'if-range', 'if-none-match', 'if-modified-since'];
 const FILE_HEADERS_OUT = [

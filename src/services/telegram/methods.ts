@@ -14,6 +14,7 @@ export function isMessage(method: string): boolean {
   return (m.startsWith('send') && m !== 'sendchataction') || ALSO_MESSAGES.has(m);
 }
 
+/** getUpdates holds its call open for its `timeout` (docs/protocols/telegram-bot-api.md §7). */
 export function isLongPoll(method: string): boolean {
   return method.toLowerCase() === 'getupdates';
 }
