@@ -1,6 +1,6 @@
 // PlantUML's text encoding (docs/protocols/plantuml-server.md §3): raw DEFLATE + PlantUML's own base64
 // alphabet, `~h` hex, Kroki's zlib + base64url as a fallback. Pure functions, no framework.
-import { constants, deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { constants, deflateRawSync, deflateSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { decode64, encode64 } from './text-encoder.ts';
 
 // The alphabet lives in text-encoder.ts, the one module the page bundles too.
@@ -82,6 +82,11 @@ export function encodeDiagram(text: string): string {
   if (lines[0]?.trimStart().startsWith('@startuml')) lines.shift();
   if (lines.at(-1)?.trimStart().startsWith('@enduml')) lines.pop();
   return encode64(deflateRawSync(Buffer.from(lines.join('\n'), 'utf8'), { level: 9 }));
+}
+
+/** Kroki's encoding (zlib, URL-safe base64 without padding); the page's script has it too (text-encoder.ts). */
+export function encodeKrokiDiagram(text: string): string {
+  return deflateSync(Buffer.from(text, 'utf8'), { level: 9 }).toString('base64url');
 }
 
 /**

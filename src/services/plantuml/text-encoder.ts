@@ -1,5 +1,6 @@
 // PlantUML's text encoding (docs/protocols/plantuml-server.md §3): raw DEFLATE, then base64 with PlantUML's
-// own alphabet. Web-platform APIs only, so the server (encoding.ts) and the page bundle the same module.
+// own alphabet; and Kroki's (zlib, URL-safe base64) for the editor's Kroki links. Web-platform APIs only,
+// so the server (encoding.ts) and the page bundle the same module.
 
 /** 0-9 A-Z a-z - _ in that order: NOT RFC 4648 (value 0 is '0'), no '=' padding. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
@@ -55,4 +56,13 @@ export async function deflateRaw(bytes: Uint8Array): Promise<Uint8Array> {
 /** The text as the page's editor encodes it: trimmed UTF-8, raw DEFLATE, PlantUML base64. */
 export async function encodePlantUml(text: string): Promise<string> {
   return encode64(await deflateRaw(new TextEncoder().encode(text.trim())));
+}
+
+/** Kroki's encoding of a diagram: the UTF-8 text zlib-deflated, in URL-safe base64 without padding. */
+export async function encodeKroki(text: string): Promise<string> {
+  const stream = new Blob([new TextEncoder().encode(text)]).stream().pipeThrough(new CompressionStream('deflate'));
+  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  let bin = '';
+  for (let i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]!);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }

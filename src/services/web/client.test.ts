@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { editorLine } from '../../../web/src/diagram.ts';
 import { emailHashes, md5Hex } from '../../../web/src/md5.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
-import { decodeDiagram } from '../plantuml/encoding.ts';
-import { decode64, encode64, encodePlantUml } from '../plantuml/text-encoder.ts';
+import { decodeDiagram, decodeKroki, encodeKrokiDiagram } from '../plantuml/encoding.ts';
+import { decode64, encode64, encodeKroki, encodePlantUml } from '../plantuml/text-encoder.ts';
 // The proxy's real default allow-list: the page receives exactly this in data-allow.
 import { DEFAULT_ALLOW } from '../proxy/config.ts';
 
@@ -25,6 +25,17 @@ describe('PlantUML encoding in the page', () => {
       assert.match(enc, /^[0-9A-Za-z_-]+$/);
       assert.equal(decodeText(enc), text);
       assert.equal(decodeDiagram(enc, 1024 * 1024), text);
+    }
+  });
+
+  it("encodes Kroki links (zlib, base64url, no padding) that the server's Kroki decoder reads back", async () => {
+    for (const text of ['digraph { a -> b }', 'graph LR\n  A[你好] --> B[✓]', 'x'.repeat(5000), 'a']) {
+      const enc = await encodeKroki(text);
+      assert.match(enc, /^[A-Za-z0-9_-]+$/, 'URL-safe, unpadded');
+      assert.equal(inflateSync(Buffer.from(enc, 'base64url')).toString('utf8'), text, 'zlib with its header');
+      assert.equal(decodeKroki(enc, 1024 * 1024), text);
+      // The server's encoder (the page's first link) encodes the same text: both decode alike.
+      assert.equal(decodeKroki(encodeKrokiDiagram(text), 1024 * 1024), text);
     }
   });
 
