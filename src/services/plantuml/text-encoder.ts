@@ -60,7 +60,9 @@ export async function encodePlantUml(text: string): Promise<string> {
 
 /** Kroki's encoding of a diagram: the UTF-8 text zlib-deflated, in URL-safe base64 without padding. */
 export async function encodeKroki(text: string): Promise<string> {
-  const stream = new Blob([new TextEncoder().encode(text)]).stream().pipeThrough(new CompressionStream('deflate'));
+  const stream = new Blob([new TextEncoder().encode(text)])
+    .stream()
+    .pipeThrough(new CompressionStream('deflate'));
   const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
   let bin = '';
   for (let i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]!);
