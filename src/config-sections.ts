@@ -46,7 +46,12 @@ export const serverSection = {
   shutdownTimeoutMs: duration(10_000, {
     unit: 'ms',
     min: 0,
-    doc: 'how long SIGTERM waits for in-flight requests',
+    doc: 'the most SIGTERM takes, counted from the signal and the drain delay included: what is still in flight then is cut (and logged) and the process exits',
+  }),
+  drainDelayMs: duration(5_000, {
+    unit: 'ms',
+    min: 0,
+    doc: 'after SIGTERM, how long /readyz answers 503 while the server still serves (every answer then closes its connection) before it stops listening; longer than the load balancer takes to notice (its health-check interval times its fall count) and than its upstream keep-alive timeout. SIGINT and a second signal skip it',
   }),
   bodyLimit: bytes(1024 * 1024, {
     min: 1024,

@@ -4,6 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
+import type { Drain } from './infra/http/drain.ts';
 import type { PublicUrls } from './infra/http/hosts.ts';
 import type { ConnectionBudget } from './infra/limits/conn-budget.ts';
 import type { RateLimiter } from './infra/limits/rate-limit.ts';
@@ -78,6 +79,8 @@ export interface ServiceContext {
   /** The process's connection budget; every listener admits its sockets through it. */
   connections: ConnectionBudget;
   readiness: Readiness;
+  /** Set on SIGTERM: /readyz answers 503 and every answer closes its connection (main.ts). */
+  drain: Drain;
   redis: Redis | null;
   /** Counters, flags, leases and reservation pools every limit is built on (Redis when configured). */
   state: SharedState;

@@ -104,19 +104,45 @@ function waitForSignal(
 ): Promise<number> {
   return new Promise((resolve) => {
     let closing = false;
+    let skipDrain: (() => void) | undefined;
+    const { drain } = app.ctx;
     const stop = async (signal: string) => {
-      if (closing) return;
+      if (closing) {
+        // A second signal: stop draining now (an operator who means it).
+        skipDrain?.();
+        return;
+      }
       closing = true;
-      logger.info({ signal }, 'shutting down: finishing in-flight requests');
+      const timeoutMs = config.server.shutdownTimeoutMs;
+      // The deadline counts from the signal: an orchestrator's grace period (Kubernetes'
+      // terminationGracePeriodSeconds, docker stop -t) is set against this one number.
       const timer = setTimeout(() => {
+        const { open, busy } = drain.counts();
         logger.warn(
-          { timeoutMs: config.server.shutdownTimeoutMs },
-          'shutdown timeout: closing remaining connections',
+          { timeoutMs, open, busy },
+          'shutdown deadline: cutting the connections still open (transfers in flight are lost)',
         );
         app.server.closeAllConnections();
         resolve(1);
-      }, config.server.shutdownTimeoutMs);
+      }, timeoutMs);
       timer.unref();
+      // SIGINT is a person at a terminal: no load balancer to tell, so no drain delay.
+      const delayMs = signal === 'SIGINT' ? 0 : Math.min(config.server.drainDelayMs, timeoutMs);
+      const switched = drain.begin();
+      if (delayMs > 0) {
+        logger.info(
+          { signal, drainDelayMs: delayMs, inFlight: drain.counts().busy, switched },
+          'draining: /readyz answers 503, requests are still served and their connections closed',
+        );
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delayMs);
+          skipDrain = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+      logger.info({ signal, inFlight: drain.counts().busy }, 'shutting down: finishing in-flight requests');
       try {
         await Promise.all([app.close(), ...background.map((b) => b.close())]);
         clearTimeout(timer);
@@ -127,8 +153,8 @@ function waitForSignal(
         resolve(1);
       }
     };
-    process.once('SIGTERM', () => void stop('SIGTERM'));
-    process.once('SIGINT', () => void stop('SIGINT'));
+    process.on('SIGTERM', () => void stop('SIGTERM'));
+    process.on('SIGINT', () => void stop('SIGINT'));
     if (cluster.isWorker) process.once('disconnect', () => void stop('disconnect'));
   });
 }

@@ -12,6 +12,7 @@ import { type Config, configSecrets } from './config.ts';
 import { Readiness, type ServiceContext } from './context.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
 import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
+import { Drain } from './infra/http/drain.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
@@ -131,7 +132,10 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     // Header and whole-request deadlines are checked on this interval (Node's default is 30s, too
     // coarse to stop slowloris clients promptly).
     http: { maxHeaderSize: 32 * 1024, connectionsCheckingInterval: 1000 },
-    return503OnClosing: true,
+    // Requests that reach a closing server are served, not refused with 503: the drain (main.ts)
+    // has answered with `Connection: close` since the signal, so only an answer already streaming
+    // then can have a request behind it, and refusing that one would fail it.
+    return503OnClosing: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQ_ID.test(given) ? given : idPrefix + (++idSeq).toString(36);
@@ -142,6 +146,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       : {}),
   });
   app.server.headersTimeout = config.server.headersTimeoutMs;
+  const drain = new Drain();
+  drain.track(app.server);
   // One budget for every listener of this process (the relay takes it from ctx): fds are per process.
   const connections = new ConnectionBudget({
     total: config.server.maxConnections || derivedTotal(fdLimit()),
@@ -159,6 +165,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     metrics,
     connections,
     readiness,
+    drain,
     redis,
     state,
     broadcast,
@@ -190,6 +197,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     req.clientKey = addressGroup(req.clientIp, v6Bits);
     reply.header('x-request-id', req.id);
     reply.header('x-content-type-options', 'nosniff');
+    if (drain.draining) reply.header('connection', 'close');
     done();
   });
   // Fastify reads no body for GET and HEAD, so the body deadline is attached, once when a route is

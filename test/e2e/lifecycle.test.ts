@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -28,6 +28,7 @@ function baseEnv(port: number): Record<string, string> {
     DEVUTIL_DATA_DIR: tempDir(),
     DEVUTIL_LOG_LEVEL: 'info',
     DEVUTIL_RELAY_ENABLED: 'false',
+    DEVUTIL_DRAIN_DELAY_MS: '0',
   };
 }
 
@@ -52,18 +53,79 @@ async function waitUp(port: number, ms = 30_000): Promise<void> {
   throw new Error(`server on ${port} did not come up`);
 }
 
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
+interface Got {
+  status: number;
+  body: string;
+  connection: string | undefined;
+}
+
+/** A GET on a connection of its own (keep-alive asked for when `keepAlive`, as proxies do). */
+function get(port: number, path: string, keepAlive = false): Promise<Got> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+    const headers = keepAlive ? { connection: 'keep-alive' } : {};
+    const req = request({ host: '127.0.0.1', port, path, agent: false, headers }, (res) => {
       let body = '';
       res.on('data', (c) => {
         body += c;
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
     });
     req.on('error', reject);
     req.end();
   });
+}
+
+/** A GET through a keep-alive agent; `closed` settles when the server closes that connection. */
+function viaAgent(
+  agent: Agent,
+  port: number,
+  path: string,
+): Promise<Got & { reused: boolean; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent }, (res) => {
+      const closed = new Promise<void>((r) => req.socket?.once('close', () => r()));
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body,
+          connection: res.headers.connection,
+          reused: req.reusedSocket,
+          closed,
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** test/fixtures/core/slow-serve.ts (devutil's lifecycle plus slow routes) on a free port. */
+async function slowServe(
+  env: Record<string, string> = {},
+): Promise<{ p: ChildProcess; port: number; log: () => string }> {
+  const port = await freePort();
+  const p = spawn(process.execPath, [...TS_EXEC_ARGV, join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
+    env: { ...baseEnv(port), ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  p.stdout?.on('data', (c) => {
+    out += c;
+  });
+  return { p, port, log: () => out };
 }
 
 describe('devutil process', () => {
@@ -182,15 +244,7 @@ describe('devutil process', () => {
   });
 
   it('lets an in-flight request finish on SIGTERM, refuses new ones, and exits 0', async () => {
-    const port = await freePort();
-    const p = spawn(process.execPath, [...TS_EXEC_ARGV, join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
-      env: baseEnv(port),
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let log = '';
-    p.stdout?.on('data', (c) => {
-      log += c;
-    });
+    const { p, port, log } = await slowServe();
     try {
       await waitUp(port);
       const slow = get(port, '/slow?ms=1500');
@@ -202,8 +256,72 @@ describe('devutil process', () => {
       assert.equal(r.status, 200);
       assert.deepEqual(JSON.parse(r.body), { done: true, ms: 1500 });
       assert.equal(await exitOf(p), 0);
-      assert.match(log, /shutting down/);
-      assert.match(log, /shut down cleanly/);
+      assert.match(log(), /shutting down/);
+      assert.match(log(), /shut down cleanly/);
+    } finally {
+      if (p.exitCode === null) p.kill('SIGKILL');
+    }
+  });
+
+  it('drains on SIGTERM: /readyz 503 at once, requests still served with Connection: close, then exit 0', async () => {
+    const { p, port, log } = await slowServe({
+      DEVUTIL_DRAIN_DELAY_MS: '3s',
+      DEVUTIL_SHUTDOWN_TIMEOUT_MS: '20s',
+    });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      await waitUp(port);
+      // A kept-alive connection from before the signal, and a request in flight across it.
+      const first = await viaAgent(agent, port, '/rest/api/v1/ip');
+      assert.equal(first.status, 200);
+      assert.equal(first.connection, 'keep-alive');
+      const inFlight = get(port, '/slow?ms=1500', true);
+      await new Promise((r) => setTimeout(r, 300));
+      p.kill('SIGTERM');
+      await waitFor(() => log().includes('draining'));
+      // New connections are still accepted; readiness says go elsewhere.
+      const ready = await get(port, '/readyz');
+      assert.equal(ready.status, 503);
+      assert.equal(JSON.parse(ready.body).status, 'draining');
+      assert.equal((await get(port, '/healthz')).status, 200, 'still serving while draining');
+      // The kept-alive connection is answered (not refused), told to close, and closed after.
+      const second = await viaAgent(agent, port, '/rest/api/v1/ip');
+      assert.equal(second.status, 200);
+      assert.equal(second.reused, true, 'the request went over the connection from before the signal');
+      assert.equal(second.connection, 'close');
+      await second.closed;
+      // The request in flight at the signal finishes, and its answer closes its connection too.
+      const slow = await inFlight;
+      assert.equal(slow.status, 200);
+      assert.deepEqual(JSON.parse(slow.body), { done: true, ms: 1500 });
+      assert.equal(slow.connection, 'close');
+      assert.equal(await exitOf(p), 0);
+      assert.match(log(), /shut down cleanly/);
+      await assert.rejects(get(port, '/healthz'), 'after the drain the listener is closed');
+    } finally {
+      agent.destroy();
+      if (p.exitCode === null) p.kill('SIGKILL');
+    }
+  });
+
+  it('cuts a slow transfer at the shutdown deadline, logs it and exits', async () => {
+    const { p, port, log } = await slowServe({
+      DEVUTIL_DRAIN_DELAY_MS: '500ms',
+      DEVUTIL_SHUTDOWN_TIMEOUT_MS: '2s',
+    });
+    try {
+      await waitUp(port);
+      // A download that would take a minute; the deadline must not wait for it.
+      const drip = get(port, '/drip?ms=60000').then(
+        () => 'completed',
+        (e: Error) => `cut: ${e.message}`,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      p.kill('SIGTERM');
+      assert.equal(await exitOf(p), 1);
+      assert.match(await drip, /^cut: /, 'the transfer is cut, not completed');
+      assert.match(log(), /shutdown deadline: cutting/);
+      assert.match(log(), /"busy":1/);
     } finally {
       if (p.exitCode === null) p.kill('SIGKILL');
     }

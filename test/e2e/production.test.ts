@@ -108,6 +108,7 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
         DEVUTIL_RELAY_STATUS_PORT: '0',
         // The details check below sends its caller through X-Forwarded-For.
         DEVUTIL_TRUST_PROXY: 'loopback',
+        DEVUTIL_DRAIN_DELAY_MS: '0', // SIGTERM at the end stops at once
       },
     });
     proc.stdout?.on('data', (c) => {

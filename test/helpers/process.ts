@@ -66,6 +66,8 @@ async function startOnce(
       DEVUTIL_DATA_DIR: tempDir(),
       DEVUTIL_LOG_LEVEL: 'info',
       DEVUTIL_RELAY_ENABLED: 'false',
+      // SIGTERM stops at once unless a test is about the drain (it sets its own delay).
+      DEVUTIL_DRAIN_DELAY_MS: '0',
       // No JVM started (and no class archive made) at start-up: on a busy machine that took minutes
       // and the start timed out. Diagrams still render, the JVM starting on the first one; a test
       // about start-up itself sets 'true'.

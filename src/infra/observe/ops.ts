@@ -34,6 +34,9 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
       'Readiness: 503 when Redis or the blob store is down, "degraded" when an optional engine is missing',
   };
   app.get('/readyz', { schema: readyDoc }, async (_req, reply) => {
+    reply.header('cache-control', 'no-store');
+    // Draining (SIGTERM): not ready at once, without asking anything, so balancers stop choosing it.
+    if (ctx.drain.draining) return reply.code(503).send({ status: 'draining', checks: {} });
     const r = await ctx.readiness.run();
     reply.header('cache-control', 'no-store').code(r.ok ? 200 : 503);
     return { status: !r.ok ? 'not ready' : r.degraded ? 'degraded' : 'ready', checks: r.checks };
