@@ -4,6 +4,7 @@
 // API; languages the server cannot render are offered disabled with /health's reason. The page's
 // CSP stays strict (no inline script, no eval): a violation would be a console error.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { inflateSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
@@ -192,6 +193,24 @@ describe('diagram editor in Chromium', { skip: toolSkip('chromium'), timeout: 60
     await page.selectOption('#uml-type', 'dot');
     await page.selectOption('#uml-type', 'graphviz');
     assert.equal(await page.inputValue('#uml-src'), 'digraph {\n  a -> b\n  c -> ;\n}');
+  });
+
+  it('previews a source too long for a URL by POSTing it, and still offers the Kroki link', async (t) => {
+    if (!health.get('graphviz')?.available) return t.skip(missing('graphviz is not available here'));
+    await page.selectOption('#uml-type', 'graphviz');
+    // Random text does not compress: its encoding is far past what a request line may carry.
+    const text = `/* ${randomBytes(9000).toString('base64')} */\ndigraph { long -> source }`;
+    const answer = page.waitForResponse((r) => new URL(r.url()).pathname === '/plantuml/graphviz/svg');
+    await page.fill('#uml-src', text);
+    const asked = await answer;
+    assert.equal(asked.request().method(), 'POST');
+    assert.equal(asked.request().postData(), text);
+    assert.equal(asked.status(), 200);
+    assert.equal(await shown('graphviz', 'svg'), 'Rendered.');
+    const link = await page.inputValue('#uml-kroki');
+    assert.ok(link.length > 9000, 'the link carries the whole source');
+    const prefix = `${srv.url}/plantuml/graphviz/svg/`;
+    assert.equal(inflateSync(Buffer.from(link.slice(prefix.length), 'base64url')).toString('utf8'), text);
   });
 
   it('ran without console errors or CSP violations', () => {

@@ -20,6 +20,27 @@ export function editorLine(text: string, engineLine: number): number {
   return linesBefore + engineLine + 1;
 }
 
+/**
+ * Past this many characters of encoded source the preview POSTs the text instead: a request line
+ * longer than ~8 KB is refused by common proxies (nginx's default header buffers) and past 16 KB by
+ * Node itself. The copyable links stay GET URLs (what a Markdown page embeds).
+ */
+export const GET_MAX = 6000;
+
+/** The preview's request: Kroki-style GET of the encoded text, or a POST of the text when too long. */
+export function previewRequest(
+  getPath: string,
+  postPath: string,
+  text: string,
+  headers: Record<string, string>,
+): [string, RequestInit] {
+  if (getPath.length <= GET_MAX) return [getPath, { headers }];
+  return [
+    postPath,
+    { method: 'POST', headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' }, body: text },
+  ];
+}
+
 interface Lang {
   type: string;
   kind: string;
@@ -133,7 +154,9 @@ export function initDiagram(cfg: PageConfig): void {
       if (l.kind === 'plantuml') {
         // plantuml-server's API: a syntax error is a 400 *with* an error image, and only the
         // response headers say what and where the error is.
-        const r = await fetch(`/plantuml/${format}/${penc}`);
+        const r = await fetch(
+          ...previewRequest(`/plantuml/${format}/${penc}`, `/plantuml/${format}`, plantumlText(l, text), {}),
+        );
         if (mine !== seq) return;
         const error = r.headers.get('x-plantuml-diagram-error');
         const line = r.headers.get('x-plantuml-diagram-error-line');
@@ -151,9 +174,11 @@ export function initDiagram(cfg: PageConfig): void {
         return;
       }
       // Kroki's API; errors in JSON: {"error":{"code","message"}}, the message naming the line.
-      const r = await fetch(`/plantuml/${l.type}/${format}/${kenc}`, {
-        headers: { accept: 'application/json' },
-      });
+      const r = await fetch(
+        ...previewRequest(`/plantuml/${l.type}/${format}/${kenc}`, `/plantuml/${l.type}/${format}`, text, {
+          accept: 'application/json',
+        }),
+      );
       if (mine !== seq) return;
       if (!r.ok) {
         const message = await krokiError(r);
