@@ -38,7 +38,12 @@ export const plantumlSection = {
   timeoutMs: duration(10_000, {
     unit: 'ms',
     min: 100,
-    doc: 'wall-clock limit of one render in any language; a JVM worker or render thread that runs past it is replaced',
+    doc: 'wall-clock limit of one render in any language (504 past it); a PlantUML render past it is abandoned on a low-priority thread, a render thread is replaced',
+  }),
+  quarantineSec: duration(600, {
+    unit: 's',
+    min: 0,
+    doc: 'a client or diagram whose render timed out or ran out of memory is rendered this long by a separate low-priority JVM (0 = off)',
   }),
   renderThreads: int(2, {
     min: 1,

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Cache } from '../../infra/cache/cache.ts';
+import { ByteLru } from '../../infra/cache/lru.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../infra/limits/fair-queue.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
@@ -12,7 +13,7 @@ import { ClassArchive } from './cds.ts';
 import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
 import { buildWorker, defaultJar, detectJavaCached, type JavaInfo } from './java.ts';
-import { WorkerPool } from './pool.ts';
+import { type PoolEvent, RenderTimeout, WorkerPool } from './pool.ts';
 import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
 import { engineProfile, type FetchAnswer, JavaWorker, javaArgs, type WorkerOptions } from './worker.ts';
 
@@ -35,7 +36,22 @@ export interface EngineConfig {
   cacheDisk: number;
   /** Start workers from a class-data sharing archive (made once in the data directory). */
   classArchive: boolean;
+  /**
+   * Seconds a client or a source whose render timed out or ran out of memory is rendered by the
+   * quarantine worker; 0 = no quarantine.
+   */
+  quarantineSec?: number;
 }
+
+/** The pool a worker event comes from (a label of the events metric). */
+export type PoolName = 'main' | 'quarantine';
+
+/** Render threads of the quarantine worker: suspects share them, one JVM start at most under attack. */
+const QUARANTINE_THREADS = 2;
+/** The quarantine worker stops after this long without suspects' work. */
+const QUARANTINE_IDLE_MS = 60_000;
+/** Suspects remembered at most (the oldest are forgotten first). */
+const MAX_SUSPECTS = 10_000;
 
 export interface RenderRequest {
   op: 'render' | 'map';
@@ -58,6 +74,8 @@ export class BadDiagram extends Error {}
 export class RenderFailed extends Error {}
 /** The format needs a newer Java (501). */
 export class NotSupported extends Error {}
+/** The diagram needs more memory than a worker's heap (422). */
+export class TooMuchMemory extends RenderFailed {}
 
 export interface EngineFacts {
   version: string;
@@ -72,6 +90,15 @@ export class PlantumlEngine {
   private javaInfo: Promise<JavaInfo> | null = null;
   private prepared: Promise<WorkerPool> | null = null;
   private pool: WorkerPool | null = null;
+  /**
+   * A JVM of its own, at the lowest CPU priority, with a smaller heap and killed on a timeout, for
+   * the renders of suspects: a client or a source that made a render time out or run out of memory
+   * recently. Re-sending a runaway diagram then costs the others nothing but the first deadline.
+   */
+  private quarantine: WorkerPool | null = null;
+  private readonly quarantineAdmission: FairQueue;
+  /** Suspects (client keys, source hashes) -> until when (ms). */
+  private readonly suspects = new ByteLru<number>(MAX_SUSPECTS, () => 1);
   readonly cache: Cache<RenderedMeta>;
   private archive: ClassArchive | null = null;
   /**
@@ -91,9 +118,9 @@ export class PlantumlEngine {
   private readonly cfg: EngineConfig;
   readonly dataDir: string;
   private readonly log: Logger;
-  private onPoolEvent: ((event: string) => void) | null = null;
+  private onPoolEvent: ((event: PoolEvent, pool: PoolName) => void) | null = null;
   /** Pool events from before anyone listened (a prelaunched engine's first spawns). */
-  private earlyEvents: string[] = [];
+  private earlyEvents: [PoolEvent, PoolName][] = [];
   /** Answers the engine's URL reads; set by the plugin (a prelaunched engine starts without one). */
   private includes: IncludeFetcher | null;
   constructor(cfg: EngineConfig, dataDir: string, log: Logger, includes: IncludeFetcher | null = null) {
@@ -113,13 +140,18 @@ export class PlantumlEngine {
       queueLength: cfg.queueSize,
       clientShare: cfg.clientShare / 100,
     });
+    this.quarantineAdmission = new FairQueue({
+      concurrency: QUARANTINE_THREADS,
+      queueLength: cfg.queueSize,
+      clientShare: cfg.clientShare / 100,
+    });
     this.cache = renderCache(dataDir, cfg, log);
   }
 
   /** Receives every pool event (spawn, exit, timeout, crash), those that happened before too. */
-  onEvent(fn: (event: string) => void): void {
+  onEvent(fn: (event: PoolEvent, pool: PoolName) => void): void {
     this.onPoolEvent = fn;
-    for (const e of this.earlyEvents.splice(0)) fn(e);
+    for (const [e, p] of this.earlyEvents.splice(0)) fn(e, p);
   }
 
   /** Hands over the include fetcher (the plugin builds it after a prelaunched engine started). */
@@ -138,14 +170,43 @@ export class PlantumlEngine {
   }
 
   stats(): ReturnType<WorkerPool['stats']> & { pids: number[] } {
-    const s = this.pool?.stats() ?? { workers: 0, busy: 0, idle: 0, queued: 0 };
+    const s = this.pool?.stats() ?? { workers: 0, busy: 0, idle: 0, queued: 0, abandoned: 0 };
     return { ...s, queued: s.queued + this.admission.stats.queued, pids: this.pool?.pids() ?? [] };
   }
 
-  /** Runs one worker request in a slot of `client`'s share. */
+  /** Runs one worker request in a slot of `client`'s share (in quarantine for a suspect). */
   private async run(client: string, req: WorkerRequest): Promise<WorkerReply> {
     const pool = await this.prepare();
-    return this.admission.run(client, () => pool.run(req));
+    const source = () => (req.source === undefined ? '' : sourceKey(req.source));
+    const quarantine =
+      this.quarantine && this.suspects.size > 0 && (this.suspect(client) || this.suspect(source()));
+    const [admission, target] = quarantine
+      ? [this.quarantineAdmission, this.quarantine!]
+      : [this.admission, pool];
+    try {
+      const reply = await admission.run(client, () => target.run(req));
+      if (reply.status === 'exception' && reply.oom !== undefined) this.suspectOf(client, source());
+      return reply;
+    } catch (err) {
+      if (err instanceof RenderTimeout) this.suspectOf(client, source());
+      throw err;
+    }
+  }
+
+  private suspect(key: string): boolean {
+    const until = key ? this.suspects.get(key) : undefined;
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.suspects.delete(key);
+    return false;
+  }
+
+  private suspectOf(client: string, source: string): void {
+    const sec = this.cfg.quarantineSec ?? 0;
+    if (sec <= 0) return;
+    const until = Date.now() + sec * 1000;
+    // The server's own requests (client '') are not a suspect; their source still is.
+    for (const k of [client, source]) if (k) this.suspects.set(k, until);
   }
 
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
@@ -169,6 +230,7 @@ export class PlantumlEngine {
         urlAllowlist: this.cfg.urlAllowlist,
         limitSize: this.cfg.limitSize,
         threads: this.cfg.workerThreads,
+        timeoutMs: this.cfg.timeoutMs,
         fetchTimeoutMs: (this.cfg.includeTimeoutMs ?? 10_000) + 2000,
         // Looked up per read: workers started before the plugin handed the fetcher over use it too.
         fetch: (url) => this.fetchInclude(url),
@@ -184,35 +246,52 @@ export class PlantumlEngine {
           })
         : null;
       this.archive = archive;
+      const spawn = (extra: Partial<WorkerOptions>) => {
+        const shared = archive?.current();
+        const w = new JavaWorker({ ...base, ...extra, ...(shared ? { sharedArchive: shared } : {}) });
+        // Before the pool's own exit listener, so the replacement already starts without it.
+        // Killed (SIGKILL: shutdown, the OOM killer, a timeout in quarantine) is not the archive's
+        // fault; exiting (-Xshare:on refusing it) or crashing (SIGBUS on a damaged mapping) is.
+        if (shared)
+          w.onExit((e) => {
+            if (!w.started && !this.closed && e.signal !== 'SIGKILL') archive?.reject(shared);
+          });
+        return w;
+      };
+      const events = (pool: PoolName) => (event: PoolEvent, detail: Record<string, unknown>) => {
+        const level = event === 'spawn' || event === 'exit' || event === 'cold_wait' ? 'debug' : 'warn';
+        this.log[level]({ ...detail, pool }, `plantuml worker ${event}`);
+        if (this.onPoolEvent) this.onPoolEvent(event, pool);
+        else if (this.earlyEvents.length < 64) this.earlyEvents.push([event, pool]);
+      };
       this.pool = new WorkerPool({
         size: this.cfg.workers,
         threads: this.cfg.workerThreads,
         timeoutMs: this.cfg.timeoutMs,
-        spawn: () => {
-          const shared = archive?.current();
-          const w = new JavaWorker(shared ? { ...base, sharedArchive: shared } : base);
-          // Before the pool's own exit listener, so the replacement already starts without it.
-          // Killed (SIGKILL: shutdown, the OOM killer) is not the archive's fault; exiting
-          // (-Xshare:on refusing it) or crashing (SIGBUS on a damaged mapping) is.
-          if (shared)
-            w.onExit((e) => {
-              if (!w.started && !this.closed && e.signal !== 'SIGKILL') archive?.reject(shared);
-            });
-          return w;
-        },
+        heapBytes: this.cfg.workerHeap,
+        spawn: () => spawn({}),
         retryStart: (w) => w.sharedArchive !== undefined && !this.closed,
         onHello: (h) => {
           this.facts ??= { version: h.version ?? '', compileTime: h.compileTime ?? 0, java: h.java ?? '' };
           // The first worker is up: now the one-time training run may take CPU (a no-op once made).
           archive?.train();
         },
-        onEvent: (event, detail) => {
-          const level = event === 'spawn' || event === 'exit' ? 'debug' : 'warn';
-          this.log[level]({ ...detail }, `plantuml worker ${event}`);
-          if (this.onPoolEvent) this.onPoolEvent(event);
-          else if (this.earlyEvents.length < 64) this.earlyEvents.push(event);
-        },
+        onEvent: events('main'),
       });
+      if ((this.cfg.quarantineSec ?? 0) > 0) {
+        const heapBytes = Math.min(this.cfg.workerHeap, 256 * 1024 ** 2);
+        this.quarantine = new WorkerPool({
+          size: 1,
+          threads: QUARANTINE_THREADS,
+          timeoutMs: this.cfg.timeoutMs,
+          onTimeout: 'kill',
+          heapBytes,
+          idleExitMs: QUARANTINE_IDLE_MS,
+          spawn: () => spawn({ threads: QUARANTINE_THREADS, heapBytes, nice: true }),
+          retryStart: (w) => w.sharedArchive !== undefined && !this.closed,
+          onEvent: events('quarantine'),
+        });
+      }
       // All workers start on first use (one after another), so the later ones warm up while the
       // first one serves, instead of starting cold in the middle of the first burst.
       this.pool.warm();
@@ -331,6 +410,10 @@ export class PlantumlEngine {
       case 'badindex':
         throw new BadDiagram('No image at this index');
       default:
+        if (reply.oom !== undefined)
+          throw new TooMuchMemory(
+            'the diagram needs more memory than a PlantUML worker may use (DEVUTIL_PLANTUML_WORKER_HEAP)',
+          );
         this.log.warn({ exception: reply.exception }, 'plantuml engine exception');
         throw new RenderFailed(
           'the PlantUML engine failed on this diagram in this format (try svg or png; txt of most diagram types needs Graphviz)',
@@ -362,9 +445,14 @@ export class PlantumlEngine {
   async close(): Promise<void> {
     this.closed = true;
     if (this.prepared) await this.prepared.catch(() => null);
-    await Promise.all([this.pool?.close(), this.archive?.close()]);
+    await Promise.all([this.pool?.close(), this.quarantine?.close(), this.archive?.close()]);
     await this.cache.idle();
   }
+}
+
+/** The quarantine's name for a diagram text. */
+function sourceKey(source: string): string {
+  return `source:${createHash('sha256').update(source).digest('base64')}`;
 }
 
 /**

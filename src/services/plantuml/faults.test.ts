@@ -1,7 +1,8 @@
-// Timeouts, killed workers and a full queue do not take the service down. One small pool (one
-// worker, a short timeout) for the whole file.
+// Timeouts, killed workers, memory bombs and a full queue do not take the service down. One small
+// pool (one worker, a short timeout) for most of the file.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
@@ -17,6 +18,28 @@ function workerPids(): number[] {
     .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 
+/** Child processes of `pid` running `name`. */
+function children(pid: number, name: string): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=,comm=', '--ppid', String(pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, comm]) => comm === name)
+    .map(([p]) => Number(p));
+}
+
+/** Thread ids of `pid` running at nice 19 (Linux /proc: field 19 of each task's stat). */
+function niceThreads(pid: number): Set<string> {
+  const out = new Set<string>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      if (f.slice(f.lastIndexOf(')') + 2).split(' ')[16] === '19') out.add(t);
+    } catch {} // ended meanwhile
+  }
+  return out;
+}
+
 function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
@@ -26,10 +49,10 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
+async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    if (cond()) return true;
+    if (await cond()) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
   return cond();
@@ -37,24 +60,34 @@ async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
 
 /**
  * A 144-class diagram with random links: its layout runs for minutes (docs/protocols/plantuml-server.md
- * §11).
+ * §11), in `dot`; with `smetana`, in the JVM (the engine's own port of Graphviz).
  */
-function pathological(): string {
+function pathological(smetana = false): string {
   let seed = 7;
   const rnd = (n: number) => {
     seed = (seed * 48271) % 2147483647; // Park-Miller: exact in doubles, so a real random graph
     return seed % n;
   };
-  const lines = ['@startuml'];
+  const lines = ['@startuml', ...(smetana ? ['!pragma layout smetana'] : [])];
   for (let i = 0; i < 144; i++) lines.push(`class C${i} {\n +f${i}() : int\n}`);
   for (let i = 0; i < 144; i++) for (let k = 0; k < 4; k++) lines.push(`C${i} --> C${rnd(144)}`);
   lines.push('@enduml');
   return lines.join('\n');
 }
 
+/** A string doubled until the heap is gone (the preprocessor has no size limit of its own). */
+const MEMORY_BOMB =
+  '@startuml\n!$s = "xxxxxxxxxxxxxxxx"\n!while 1 == 1\n!$s = $s + $s\n!endwhile\nA -> B : $s\n@enduml';
+
+/** Nice value of a process. */
+function niceOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
 const INC = 'http://include.test';
 
-describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () => {
+describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeout: 240_000 }, () => {
   let app: FastifyInstance;
   let inc: IncludeServer;
   const dataDir = tempDir(); // shared, so the worker entry point is compiled once
@@ -67,7 +100,9 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
           workers: 1,
           workerThreads: 1,
           queueSize: 1,
-          timeoutMs: 3000,
+          timeoutMs: 6000,
+          // Every render here comes from one client: the quarantine has its own test.
+          quarantineSec: 0,
           urlAllowlist: [`${INC}/`],
         },
         // Includes are fetched by the server through its address guard: loopback by an override.
@@ -83,7 +118,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
   const post = (url: string, payload: string) =>
     app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'text/plain' } });
 
-  it('kills a render that passes the timeout (JVM and dot), answers 504, and the next request works', async () => {
+  it('answers 504 for a render past the timeout, kills its dot and serves the next diagram on the same JVM', async () => {
     const warm = await post('/plantuml/txt', 'A -> B : warm');
     assert.equal(warm.statusCode, 200);
     const [pid] = workerPids();
@@ -91,11 +126,39 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
     const r = await post('/plantuml/svg', pathological());
     assert.equal(r.statusCode, 504);
     assert.match(r.body, /timed out/);
-    assert.ok(await until(() => !groupAlive(pid), 10_000), 'the worker process group (JVM + dot) is gone');
+    // The one thread was abandoned and replaced: the next diagram needs no new JVM.
     const next = await post('/plantuml/txt', 'A -> B : after the timeout');
     assert.equal(next.statusCode, 200);
     assert.match(next.body, /after the timeout/);
-    assert.notEqual(workerPids()[0], pid);
+    assert.deepEqual(workerPids(), [pid]);
+    // The abandoned render's dot is killed once it is older than the timeout (+2 s).
+    assert.ok(await until(() => children(pid, 'dot').length === 0, 15_000), 'the runaway dot is gone');
+    assert.ok(groupAlive(pid));
+  });
+
+  it('lowers an abandoned render thread to the least CPU priority', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    const [pid] = workerPids();
+    assert.ok(pid);
+    const before = niceThreads(pid); // an earlier test's abandoned render may still run out
+    // Smetana lays the graph out inside the JVM: the thread keeps running after the deadline.
+    const r = await post('/plantuml/svg', pathological(true));
+    assert.equal(r.statusCode, 504);
+    const lowered = () => [...niceThreads(pid)].some((t) => !before.has(t));
+    assert.ok(await until(lowered, 5000), 'the abandoned render thread runs at nice 19');
+    const next = await post('/plantuml/txt', 'A -> B : beside the abandoned render');
+    assert.equal(next.statusCode, 200);
+    assert.deepEqual(workerPids(), [pid]);
+  });
+
+  it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    const r = await post('/plantuml/svg', MEMORY_BOMB);
+    assert.equal(r.statusCode, 422, r.body.slice(0, 200));
+    assert.match(r.body, /more memory/);
+    const next = await post('/plantuml/txt', 'A -> B : after the memory bomb');
+    assert.equal(next.statusCode, 200);
+    assert.match(next.body, /after the memory bomb/);
   });
 
   it('retries a request whose worker was killed mid-render on a fresh worker', async () => {
@@ -136,11 +199,19 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
     assert.match(b.body, /queued behind/);
   });
 
-  it('retries the other renders of a worker killed for a timeout', async () => {
+  it('leaves the other renders of a worker alone when one times out', async () => {
+    // The first server's JVMs (one may still be stopping after the memory bomb replaced it).
+    const others = workerPids();
     const shared = await buildTestServer({
       overrides: {
         server: { dataDir },
-        plantuml: { workers: 1, workerThreads: 2, timeoutMs: 3000, urlAllowlist: [`${INC}/`] },
+        plantuml: {
+          workers: 1,
+          workerThreads: 2,
+          timeoutMs: 6000,
+          quarantineSec: 0,
+          urlAllowlist: [`${INC}/`],
+        },
         egress: { resolve: [`include.test=${new URL(inc.url).host}`] },
       },
     });
@@ -153,7 +224,10 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
           headers: { 'content-type': 'text/plain' },
         });
       assert.equal((await send('A -> B : up')).statusCode, 200);
-      // The runaway starts first, so its deadline (not the sibling's) is the one that kills the JVM.
+      const mine = () => workerPids().filter((p) => !others.includes(p));
+      const pids = mine();
+      assert.equal(pids.length, 1);
+      // The runaway starts first, so its deadline passes while the sibling waits for its include.
       const runaway = send(pathological());
       await new Promise((r) => setTimeout(r, 1000));
       inc.hold = true;
@@ -166,6 +240,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
       assert.equal(r.statusCode, 200, r.body.slice(0, 200));
       assert.match(r.body, /Carol/);
       assert.equal(inc.hits.get('/slow-sibling.puml'), 1);
+      assert.deepEqual(mine(), pids, 'no worker was replaced');
     } finally {
       await shared.close();
     }
@@ -184,5 +259,89 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']) }, () 
       await extra.close();
     }
     assert.ok(await until(() => !groupAlive(mine[0]!)));
+  });
+});
+
+describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout: 180_000 }, () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({
+      overrides: {
+        server: { dataDir: tempDir() },
+        plantuml: { workers: 1, workerThreads: 2, timeoutMs: 6000 },
+      },
+    });
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  const post = (payload: string, remoteAddress: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/plantuml/txt',
+      payload,
+      remoteAddress,
+      headers: { 'content-type': 'text/plain' },
+    });
+
+  /** devutil_plantuml_workers by state. */
+  const workers = async (): Promise<Record<string, number>> => {
+    const text = (await app.inject({ url: '/metrics' })).body;
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^devutil_plantuml_workers\{state="(\w+)"\} (\d+)/gm))
+      out[m[1]!] = Number(m[2]);
+    return out;
+  };
+
+  it('holds a client flooding runaway layouts to its share of the render threads, and serves another client beside it', async () => {
+    assert.equal((await post('A -> B : up', '198.51.100.4')).statusCode, 200);
+    // Two threads, a 50 % share: the flood runs one render and queues the other.
+    const flood = [0, 1].map((i) =>
+      app.inject({
+        method: 'POST',
+        url: '/plantuml/svg',
+        payload: pathological().replace('@startuml', `@startuml\n' flood ${i}`),
+        remoteAddress: '198.51.100.3',
+        headers: { 'content-type': 'text/plain' },
+      }),
+    );
+    let w: Record<string, number> = {};
+    assert.ok(
+      await until(async () => {
+        w = await workers();
+        return (w['busy'] ?? 0) + (w['queued'] ?? 0) === 2;
+      }, 30_000),
+      'both flood renders admitted',
+    );
+    assert.deepEqual([w['busy'], w['queued']], [1, 1], 'one running, one waiting');
+    const other = await post('A -> B : beside the flood', '198.51.100.4');
+    assert.equal(other.statusCode, 200);
+    assert.match(other.body, /beside the flood/);
+    assert.deepEqual(
+      (await Promise.all(flood)).map((r) => r.statusCode),
+      [504, 504],
+    );
+  });
+
+  it('renders a client whose diagram timed out in a low-priority JVM of its own, the others as before', async () => {
+    assert.equal((await post('A -> B : up', '198.51.100.1')).statusCode, 200);
+    const [main] = workerPids();
+    assert.ok(main);
+    assert.equal((await post(pathological(true), '198.51.100.2')).statusCode, 504);
+    // The same client with another diagram: served, by a second JVM at the lowest priority.
+    const again = await post('A -> B : from the suspect', '198.51.100.2');
+    assert.equal(again.statusCode, 200);
+    assert.match(again.body, /from the suspect/);
+    const quarantine = workerPids().filter((p) => p !== main);
+    assert.equal(quarantine.length, 1);
+    assert.equal(niceOf(quarantine[0]!), 19);
+    assert.equal(niceOf(main), 0);
+    // Its next runaway ends the quarantine JVM, not the one everyone else uses.
+    assert.equal((await post(pathological(true), '198.51.100.2')).statusCode, 504);
+    assert.ok(await until(() => !groupAlive(quarantine[0]!), 10_000), 'the quarantine JVM was killed');
+    const other = await post('A -> B : someone else', '198.51.100.1');
+    assert.equal(other.statusCode, 200);
+    assert.ok(workerPids().includes(main));
   });
 });

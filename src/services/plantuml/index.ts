@@ -17,8 +17,8 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/plantuml', 'text');
   const events = ctx.metrics.counter(
     'devutil_plantuml_worker_events_total',
-    'worker spawns, exits, timeouts and crashes',
-    ['event'],
+    'worker JVM events: spawn, exit, timeout (a render abandoned or, in quarantine, killed), crash (renders retried after their JVM died), retire (replaced while serving), unresponsive (killed), cold_wait (a render that waited for a JVM start)',
+    ['event', 'pool'],
   );
   const log = ctx.logger.child({ svc: 'plantuml' });
   // URL includes are fetched here, not by the JVM: through the address guard, with validators.
@@ -42,7 +42,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ctx.prelaunched.take<PlantumlEngine>('plantuml', ctx.dataDir) ??
     new PlantumlEngine(cfg, ctx.dataDir, log);
   engine.useIncludes(includes);
-  engine.onEvent((e) => events.inc({ event: e }));
+  engine.onEvent((event, pool) => events.inc({ event, pool }));
   ctx.metrics.caches.push(engine.cache);
   // Every other language (Kroki API): worker threads and system programs, the same shared cache.
   const renderer = new DiagramRenderer({
@@ -56,22 +56,26 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     cache: engine.cache,
     log,
   });
-  const workers = ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state']);
-  const threads = ctx.metrics.gauge(
+  // Set at scrape time: a render queue filling up (or abandoned renders piling up) shows while it
+  // happens, not at the next diagram answer.
+  ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state'], (g) => {
+    const s = engine.stats();
+    g.set({ state: 'busy' }, s.busy);
+    g.set({ state: 'idle' }, s.idle);
+    g.set({ state: 'queued' }, s.queued);
+    g.set({ state: 'abandoned' }, s.abandoned);
+  });
+  ctx.metrics.gauge(
     'devutil_plantuml_render_threads',
     'render threads of the JavaScript/WebAssembly engines by state',
     ['state'],
+    (g) => {
+      const t = renderer.stats();
+      g.set({ state: 'busy' }, t.busy);
+      g.set({ state: 'idle' }, t.threads - t.busy);
+      g.set({ state: 'queued' }, t.queued);
+    },
   );
-  const refresh = () => {
-    const s = engine.stats();
-    workers.set({ state: 'busy' }, s.busy);
-    workers.set({ state: 'idle' }, s.idle);
-    workers.set({ state: 'queued' }, s.queued);
-    const t = renderer.stats();
-    threads.set({ state: 'busy' }, t.busy);
-    threads.set({ state: 'idle' }, t.threads - t.busy);
-    threads.set({ state: 'queued' }, t.queued);
-  };
   const diagrams = ctx.metrics.counter(
     'devutil_plantuml_diagrams_total',
     'diagram answers by cache use and status',
@@ -88,7 +92,6 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.addHook('onResponse', async (_req, reply) => {
     const cache = reply.getHeader('x-plantuml-cache');
     if (cache) diagrams.inc({ cache: String(cache), status: String(reply.statusCode) });
-    refresh();
   });
 
   // Cheap and bounded: never compiles or starts a JVM, never holds /readyz past ~1 s (the first

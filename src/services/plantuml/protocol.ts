@@ -2,7 +2,7 @@
 // reply frames in, parsed incrementally from the child's stdout. The worker also sends "fetch"
 // frames (a URL the engine wants to read), answered with "fetched" frames.
 
-export type Op = 'render' | 'map' | 'check' | 'language' | 'info';
+export type Op = 'render' | 'map' | 'check' | 'language' | 'info' | 'cancel' | 'ping';
 
 export interface WorkerRequest {
   op: Op;
@@ -26,9 +26,12 @@ export interface IncludeRecord {
 }
 
 export interface WorkerReply {
-  /** The request this answers; 0 for the hello; the fetch id for a fetch frame. */
+  /**
+   * The request this answers; 0 for the hello and the end of the warm-up; the fetch id for a
+   * fetch frame; the render given up on for an "abandoned" frame.
+   */
   id: number;
-  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception' | 'fetch';
+  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception' | 'fetch' | 'abandoned' | 'warmed' | 'pong';
   /** The URL a fetch frame asks for. */
   url?: string;
   /** URLs fetched while this request was in flight (set by worker.ts, not by the JVM). */
@@ -38,6 +41,10 @@ export interface WorkerReply {
   width?: number;
   height?: number;
   exception?: string;
+  /** Out of memory: the bytes this render had allocated when it failed. */
+  oom?: number;
+  /** The kernel thread id of an abandoned render's thread. */
+  tid?: number;
   /** Engine facts (hello and info replies). */
   version?: string;
   compileTime?: number;
@@ -64,7 +71,17 @@ export function encodeFetched(id: number, status: number, type: string, body: Bu
   return Buffer.concat([pre, head, body]);
 }
 
-const STATUSES = new Set(['ok', 'error', 'nodiagram', 'badindex', 'exception', 'fetch']);
+const STATUSES = new Set([
+  'ok',
+  'error',
+  'nodiagram',
+  'badindex',
+  'exception',
+  'fetch',
+  'abandoned',
+  'warmed',
+  'pong',
+]);
 
 /** A reply frame: u32 request id (0 = hello), u32 meta length, meta lines, body. */
 export function parseReply(frame: Buffer): WorkerReply {
@@ -90,6 +107,8 @@ export function parseReply(frame: Buffer): WorkerReply {
       case 'width':
       case 'height':
       case 'compileTime':
+      case 'oom':
+      case 'tid':
         reply[key] = Number(value);
         break;
       case 'description':

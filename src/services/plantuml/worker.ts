@@ -1,7 +1,10 @@
-// One warm JVM running the worker entry point. It is its own process group, so a kill on timeout also ends
-// the `dot` children it spawned (docs/protocols/plantuml-server.md §6: only killing stops a runaway
-// render).
+// One warm JVM running the worker entry point. It is its own process group, so killing it also ends
+// the `dot` children it spawned (docs/protocols/plantuml-server.md §6: the engine has no way to stop
+// a render). A render given up on is abandoned instead (the JVM goes on serving the others): its
+// thread is put at the lowest CPU priority here and ends with its render.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { constants, setPriority } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { minimalEnv, WORKER_CLASS, WORKER_JAR } from './java.ts';
 import {
@@ -33,6 +36,8 @@ export interface WorkerOptions {
   limitSize: number;
   /** Render threads inside the JVM (requests it runs at once). */
   threads: number;
+  /** The render deadline: the JVM kills `dot` processes of abandoned renders this much (+2 s) old. */
+  timeoutMs?: number;
   /** Answers the engine's URL reads; absent: every URL is refused. */
   fetch?: (url: string) => Promise<FetchAnswer>;
   /** How long the JVM waits for one fetch answer. */
@@ -41,6 +46,8 @@ export interface WorkerOptions {
   sharedArchive?: string;
   /** Training run: load what renders load, exit, and write the archive here. */
   trainArchive?: string;
+  /** Run the whole JVM (and the `dot` it starts) at the lowest CPU priority. */
+  nice?: boolean;
   /** More JVM flags (benchmarks try them one at a time). */
   jvmFlags?: readonly string[];
   onStderr?: (line: string) => void;
@@ -51,6 +58,22 @@ interface Pending {
   reject: (e: Error) => void;
   /** URL -> hash of what the engine got while this request was in flight. */
   includes: Map<string, string> | null;
+}
+
+const NICE = ['/usr/bin/nice', '/bin/nice'].find((p) => existsSync(p));
+
+/** The render was given up on (its deadline passed); its thread runs out in the JVM. */
+export class RenderAbandoned extends Error {}
+
+/**
+ * Lowest CPU priority for one thread of the JVM (Linux: the nice value is per thread, and
+ * setpriority() takes a thread id). A process may always lower its own threads' priority, never
+ * raise it back, which is why an abandoned thread ends with its render.
+ */
+function lowerPriority(tid: number): void {
+  try {
+    setPriority(tid, constants.priority.PRIORITY_LOW);
+  } catch {} // gone already, or not Linux
 }
 
 export class WorkerExited extends Error {
@@ -96,6 +119,7 @@ export function javaArgs(o: WorkerOptions): string[] {
     `-DPLANTUML_LIMIT_SIZE=${o.limitSize}`,
     `-Dplantuml.allowlist.url=${o.urlAllowlist.join(';')}`,
     `-Ddevutil.threads=${o.threads}`,
+    `-Ddevutil.timeoutMs=${o.timeoutMs ?? 10_000}`,
     `-Ddevutil.fetchTimeoutMs=${o.fetchTimeoutMs ?? 10_000}`,
     '-cp',
     `${o.jar}${delimiter}${join(o.classDir, WORKER_JAR)}`,
@@ -108,7 +132,18 @@ export class JavaWorker {
   /** Resolves with the hello frame (engine version, build time) once the JVM is warm enough to take work. */
   readonly ready: Promise<WorkerReply>;
   private pending = new Map<number, Pending>();
+  /** Renders given up on whose threads still run: id -> kernel thread id (0 until the JVM says). */
+  private abandonedRenders = new Map<number, number>();
+  private pings = new Map<number, () => void>();
   private nextId = 1;
+  private warmedResolve: () => void = () => {};
+  /** Resolves when the JVM finished its warm-up renders (never, if it dies first). */
+  readonly warmed: Promise<void> = new Promise((r) => {
+    this.warmedResolve = r;
+  });
+  private isWarm = false;
+  /** Called when an abandoned render's thread ends, or a render ran out of memory. */
+  onChange: () => void = () => {};
   private exited: WorkerExited | null = null;
   private exitListeners: ((e: WorkerExited) => void)[] = [];
   private helloed = false;
@@ -121,7 +156,9 @@ export class JavaWorker {
     this.fetch = o.fetch;
     this.sharedArchive = o.sharedArchive;
     // cwd is the worker's own directory, not the server's: nothing for a relative include to find.
-    this.proc = spawn(o.java, javaArgs(o), {
+    // `nice` execs java in the same process: every thread the JVM starts inherits the priority.
+    const [cmd, args] = o.nice && NICE ? [NICE, ['-n', '19', o.java, ...javaArgs(o)]] : [o.java, javaArgs(o)];
+    this.proc = spawn(cmd, args, {
       detached: true,
       env: minimalEnv(),
       stdio: 'pipe',
@@ -154,6 +191,27 @@ export class JavaWorker {
           this.answerFetch(reply.id, reply.url ?? '');
           continue;
         }
+        if (reply.status === 'warmed') {
+          this.isWarm = true;
+          this.warmedResolve();
+          continue;
+        }
+        if (reply.status === 'pong') {
+          this.pings.get(reply.id)?.();
+          this.pings.delete(reply.id);
+          continue;
+        }
+        if (reply.status === 'abandoned') {
+          if (this.abandonedRenders.has(reply.id) && reply.tid) {
+            this.abandonedRenders.set(reply.id, reply.tid);
+            lowerPriority(reply.tid);
+          }
+          continue;
+        }
+        if (this.abandonedRenders.delete(reply.id)) {
+          this.onChange(); // an abandoned render ended: its answer goes nowhere
+          continue;
+        }
         const p = this.pending.get(reply.id);
         this.pending.delete(reply.id);
         if (p?.includes) reply.includes = [...p.includes].map(([url, hash]) => ({ url, hash }));
@@ -175,6 +233,7 @@ export class JavaWorker {
       helloReject(this.exited);
       const all = [...this.pending.values()];
       this.pending.clear();
+      this.abandonedRenders.clear();
       for (const p of all) p.reject(this.exited);
       for (const l of this.exitListeners) l(this.exited);
     };
@@ -203,19 +262,76 @@ export class JavaWorker {
     else this.exitListeners.push(fn);
   }
 
-  /** Requests sent and not answered yet. */
+  /** Requests sent and not answered yet (abandoned renders not counted: their threads were replaced). */
   get inflight(): number {
     return this.pending.size;
   }
 
-  /** Sends one request; the pool keeps at most `threads` in flight per worker. */
-  request(req: WorkerRequest): Promise<WorkerReply> {
-    if (this.exited) return Promise.reject(this.exited);
+  /** Renders given up on whose threads still run. */
+  get abandoned(): number {
+    return this.abandonedRenders.size;
+  }
+
+  /** True once the JVM finished its warm-up renders. */
+  get warm(): boolean {
+    return this.isWarm;
+  }
+
+  private newId(): number {
     const id = this.nextId++;
     if (this.nextId > 0x7fffffff) this.nextId = 1;
+    return id;
+  }
+
+  /**
+   * Sends one request; the pool keeps at most `threads` in flight per worker. When `signal` aborts
+   * before the answer, the render is abandoned: the promise rejects with RenderAbandoned at once and
+   * the JVM is told to let the render run out on a low-priority thread of its own.
+   */
+  request(req: WorkerRequest, signal?: AbortSignal): Promise<WorkerReply> {
+    if (this.exited) return Promise.reject(this.exited);
+    const id = this.newId();
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, includes: null });
+      const onAbort = () => {
+        if (!this.pending.delete(id) || this.exited) return;
+        this.abandonedRenders.set(id, 0);
+        this.proc.stdin.write(encodeRequest({ op: 'cancel' }, id));
+        reject(new RenderAbandoned());
+      };
+      this.pending.set(id, {
+        resolve: (r) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(r);
+        },
+        reject: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+        includes: null,
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.proc.stdin.write(encodeRequest(req, id));
+    });
+  }
+
+  /** Resolves true when the JVM's reader answers within `ms` (it answers while every render thread is busy). */
+  ping(ms: number): Promise<boolean> {
+    if (this.exited) return Promise.resolve(false);
+    const id = this.newId();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pings.delete(id);
+        resolve(false);
+      }, ms);
+      this.pings.set(id, () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+      this.onExit(() => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      this.proc.stdin.write(encodeRequest({ op: 'ping' }, id));
     });
   }
 

@@ -35,8 +35,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -94,25 +93,27 @@ public final class DevutilPlantumlWorker {
 
         // The engine renders concurrently (plantuml-server and PicoWeb run it on many threads);
         // threads overlap the waits on `dot` and keep every core busy with one JVM's memory.
-        final int threads = Math.max(1, Integer.getInteger("devutil.threads", 1));
-        final AtomicInteger active = new AtomicInteger();
-        final ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
-            final Thread t = new Thread(r, "devutil-render");
-            t.setDaemon(true);
-            return t;
-        });
+        final Renders renders = new Renders(Math.max(1, Integer.getInteger("devutil.threads", 1)));
 
         // Idle time warms the engine up (class loading, JIT) one small render at a time, on its own
         // thread: a request that arrives meanwhile starts at once instead of waiting for the step
-        // in progress, and the next step waits until no request is running.
+        // in progress, and the next step waits until no request is running. When it is done the
+        // server hears "warmed": a worker started to replace another takes work only then.
         final Thread warm = new Thread(() -> {
             for (int i = 0; i < WARM_UP.length * 2; i++) {
                 try {
-                    while (active.get() > 0) Thread.sleep(50);
+                    while (renders.active.get() > 0) Thread.sleep(50);
                 } catch (InterruptedException e) {
                     return;
                 }
                 warmUp(i);
+            }
+            final Reply warmed = new Reply();
+            warmed.put("status", "warmed");
+            try {
+                write(out, 0, warmed);
+            } catch (IOException e) {
+                System.exit(1);
             }
         }, "devutil-warm-up");
         warm.setDaemon(true);
@@ -134,32 +135,183 @@ public final class DevutilPlantumlWorker {
             final int id = in.readInt();
             final byte[] frame = new byte[len - 4];
             in.readFully(frame);
-            // Answers to fetches complete here, not on the render threads those fetches block.
+            // Answers to fetches complete here, not on the render threads those fetches block;
+            // cancels and pings too, so they are answered while every render thread is busy.
             if (startsWith(frame, FETCHED)) {
                 fetched(id, frame);
-                continue;
+            } else if (startsWith(frame, CANCEL)) {
+                renders.cancel(id);
+            } else if (startsWith(frame, PING)) {
+                final Reply pong = new Reply();
+                pong.put("status", "pong");
+                write(out, id, pong);
+            } else {
+                renders.submit(id, frame);
             }
+        }
+    }
+
+    private static final byte[] CANCEL = "cancel\t".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] PING = "ping\t".getBytes(StandardCharsets.US_ASCII);
+    /** A child process (`dot`) this much older than the render timeout belongs to an abandoned render. */
+    private static final long TIMEOUT_MS = Long.getLong("devutil.timeoutMs", 10_000L);
+    private static final long STALE_CHILD_MS = TIMEOUT_MS + 2_000L;
+    private static final com.sun.management.ThreadMXBean THREADS =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+
+    /** One request on a render thread. */
+    private static final class Task {
+        final int id;
+        final byte[] frame;
+        volatile Thread thread;
+        volatile long tid;
+        volatile boolean abandoned;
+
+        Task(int id, byte[] frame) {
+            this.id = id;
+            this.frame = frame;
+        }
+    }
+
+    /**
+     * The render threads. The server caps the renders it has in flight at the thread count; a render
+     * it gave up on (its deadline passed) is abandoned here: the thread is interrupted (the engine
+     * rarely checks), lowered to the least CPU priority by the server (it runs until the engine
+     * returns, so its `dot` children older than the timeout are killed), replaced by a new thread
+     * at once, and ends when its render does instead of going back to work at that priority.
+     * Stopping the thread is not an option: Thread.stop throws on Java 20+, and on 17 a thread
+     * stopped inside a class initializer breaks that class for every later render (measured:
+     * NoClassDefFoundError "Could not initialize class ...CommandCreoleBuilder").
+     */
+    private static final class Renders {
+        final LinkedBlockingQueue<Task> queue = new LinkedBlockingQueue<>();
+        final ConcurrentHashMap<Integer, Task> running = new ConcurrentHashMap<>();
+        /** Renders in flight that are not abandoned (the warm-up waits for none). */
+        final AtomicInteger active = new AtomicInteger();
+
+        Renders(int threads) {
+            for (int i = 0; i < threads; i++) startThread();
+            final Thread reaper = new Thread(this::reap, "devutil-reaper");
+            reaper.setDaemon(true);
+            reaper.start();
+        }
+
+        void submit(int id, byte[] frame) {
             active.incrementAndGet();
-            pool.execute(() -> {
-                final Reply reply = new Reply();
-                boolean fatal = false;
+            queue.add(new Task(id, frame));
+        }
+
+        private void startThread() {
+            final Thread t = new Thread(this::loop, "devutil-render");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        private void loop() {
+            final long tid = threadId();
+            while (true) {
+                final Task task;
                 try {
-                    handle(frame, reply);
-                } catch (Throwable t) {
-                    reply.meta.setLength(0);
-                    reply.body = new byte[0];
-                    reply.put("status", "exception");
-                    reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
-                    fatal = t instanceof VirtualMachineError;
+                    task = queue.take();
+                } catch (InterruptedException e) {
+                    continue; // an interrupt meant for a render that ended first
                 }
+                task.tid = tid;
+                task.thread = Thread.currentThread();
+                running.put(task.id, task);
+                final Reply reply = new Reply();
+                final long allocated0 = THREADS.getCurrentThreadAllocatedBytes();
                 try {
-                    write(out, id, reply);
-                } catch (java.io.IOException e) {
+                    handle(task.frame, reply);
+                } catch (OutOfMemoryError e) {
+                    // Not fatal: the render that failed lets go of what it held. The server hears
+                    // how much this render allocated, to tell the diagram that needs the memory
+                    // from one that was unlucky enough to ask for a little when it was all gone.
+                    exception(reply, e);
+                    reply.put("oom", THREADS.getCurrentThreadAllocatedBytes() - allocated0);
+                } catch (VirtualMachineError e) {
+                    if (!(e instanceof StackOverflowError)) halt(e); // the JVM may be broken
+                    exception(reply, e);
+                } catch (Throwable t) {
+                    exception(reply, t);
+                }
+                synchronized (task) {
+                    running.remove(task.id);
+                    if (!task.abandoned) active.decrementAndGet();
+                }
+                Thread.interrupted(); // an interrupt that came too late must not reach the next render
+                try {
+                    write(out, task.id, reply);
+                } catch (IOException e) {
                     System.exit(1); // the server closed the pipe
                 }
+                if (task.abandoned) return; // its replacement is running; this thread's priority is low
+            }
+        }
+
+        /** The server gave up on render `id`: see the class comment. */
+        void cancel(int id) {
+            final Task task = running.get(id);
+            if (task == null) return; // already answered (the answer is on its way) or never started
+            synchronized (task) {
+                if (task.abandoned || !running.containsKey(id)) return;
+                task.abandoned = true;
                 active.decrementAndGet();
-                if (fatal) System.exit(3); // the heap may be broken: let the pool replace us
-            });
+            }
+            startThread();
+            task.thread.interrupt();
+            final Reply r = new Reply();
+            r.put("status", "abandoned");
+            r.put("tid", task.tid);
+            try {
+                write(out, id, r);
+            } catch (IOException e) {
+                System.exit(1);
+            }
+        }
+
+        /** Kills the `dot` processes of abandoned renders (see STALE_CHILD_MS). */
+        private void reap() {
+            while (true) {
+                try {
+                    Thread.sleep(500);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                boolean any = false;
+                for (Task t : running.values()) any |= t.abandoned;
+                if (!any) continue;
+                final long now = System.currentTimeMillis();
+                ProcessHandle.current().children().forEach(p -> {
+                    final long started = p.info().startInstant().map(i -> i.toEpochMilli()).orElse(now);
+                    if (now - started > STALE_CHILD_MS) {
+                        p.descendants().forEach(ProcessHandle::destroyForcibly);
+                        p.destroyForcibly();
+                    }
+                });
+            }
+        }
+    }
+
+    private static void exception(Reply reply, Throwable t) {
+        reply.meta.setLength(0);
+        reply.body = new byte[0];
+        reply.put("status", "exception");
+        reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
+    }
+
+    private static void halt(Throwable t) {
+        System.err.println("devutil worker: " + t);
+        Runtime.getRuntime().halt(3);
+    }
+
+    /** This thread's kernel id (Linux), which the server lowers the priority of; 0 elsewhere. */
+    private static long threadId() {
+        try {
+            return Long.parseLong(java.nio.file.Files.readSymbolicLink(java.nio.file.Paths.get("/proc/thread-self"))
+                .getFileName().toString());
+        } catch (Exception e) {
+            return 0;
         }
     }
 
