@@ -14,28 +14,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Agent, request } from 'undici';
+import { memoryBomb, runaway } from '../fixtures/plantuml/bombs.ts';
 import { type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
-/** 144 classes with random links: minutes of layout, in `dot` or (smetana) in the JVM. */
-function runaway(smetana: boolean, salt: number): string {
-  let seed = 7;
-  const rnd = (n: number) => {
-    seed = (seed * 48271) % 2147483647;
-    return seed % n;
-  };
-  const lines = ['@startuml', `' ${salt}`, ...(smetana ? ['!pragma layout smetana'] : [])];
-  for (let i = 0; i < 144; i++) lines.push(`class C${i} {\n +f${i}() : int\n}`);
-  for (let i = 0; i < 144; i++) for (let k = 0; k < 4; k++) lines.push(`C${i} --> C${rnd(144)}`);
-  lines.push('@enduml');
-  return lines.join('\n');
-}
-
-/** A string doubled until the heap is gone. */
-const memoryBomb = (salt: number) =>
-  `@startuml\n' ${salt}\n!$s = "xxxxxxxxxxxxxxxx"\n!while 1 == 1\n!$s = $s + $s\n!endwhile\nA -> B : $s\n@enduml`;
-
-const BOMBS = [(i: number) => runaway(false, i), memoryBomb, (i: number) => runaway(true, i)];
+const BOMBS = [
+  (i: number) => runaway(false, i),
+  (i: number) => memoryBomb(i),
+  (i: number) => runaway(true, i),
+];
 
 /** devutil_plantuml_worker_events_total of the main pool, by event. */
 async function mainEvents(srv: Running): Promise<Record<string, number>> {

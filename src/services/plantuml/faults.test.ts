@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { memoryBomb, runaway } from '../../../test/fixtures/plantuml/bombs.ts';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
@@ -58,27 +59,6 @@ async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise
   return cond();
 }
 
-/**
- * A 144-class diagram with random links: its layout runs for minutes (docs/protocols/plantuml-server.md
- * §11), in `dot`; with `smetana`, in the JVM (the engine's own port of Graphviz).
- */
-function pathological(smetana = false): string {
-  let seed = 7;
-  const rnd = (n: number) => {
-    seed = (seed * 48271) % 2147483647; // Park-Miller: exact in doubles, so a real random graph
-    return seed % n;
-  };
-  const lines = ['@startuml', ...(smetana ? ['!pragma layout smetana'] : [])];
-  for (let i = 0; i < 144; i++) lines.push(`class C${i} {\n +f${i}() : int\n}`);
-  for (let i = 0; i < 144; i++) for (let k = 0; k < 4; k++) lines.push(`C${i} --> C${rnd(144)}`);
-  lines.push('@enduml');
-  return lines.join('\n');
-}
-
-/** A string doubled until the heap is gone (the preprocessor has no size limit of its own). */
-const MEMORY_BOMB =
-  '@startuml\n!$s = "xxxxxxxxxxxxxxxx"\n!while 1 == 1\n!$s = $s + $s\n!endwhile\nA -> B : $s\n@enduml';
-
 /** Nice value of a process. */
 function niceOf(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -123,7 +103,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.equal(warm.statusCode, 200);
     const [pid] = workerPids();
     assert.ok(pid);
-    const r = await post('/plantuml/svg', pathological());
+    const r = await post('/plantuml/svg', runaway());
     assert.equal(r.statusCode, 504);
     assert.match(r.body, /timed out/);
     // The one thread was abandoned and replaced: the next diagram needs no new JVM.
@@ -142,7 +122,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.ok(pid);
     const before = niceThreads(pid); // an earlier test's abandoned render may still run out
     // Smetana lays the graph out inside the JVM: the thread keeps running after the deadline.
-    const r = await post('/plantuml/svg', pathological(true));
+    const r = await post('/plantuml/svg', runaway(true));
     assert.equal(r.statusCode, 504);
     const lowered = () => [...niceThreads(pid)].some((t) => !before.has(t));
     assert.ok(await until(lowered, 5000), 'the abandoned render thread runs at nice 19');
@@ -153,7 +133,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
 
   it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
     await post('/plantuml/txt', 'A -> B : up');
-    const r = await post('/plantuml/svg', MEMORY_BOMB);
+    const r = await post('/plantuml/svg', memoryBomb());
     assert.equal(r.statusCode, 422, r.body.slice(0, 200));
     assert.match(r.body, /more memory/);
     const next = await post('/plantuml/txt', 'A -> B : after the memory bomb');
@@ -228,13 +208,13 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
       const pids = mine();
       assert.equal(pids.length, 1);
       // The runaway starts first, so its deadline passes while the sibling waits for its include.
-      const runaway = send(pathological());
+      const runner = send(runaway());
       await new Promise((r) => setTimeout(r, 1000));
       inc.hold = true;
       const held = inc.nextHeld();
       const sibling = send(`@startuml\n!include ${INC}/slow-sibling.puml\n@enduml`);
       await held; // both renders are now in flight on the one worker
-      assert.equal((await runaway).statusCode, 504);
+      assert.equal((await runner).statusCode, 504);
       inc.release();
       const r = await sibling;
       assert.equal(r.statusCode, 200, r.body.slice(0, 200));
@@ -301,7 +281,7 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
       app.inject({
         method: 'POST',
         url: '/plantuml/svg',
-        payload: pathological().replace('@startuml', `@startuml\n' flood ${i}`),
+        payload: runaway(false, `flood ${i}`),
         remoteAddress: '198.51.100.3',
         headers: { 'content-type': 'text/plain' },
       }),
@@ -328,7 +308,7 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
     assert.equal((await post('A -> B : up', '198.51.100.1')).statusCode, 200);
     const [main] = workerPids();
     assert.ok(main);
-    assert.equal((await post(pathological(true), '198.51.100.2')).statusCode, 504);
+    assert.equal((await post(runaway(true), '198.51.100.2')).statusCode, 504);
     // The same client with another diagram: served, by a second JVM at the lowest priority.
     const again = await post('A -> B : from the suspect', '198.51.100.2');
     assert.equal(again.statusCode, 200);
@@ -338,7 +318,7 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
     assert.equal(niceOf(quarantine[0]!), 19);
     assert.equal(niceOf(main), 0);
     // Its next runaway ends the quarantine JVM, not the one everyone else uses.
-    assert.equal((await post(pathological(true), '198.51.100.2')).statusCode, 504);
+    assert.equal((await post(runaway(true), '198.51.100.2')).statusCode, 504);
     assert.ok(await until(() => !groupAlive(quarantine[0]!), 10_000), 'the quarantine JVM was killed');
     const other = await post('A -> B : someone else', '198.51.100.1');
     assert.equal(other.statusCode, 200);
