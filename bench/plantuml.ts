@@ -7,13 +7,13 @@
 // The machine is shared: every figure is the median of alternating rounds, printed with the load.
 //   BENCH_ROUNDS (3), BENCH_COLD_ROUNDS (5), BENCH_SECONDS (8)
 //   BENCH_PLANTUML_SHAPES="1x4,2x2": also run these pool shapes (JVMs x render threads) side by side
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
-import { defaultJar } from '../src/services/plantuml/java.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import {
   header,
@@ -24,96 +24,29 @@ import {
   saturation,
   startDevutil,
   startNginx,
-  tempFile,
   type WrkResult,
   wrk,
   wrkThreads,
 } from './lib.ts';
+import {
+  corpus,
+  exitOf,
+  FORMATS,
+  jar,
+  load,
+  median,
+  removeScratch,
+  spawnDevutil,
+  status,
+  tree,
+  treeCpu,
+  uniquePaths,
+  walker,
+} from './plantuml-lib.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 8);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const COLD_ROUNDS = Number(process.env['BENCH_COLD_ROUNDS'] ?? 5);
-const CORPUS_DIR = new URL('../test/fixtures/plantuml/corpus/', import.meta.url).pathname;
-const corpus = readdirSync(CORPUS_DIR)
-  .filter((f) => f.endsWith('.puml'))
-  .map((f) => readFileSync(join(CORPUS_DIR, f), 'utf8'));
-const jar = defaultJar();
-const FORMATS = ['svg', 'png'];
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
-
-/** `n` distinct diagram URLs: the corpus round-robin, each with its own comment line. */
-function uniquePaths(tag: string, n: number): string[] {
-  return Array.from({ length: n }, (_, i) => {
-    const src = corpus[i % corpus.length]!.replace(/\n/, `\n' bench ${tag} ${i}\n`);
-    return `/plantuml/${FORMATS[i % FORMATS.length]}/${encodeDiagram(src)}`;
-  });
-}
-
-const scratch: string[] = [];
-
-/**
- * A wrk script walking `paths` in order. Each of the `threads` wrk threads has its own Lua state
- * and counter, so thread k takes paths k, k+threads, ...: no two requests share a URL (else the
- * second one of an "uncached" pair would be a cache hit).
- */
-function walker(paths: string[], threads: number): string {
-  const file = tempFile('paths.txt', `${paths.join('\n')}\n`);
-  scratch.push(dirname(file));
-  return scratchFile(
-    'walk.lua',
-    `local paths = {}
-local next_id = 0
-setup = function(thread) thread:set("id", next_id); next_id = next_id + 1 end
-local i = 0
-init = function(args)
-  for line in io.lines("${file}") do paths[#paths + 1] = line end
-  i = id
-end
-request = function()
-  local p = paths[i % #paths + 1]
-  i = i + ${threads}
-  return wrk.format("GET", p)
-end
-`,
-  );
-}
-
-function scratchFile(name: string, content: string): string {
-  const f = tempFile(name, content);
-  scratch.push(dirname(f));
-  return f;
-}
-
-function childPids(pid: number): number[] {
-  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
-  return r.stdout
-    .split('\n')
-    .map(Number)
-    .filter((n) => n > 0);
-}
-
-const tree = (p: number): number[] => [p, ...childPids(p).flatMap(tree)];
-
-/**
- * CPU seconds of a process tree, per process (/proc/PID/stat, so threads that already ended count:
- * PicoWeb runs each connection on its own thread), including reaped children (`dot`).
- */
-function treeCpu(pid: number): number {
-  let sum = 0;
-  for (const p of tree(pid)) {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const x = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      sum += (Number(x[11]) + Number(x[12]) + Number(x[13]) + Number(x[14])) / 100;
-    } catch {} // exited meanwhile
-  }
-  return sum;
-}
 
 /** Samples the RSS of a process tree every 100 ms; returns a stop() giving the peak in MiB. */
 function rssPeak(pid: number): () => number {
@@ -134,29 +67,12 @@ function rssPeak(pid: number): () => number {
   };
 }
 
-async function status(url: string): Promise<number> {
-  try {
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    return r.status;
-  } catch {
-    return 0;
-  }
-}
-
 async function waitOk(url: string, ms = 120_000): Promise<void> {
   const until = Date.now() + ms;
   while ((await status(url)) !== 200) {
     if (Date.now() > until) throw new Error(`${url} gave no diagram in ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-function exitOf(proc: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) resolve();
-    else proc.once('exit', () => resolve());
-  });
 }
 
 async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
@@ -172,38 +88,6 @@ async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
     proc,
     close: async () => {
       proc.kill('SIGKILL');
-      await exitOf(proc);
-    },
-  };
-}
-
-/** `devutil serve` as the Docker image runs it, on the data directory `dataDir`. */
-async function spawnDevutil(
-  dataDir: string,
-  env: Record<string, string>,
-): Promise<Proc & { proc: ChildProcess }> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/root',
-      DEVUTIL_PORT: String(port),
-      DEVUTIL_HOST: '127.0.0.1',
-      DEVUTIL_DATA_DIR: dataDir,
-      DEVUTIL_LOG_LEVEL: 'warn',
-      DEVUTIL_RELAY_ENABLED: 'false',
-      ...env,
-    },
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    pid: proc.pid ?? 0,
-    proc,
-    close: async () => {
-      proc.kill('SIGTERM');
       await exitOf(proc);
     },
   };
@@ -506,7 +390,7 @@ rows.push({
 for (const s of shapes) console.log(`peak RSS devutil ${s}: ${rss.get(`devutil ${s}`)!().toFixed(0)} MiB`);
 for (const s of servers) await s.proc.close();
 rmSync(dataDir, { recursive: true, force: true });
-for (const d of scratch) rmSync(d, { recursive: true, force: true });
+removeScratch();
 
 report(`PlantUML cold start (load ${coldLoad})`, 'picoweb', coldRows);
 report(`PlantUML, ${corpus.length}-diagram corpus, svg+png (load ${load()})`, 'picoweb', rows);
