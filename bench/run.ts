@@ -9,7 +9,7 @@ import { TS_EXEC_ARGV } from '../scripts/ts-loader.js';
 
 const dir = new URL('.', import.meta.url).pathname;
 const all = readdirSync(dir)
-  .filter((f) => f.endsWith('.ts') && !['lib.ts', 'run.ts'].includes(f))
+  .filter((f) => f.endsWith('.ts') && !['lib.ts', 'run.ts'].includes(f) && !f.endsWith('-lib.ts'))
   .map((f) => f.slice(0, -3))
   .sort();
 const cached = join(
