@@ -23,6 +23,18 @@ export const avatarSection = {
     hint: 'an http(s) base URL or none',
     doc: 'Gravatar-compatible service mirrored for hashes not uploaded here (none = mirroring off)',
   }),
+  upstreams: list([], {
+    item: (s) => (/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(s) ? null : 'expected an http(s) base URL'),
+    doc: 'Gravatar-compatible mirrors tried in this order, each skipped for error_ttl_sec after it fails (replaces upstream when set)',
+  }),
+  github: bool(true, {
+    doc: 'serve /avatar/github/<user>: the GitHub account picture, mirrored like the others',
+  }),
+  githubUrl: str('https://github.com', {
+    pattern: /^https?:\/\/[^\s/?#]+$/,
+    hint: 'an http(s) origin',
+    doc: 'where /avatar/github/<user> fetches <user>.png (GitHub Enterprise: its origin); uses the proxy egress settings (proxy.resolve, proxy.upstream_ca)',
+  }),
   upstreamSize: int(512, { min: 16, max: 2048, doc: 'size fetched from the upstream once per hash' }),
   upstreamTimeoutMs: duration(4000, { unit: 'ms', min: 100, doc: 'give up on the upstream after this long' }),
   upstreamMaxBytes: bytes(4 * 1024 ** 2, { min: 1024, doc: 'largest upstream image accepted' }),

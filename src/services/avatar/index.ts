@@ -6,7 +6,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
 import { Cache } from '../../infra/cache/cache.ts';
-import { Mirror } from './mirror.ts';
+import { githubSource } from './github.ts';
+import { createMirrorStore, Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';
 import { AvatarService } from './service.ts';
@@ -60,29 +61,43 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const cacheBy = children((layer) => cache.labels({ layer }));
 
   // Mirrored originals are kept only in the disk cache: with no disk budget there is no mirror.
-  if (cfg.upstream !== 'none' && cfg.diskCacheBytes === 0)
+  const upstreams = (
+    cfg.upstreams.length > 0 ? cfg.upstreams : cfg.upstream === 'none' ? [] : [cfg.upstream]
+  ).map((u) => u.replace(/\/+$/, ''));
+  if ((upstreams.length > 0 || cfg.github) && cfg.diskCacheBytes === 0)
     log.warn('avatar mirroring is off: it needs the disk cache (DEVUTIL_AVATAR_DISK_CACHE_BYTES is 0)');
+  const originals =
+    cfg.diskCacheBytes === 0 ? null : createMirrorStore(join(root, 'mirror'), cfg.diskCacheBytes, log);
+  const common = {
+    size: cfg.upstreamSize,
+    timeoutMs: cfg.upstreamTimeoutMs,
+    maxBytes: cfg.upstreamMaxBytes,
+    maxPixels: cfg.maxInputPixels,
+    minTtlSec: cfg.mirrorMinTtlSec,
+    maxTtlSec: Math.max(cfg.mirrorMaxTtlSec, cfg.mirrorMinTtlSec),
+    staleSec: cfg.staleSec,
+    missTtlSec: cfg.missTtlSec,
+    errorTtlSec: cfg.errorTtlSec,
+    logger: log,
+    userAgent: `devutil-avatar/${ctx.version}`,
+    onResult: (result: string) => upstream.inc({ result }),
+  };
   const mirror =
-    cfg.upstream === 'none' || cfg.diskCacheBytes === 0
-      ? null
-      : new Mirror({
-          upstream: cfg.upstream.replace(/\/+$/, ''),
-          size: cfg.upstreamSize,
-          timeoutMs: cfg.upstreamTimeoutMs,
-          maxBytes: cfg.upstreamMaxBytes,
-          maxPixels: cfg.maxInputPixels,
-          minTtlSec: cfg.mirrorMinTtlSec,
-          maxTtlSec: Math.max(cfg.mirrorMaxTtlSec, cfg.mirrorMinTtlSec),
-          staleSec: cfg.staleSec,
-          missTtlSec: cfg.missTtlSec,
-          errorTtlSec: cfg.errorTtlSec,
-          dir: join(root, 'mirror'),
-          diskBytes: cfg.diskCacheBytes,
-          logger: log,
-          userAgent: `devutil-avatar/${ctx.version}`,
-          resolve: ctx.config.egress.resolve,
-          onResult: (result) => upstream.inc({ result }),
-        });
+    originals && upstreams.length > 0
+      ? new Mirror({ ...common, upstreams, cache: originals, resolve: ctx.config.egress.resolve })
+      : null;
+  // GitHub is reached like the proxy reaches it: the same overrides and extra CAs.
+  const github =
+    originals && cfg.github
+      ? new Mirror({
+          ...common,
+          ...githubSource(cfg.githubUrl),
+          cache: originals,
+          resolve: [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
+          caFile: ctx.config.proxy.upstreamCa,
+          onResult: (result: string) => upstream.inc({ result: `github_${result}` }),
+        })
+      : null;
   // Looked up even with uploads switched off, so avatars stored earlier keep being served.
   const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels, cfg.lookupTtlSec * 1000);
   const rendered = new Cache<null>({
@@ -93,10 +108,11 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     onError: (err) =>
       log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
   });
-  ctx.metrics.caches.push(rendered, ...(mirror ? [mirror.cache] : []));
+  ctx.metrics.caches.push(rendered, ...(originals ? [originals] : []));
   const svc = new AvatarService({
     uploads,
     mirror,
+    github,
     cache: rendered,
     redirectRules: parseAllowList(cfg.redirectAllow),
     maxPixels: cfg.maxInputPixels,
@@ -130,7 +146,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   uploads.onChange = (c) => ctx.broadcast.publish(CHANGED, JSON.stringify(c));
 
   app.addHook('onClose', async () => {
-    await Promise.all([rendered.idle(), mirror?.close()]);
+    await Promise.all([rendered.idle(), mirror?.close(), github?.close()]);
   });
 
   // Upload bodies: a raw image buffered up to the upload limit, or a multipart form read by the

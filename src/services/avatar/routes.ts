@@ -7,6 +7,7 @@ import { evaluate, type Precondition } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
+import { parseLogin } from './github.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';
 import type { AvatarService, Outcome } from './service.ts';
@@ -128,6 +129,34 @@ export function avatarRoutes(
   const getOpts = cfg.rateLimit.limit > 0 ? { onRequest: limit, config } : { config };
   for (const url of ['/avatar', '/avatar/', '/avatar/:file'])
     app.get<Route>(url, { ...getOpts, schema: getDoc }, get);
+
+  // GitHub account pictures; the rest of the query (s, d, f, initials) as for a hash.
+  app.get<Route>(
+    '/avatar/github/:file',
+    {
+      ...getOpts,
+      schema: {
+        summary: 'Avatar of a GitHub account (github.com/<user>.png, cached), with the Gravatar query',
+        description: 'Unknown accounts and an unreachable GitHub get the d= default, seeded with the login.',
+        tags,
+      },
+    },
+    async (req: Req, reply) => {
+      const { hashText, format } = parseFile(req.params.file ?? '');
+      const login = parseLogin(hashText);
+      if (!login) throw badRequest('expected a GitHub login: letters, digits and single hyphens, at most 39');
+      const q = parseQuery(`github:${login}`, format, req.query, {
+        maxSize: MAX_SIZE,
+        fallback: cfg.default,
+      });
+      try {
+        return await send(req, reply, await svc.resolveGithub(login, q, req.clientKey), login);
+      } catch (err) {
+        if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
+        throw err;
+      }
+    },
+  );
 
   const target = (req: Req) => {
     const parsed = parseHash(parseFile(req.params.file ?? '').hashText);

@@ -22,7 +22,7 @@ const ETAG_MEMO = 20_000;
 /** Uploaded images whose renderings are tracked for eviction (the oldest are forgotten past it). */
 const TRACKED_UPLOADS = 20_000;
 
-export type Source = 'upload' | 'mirror' | 'generated';
+export type Source = 'upload' | 'mirror' | 'github' | 'generated';
 
 export type Outcome =
   | {
@@ -42,6 +42,8 @@ export type Outcome =
 export interface ServiceDeps {
   uploads: Uploads | null;
   mirror: Mirror | null;
+  /** GitHub account pictures (github.ts); null when off. */
+  github: Mirror | null;
   /** Rendered bytes by (render revision, source version, size, format); no metadata needed. */
   cache: Cache<null>;
   redirectRules: ReturnType<typeof parseAllowList>;
@@ -122,6 +124,20 @@ export class AvatarService {
     return this.cached(q, client, 'generated', key, null, () =>
       renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format),
     );
+  }
+
+  /**
+   * The picture of GitHub account `login` (lower-cased), else the d= default seeded with the login;
+   * q.hash is ignored.
+   */
+  async resolveGithub(login: string, q: AvatarQuery, client: string): Promise<Outcome> {
+    const gh = this.d.github;
+    const hit = gh && !q.force && q.mirror ? await gh.find(login, 'g') : null;
+    if (hit)
+      return this.image(q, client, 'github', `gh:${login}:${hit.version}`, hit.lastModified, () =>
+        hit.load(),
+      );
+    return this.resolve({ ...q, hash: null }, client);
   }
 
   private image(
