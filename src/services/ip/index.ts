@@ -2,7 +2,9 @@
 // optional offline details, loaded on first use).
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
 import { IpGeo } from './geo.ts';
+import { Reach } from './reach.ts';
 import { ipRoutes } from './routes.ts';
 
 const ip: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
@@ -15,7 +17,22 @@ const ip: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     retryMs: cfg.dbRetrySec * 1000,
     logger: ctx.logger.child({ svc: 'ip' }),
   });
-  await ipRoutes(app, ctx, geo);
+  // Asked the way the proxy asks: the same host overrides and extra CAs, behind the egress guard.
+  const http = createEgress({
+    resolve: [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
+    caFile: ctx.config.proxy.upstreamCa,
+    timeoutMs: cfg.reachTimeoutMs,
+    connections: 2,
+    keepAliveTimeoutMs: 1000,
+  });
+  app.addHook('onClose', () => http.close());
+  const reach = new Reach(http, {
+    targets: cfg.reachTargets,
+    timeoutMs: cfg.reachTimeoutMs,
+    reuseMs: cfg.reachReuseSec * 1000,
+    userAgent: `devutil-reach/${ctx.version}`,
+  });
+  await ipRoutes(app, ctx, geo, reach);
 };
 
 export default ip;

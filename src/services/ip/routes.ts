@@ -3,17 +3,24 @@
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { unavailable } from '../../errors.ts';
+import { badRequest, unavailable } from '../../errors.ts';
+import { parseAddress } from './address.ts';
 import type { IpGeo } from './geo.ts';
+import type { Reach } from './reach.ts';
 
 const format = { type: 'string', enum: ['json', 'text'], description: 'json (default) or text' } as const;
-const querystring = { type: 'object', properties: { format } } as const;
+const ipParam = {
+  type: 'string',
+  description: 'look up this address instead of the caller (with scope, country, asn, org)',
+} as const;
+const querystring = { type: 'object', properties: { format, ip: ipParam } } as const;
 
 const DETAILS_ON = ['', '1', 'true', 'yes'];
 const v1Querystring = {
   type: 'object',
   properties: {
     format,
+    ip: ipParam,
     details: {
       type: 'string',
       enum: [...DETAILS_ON, '0', 'false', 'no'],
@@ -24,13 +31,26 @@ const v1Querystring = {
 
 const nullable = { type: ['string', 'null'] } as const;
 
+/** The address, and with details or ?ip= its scope, country, asn and org. */
+const ipData = {
+  type: 'object',
+  required: ['ip'],
+  properties: {
+    ip: { type: 'string' },
+    scope: { type: 'string' },
+    country: nullable,
+    asn: nullable,
+    org: nullable,
+  },
+} as const;
+
 const legacyShape = {
   type: 'object',
   required: ['status', 'msg', 'data', 'version'],
   properties: {
     status: { type: 'integer', enum: [1] },
     msg: { type: 'string' },
-    data: { type: 'object', required: ['ip'], properties: { ip: { type: 'string' } } },
+    data: ipData,
     version: { type: 'string', pattern: '^V\\d+\\.\\d+\\.\\d+$' },
   },
 } as const;
@@ -41,17 +61,7 @@ const v1Shape = {
   properties: {
     status: { type: 'integer', enum: [1] },
     message: { type: 'string' },
-    data: {
-      type: 'object',
-      required: ['ip'],
-      properties: {
-        ip: { type: 'string' },
-        scope: { type: 'string' },
-        country: nullable,
-        asn: nullable,
-        org: nullable,
-      },
-    },
+    data: ipData,
   },
 } as const;
 
@@ -72,12 +82,26 @@ function sendText(reply: FastifyReply, ip: string): string {
   return `${ip}\n`;
 }
 
-export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: IpGeo): Promise<void> {
+/** The address of ?ip=, checked (400 in the route's envelope), or null without one. */
+function askedAddress(req: FastifyRequest<{ Querystring: { ip?: string } }>): string | null {
+  const raw = req.query.ip;
+  if (raw === undefined) return null;
+  const p = parseAddress(raw);
+  if (!p.ok) throw badRequest(p.reason, 'BAD_IP');
+  return p.ip;
+}
+
+export async function ipRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  geo: IpGeo,
+  reach: Reach,
+): Promise<void> {
   const version = `V${ctx.version.replace(/[^0-9.].*$/, '')}`;
   const rate = ctx.config.ip.rateLimit;
   // No hook when the limit is off: an async hook costs a promise and a tick on every request.
   const limited = rate.limit > 0 ? { onRequest: ctx.limiter.hook('ip', rate) } : {};
-  type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text'; details?: string } }>;
+  type Req = FastifyRequest<{ Querystring: { format?: 'json' | 'text'; details?: string; ip?: string } }>;
   // Read by the home page from the single-stack hosts (ip.v4Url, ip.v6Url): another origin.
   const headers = { 'cache-control': 'no-store', vary: 'accept', 'access-control-allow-origin': '*' };
   // The two plain answers are written as text around the one variable part, what the response
@@ -107,6 +131,11 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
     // Synchronous handlers: Fastify sends their value without a promise per request.
     (req: Req, reply) => {
       reply.headers(headers);
+      const asked = askedAddress(req);
+      if (asked !== null) {
+        if (wantsText(req)) return sendText(reply, asked);
+        return details(asked).then((data) => ({ status: 1, msg: 'success', data, version }));
+      }
       if (wantsText(req)) return sendText(reply, req.clientIp);
       return json(reply, '{"status":1,"msg":"success","data":{"ip":', req.clientIp, legacyTail);
     },
@@ -127,6 +156,11 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
     },
     (req: Req, reply) => {
       reply.headers(headers);
+      const asked = askedAddress(req);
+      if (asked !== null) {
+        if (wantsText(req)) return sendText(reply, asked);
+        return withDetails(asked);
+      }
       if (wantsText(req)) return sendText(reply, req.clientIp);
       const d = req.query.details;
       if (d === undefined || !DETAILS_ON.includes(d))
@@ -136,8 +170,12 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
   );
 
   async function withDetails(ip: string) {
+    return { status: 1, message: 'success', data: await details(ip) };
+  }
+
+  async function details(ip: string) {
     try {
-      return { status: 1, message: 'success', data: { ip, ...(await geo.lookup(ip)) } };
+      return { ip, ...(await geo.lookup(ip)) };
     } catch {
       // geo.ts logged why; the address itself is still known, but the answer asked for more.
       throw unavailable(
@@ -147,4 +185,23 @@ export async function ipRoutes(app: FastifyInstance, ctx: ServiceContext, geo: I
       );
     }
   }
+
+  const reachLimit = ctx.config.ip.reachRateLimit;
+  app.get(
+    '/rest/api/v1/ip/reach',
+    {
+      ...(reachLimit.limit > 0 ? { onRequest: ctx.limiter.hook('ip-reach', reachLimit) } : {}),
+      schema: {
+        summary: 'Whether GitHub, PyPI, Docker Hub and Hugging Face answer from this server, with timings',
+        description:
+          'All targets are asked at once within DEVUTIL_IP_REACH_TIMEOUT_MS; one round serves every caller for DEVUTIL_IP_REACH_REUSE_SEC.',
+        tags: ['ip'],
+      },
+    },
+    async (_req, reply) => {
+      reply.header('cache-control', 'no-store');
+      reply.header('access-control-allow-origin', '*');
+      return { status: 1, message: 'success', data: await reach.check() };
+    },
+  );
 }
