@@ -73,27 +73,14 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
       maxFileBytes: '4KiB',
       longPollMaxSec: 1,
     };
+    const common = { ...OTHERS_OFF, server: { dataDir }, egress: { resolve: [fake.resolve] } };
     try {
-      srv = await startTestServer({
-        logs,
-        overrides: {
-          ...OTHERS_OFF,
-          server: { dataDir },
-          egress: { resolve: [fake.resolve] },
-          admin: { token: ADMIN },
-          telegram,
-        },
-      });
+      srv = await startTestServer({ logs, overrides: { ...common, admin: { token: ADMIN }, telegram } });
       app = srv.app;
       // The same store, but an operator who relays for bot 1 only.
       listed = await buildTestServer({
         logs,
-        overrides: {
-          ...OTHERS_OFF,
-          server: { dataDir },
-          egress: { resolve: [fake.resolve] },
-          telegram: { ...telegram, allowedBots: ['1'] },
-        },
+        overrides: { ...common, telegram: { ...telegram, allowedBots: ['1'] } },
       });
     } catch (err) {
       await srv?.close();
@@ -125,6 +112,24 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     url,
     headers: { 'content-type': 'application/json' },
     payload: JSON.stringify(payload),
+  });
+
+  const form = (url: string, payload: string) => ({
+    method: 'POST' as const,
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload,
+  });
+  const text = (url: string, payload: string) => ({
+    method: 'POST' as const,
+    url,
+    headers: { 'content-type': 'text/plain' },
+    payload,
+  });
+  /** A recipient registration with `key` as the owner's bearer key. */
+  const owner = (payload: unknown, key: string) => ({
+    ...json('/telegram/recipients', payload),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
   });
 
   /** [what, request (a function: tokens exist only after before()), status, description] */
@@ -233,12 +238,7 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     ],
     [
       'a recipient token with two chat_id in a form, the other last',
-      () => ({
-        method: 'POST',
-        url: `${rcpt()}/sendMessage`,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: `chat_id=${GROUP}&chat_id=${USER}&text=x`,
-      }),
+      () => form(`${rcpt()}/sendMessage`, `chat_id=${GROUP}&chat_id=${USER}&text=x`),
       403,
       /sends only to chat/,
     ],
@@ -250,15 +250,14 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     ],
     [
       'a recipient token quoting another chat in a form (JSON text)',
-      () => ({
-        method: 'POST',
-        url: `${rcpt()}/sendMessage`,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({
-          text: 'x',
-          reply_parameters: JSON.stringify({ message_id: 1, chat_id: USER }),
-        }).toString(),
-      }),
+      () =>
+        form(
+          `${rcpt()}/sendMessage`,
+          new URLSearchParams({
+            text: 'x',
+            reply_parameters: JSON.stringify({ message_id: 1, chat_id: USER }),
+          }).toString(),
+        ),
       403,
       /quote only the chat/,
     ],
@@ -364,45 +363,20 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     ],
     [
       'a forged token on its message inlet',
-      () => ({
-        method: 'POST',
-        url: `/telegram/r/tgr_${'B'.repeat(43)}`,
-        payload: 'x',
-        headers: { 'content-type': 'text/plain' },
-      }),
+      () => text(`/telegram/r/tgr_${'B'.repeat(43)}`, 'x'),
       401,
       /unknown or revoked/,
     ],
     [
       'a bot key on the message inlet',
-      () => ({
-        method: 'POST',
-        url: `/telegram/r/${BOT.token}`,
-        payload: 'x',
-        headers: { 'content-type': 'text/plain' },
-      }),
+      () => text(`/telegram/r/${BOT.token}`, 'x'),
       404,
       /not a recipient token/,
     ],
-    [
-      'an empty text on the message inlet',
-      () => ({
-        method: 'POST',
-        url: `/telegram/r/${token}`,
-        payload: ' ',
-        headers: { 'content-type': 'text/plain' },
-      }),
-      400,
-      /send a text/,
-    ],
+    ['an empty text on the message inlet', () => text(`/telegram/r/${token}`, ' '), 400, /send a text/],
     [
       'a text over 4096 on the message inlet',
-      () => ({
-        method: 'POST',
-        url: `/telegram/r/${token}`,
-        payload: 'x'.repeat(4097),
-        headers: { 'content-type': 'text/plain' },
-      }),
+      () => text(`/telegram/r/${token}`, 'x'.repeat(4097)),
       400,
       /over 4096/,
     ],
@@ -428,28 +402,19 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     ['a registration without a key', () => json('/telegram/recipients', { chat_id: GROUP }), 401, /Bearer/],
     [
       'a registration with a recipient token as the key',
-      () => ({
-        ...json('/telegram/recipients', { chat_id: GROUP }),
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      }),
+      () => owner({ chat_id: GROUP }, token),
       401,
       /Bearer <key>/,
     ],
     [
       'a registration for getUpdates',
-      () => ({
-        ...json('/telegram/recipients', { chat_id: GROUP, methods: ['getUpdates'] }),
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${BOT.token}` },
-      }),
+      () => owner({ chat_id: GROUP, methods: ['getUpdates'] }, BOT.token),
       400,
       /methods may only be/,
     ],
     [
       'a registration with a chat_id that is an object',
-      () => ({
-        ...json('/telegram/recipients', { chat_id: { id: GROUP } }),
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${BOT.token}` },
-      }),
+      () => owner({ chat_id: { id: GROUP } }, BOT.token),
       400,
       /chat_id must be/,
     ],
@@ -488,13 +453,8 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
   });
 
   it('lets a recipient token send into its own chat, whatever chat spelling and duplicates it used', async () => {
-    const form = await call({
-      method: 'POST',
-      url: `${rcpt()}/SENDMESSAGE`,
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `chat_id=${USER}&chat_id=${GROUP}&text=own`,
-    });
-    assert.equal(form.statusCode, 200, form.body);
+    const f = await call(form(`${rcpt()}/SENDMESSAGE`, `chat_id=${USER}&chat_id=${GROUP}&text=own`));
+    assert.equal(f.statusCode, 200, f.body);
     assert.deepEqual(fake.last()!.params, { chat_id: String(GROUP), text: 'own' });
     const bare = await call(json(`${rcpt()}/sendMessage`, { text: 'no chat given' }));
     assert.equal(bare.statusCode, 200, bare.body);
@@ -559,23 +519,9 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
         'a file download',
         () => ({ method: 'GET', url: `/telegram/file/bot${BOT.token}/documents/file_1.bin` }),
       ],
-      [
-        'a recipient registration',
-        () => ({
-          ...json('/telegram/recipients', { chat_id: GROUP }),
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${BOT.token}` },
-        }),
-      ],
+      ['a recipient registration', () => owner({ chat_id: GROUP }, BOT.token)],
       ['a recipient token of that bot', () => json(`${rcpt()}/sendMessage`, { text: 'x' })],
-      [
-        'its message inlet',
-        () => ({
-          method: 'POST',
-          url: `/telegram/r/${token}`,
-          payload: 'x',
-          headers: { 'content-type': 'text/plain' },
-        }),
-      ],
+      ['its message inlet', () => text(`/telegram/r/${token}`, 'x')],
     ];
     for (const [what, req] of refused) {
       it(`refuses ${what} with 403 naming DEVUTIL_TELEGRAM_ALLOWED_BOTS`, async () => {

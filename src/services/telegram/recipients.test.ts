@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { BOT } from '../../../test/fixtures/telegram/fake-bot-api.ts';
 import { parseHtml } from '../../../test/fixtures/telegram/markup.ts';
 import { tempDir } from '../../../test/helpers/server.ts';
-import { createBlobStore } from '../../infra/storage/blob-store.ts';
+import { FsBlobStore } from '../../infra/storage/fs.ts';
 import { formatAlerts } from './alertmanager.ts';
 import { bodyParams, chatRef, encodingOf, longPollTimeout } from './api-body.ts';
 import { isMessage, recipientMethod } from './methods.ts';
@@ -98,16 +98,8 @@ describe('recipient rules', () => {
 describe('recipient store', () => {
   const store = async () => {
     const dir = tempDir();
-    const blobs = await createBlobStore({
-      backend: 'fs',
-      dataDir: dir,
-      s3Endpoint: '',
-      s3Bucket: '',
-      s3Region: '',
-      s3AccessKeyId: '',
-      s3SecretAccessKey: '',
-      s3ForcePathStyle: false,
-    });
+    const blobs = new FsBlobStore(dir);
+    await blobs.init();
     return { dir, s: new RecipientStore(blobs) };
   };
   const caps = { perBot: 3, total: 4 };
