@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
+import { REDIRECT_STATUSES, redirectTarget } from '../../infra/egress/redirect.ts';
 import type { ImageCache } from './service.ts';
 import {
   type Catalogue,
@@ -98,10 +99,19 @@ export class UpstreamSource implements ImageSource {
         throw new SourceError(`upstream request failed: ${(err as Error).message}`, { cause: err });
       }
       const { statusCode, headers, body } = res;
-      if (statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string') {
-        await body.dump();
-        if (hop >= MAX_REDIRECTS) throw new SourceError('upstream redirected too many times');
-        url = new URL(headers.location, url);
+      const location = typeof headers.location === 'string' ? headers.location : undefined;
+      if (REDIRECT_STATUSES.has(statusCode) && location) await body.dump();
+      // The target's scheme and host are checked at the top of the loop, like the first URL.
+      const next = redirectTarget(statusCode, location, url, hop, {
+        max: MAX_REDIRECTS,
+        allowed: () => true,
+        fail: (f) =>
+          new SourceError(
+            f === 'invalid' ? 'upstream sent an invalid redirect' : 'upstream redirected too many times',
+          ),
+      });
+      if (next) {
+        url = next;
         continue;
       }
       if (statusCode !== 200) {

@@ -7,6 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import type { Egress } from '../../infra/egress/client.ts';
+import { REDIRECT_STATUSES, type RedirectFault, redirectTarget } from '../../infra/egress/redirect.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type HostPolicy, type Route } from './policy.ts';
@@ -63,7 +64,11 @@ export interface ForwardRequest {
   signal: Dispatcher.RequestOptions['signal'];
 }
 
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const REDIRECT_FAULTS: Record<RedirectFault, string> = {
+  invalid: 'upstream sent an invalid redirect',
+  'not-allowed': 'redirect to non-allowed host',
+  'too-many': 'too many redirects',
+};
 
 /** `src` passed through, failing with a 413 once more than `max` bytes went by. */
 function capped(src: Readable, max: number, what: string): Readable {
@@ -107,22 +112,19 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
       throw new ProxyError(502, `upstream sent an invalid status (${res.statusCode})`);
     }
     const out = responseHeaders(res.headers);
-    const location = out['location'];
-    if (REDIRECTS.has(res.statusCode) && location) {
-      res.body.resume();
-      let next: URL;
-      try {
-        next = new URL(location, url);
-      } catch {
-        throw new ProxyError(502, 'upstream sent an invalid redirect');
-      }
-      if (!o.links.allowed(next)) throw new ProxyError(502, 'redirect to non-allowed host');
-      const follow = (r.method === 'GET' || r.method === 'HEAD') && !r.route.gitRefs;
+    const follow = (r.method === 'GET' || r.method === 'HEAD') && !r.route.gitRefs;
+    if (REDIRECT_STATUSES.has(res.statusCode) && out['location']) res.body.resume();
+    const next = redirectTarget(res.statusCode, out['location'], url, hop, {
+      // A redirect that is not followed goes to the client as it is: no hop is taken.
+      max: follow ? o.maxRedirects : Number.POSITIVE_INFINITY,
+      allowed: (u) => o.links.allowed(u),
+      fail: (f) => new ProxyError(502, REDIRECT_FAULTS[f]),
+    });
+    if (next) {
       if (!follow) {
         out['location'] = o.links.proxied(next);
         return finish(o, r, { status: res.statusCode, headers: out, body: null, url }, true);
       }
-      if (hop >= o.maxRedirects) throw new ProxyError(502, 'too many redirects');
       if (keep) {
         kept ??= {};
         for (const k of keep) if (out[k] !== undefined) kept[k] = out[k];

@@ -4,6 +4,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Egress } from '../../../../infra/egress/client.ts';
+import { REDIRECT_STATUSES, redirectTarget } from '../../../../infra/egress/redirect.ts';
 import type { AllowList } from '../../target.ts';
 import type { UpstreamTokens } from './auth.ts';
 import { ociError } from './errors.ts';
@@ -15,8 +16,6 @@ export interface RegistryResponse {
   body: Readable;
   url: URL;
 }
-
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 function flat(h: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -76,18 +75,24 @@ export class RegistryClient {
         h['authorization'] = await this.tokens.answer(name.host, name.repo, out['www-authenticate']);
         continue;
       }
-      const location = out['location'];
-      if (REDIRECTS.has(res.statusCode) && location) {
-        res.body.resume();
-        let next: URL;
-        try {
-          next = new URL(location, url);
-        } catch {
-          throw ociError(502, 'UNAVAILABLE', `${url.hostname} sent an invalid redirect`);
-        }
-        if (!this.allowed(next))
-          throw ociError(502, 'UNAVAILABLE', `redirect to a host that is not allowed: ${next.hostname}`);
-        if (++hop > this.maxRedirects) throw ociError(502, 'UNAVAILABLE', 'too many redirects');
+      if (REDIRECT_STATUSES.has(res.statusCode) && out['location']) res.body.resume();
+      const from = url;
+      const next = redirectTarget(res.statusCode, out['location'], from, hop, {
+        max: this.maxRedirects,
+        allowed: (u) => this.allowed(u),
+        fail: (f, target) =>
+          ociError(
+            502,
+            'UNAVAILABLE',
+            f === 'invalid'
+              ? `${from.hostname} sent an invalid redirect`
+              : f === 'not-allowed'
+                ? `redirect to a host that is not allowed: ${target?.hostname}`
+                : 'too many redirects',
+          ),
+      });
+      if (next) {
+        hop++;
         url = next;
         continue;
       }
