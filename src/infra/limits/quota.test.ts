@@ -2,7 +2,8 @@
 // against a stand-in store (a Map of key -> size): parallel writers never pass the limit, parallel
 // replacements of one key leave the count equal to what the key holds, a growing reservation counts
 // once, failures release, a dead writer's reservation lapses, drift is corrected by reconcile, the
-// quota refuses (503) while its store is away, and a settle that could not land is retried.
+// quota refuses (503) while its store is away, a settle that could not land is retried, and a
+// reservation that ran on the store after its caller timed out is dropped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
@@ -177,15 +178,20 @@ describe('files quota when its store fails', () => {
   /** A memory state whose calls fail while `down` is set. */
   function flaky() {
     const s = new MemoryState();
-    const ctl = { down: false };
+    // down: calls fail and do nothing; late: calls run on the store but the caller gets a timeout
+    // (a frozen Redis that works off its queued commands when it wakes).
+    const ctl = { down: false, late: false };
     const wrap = new Proxy(s, {
       get(target, prop, recv) {
         const v = Reflect.get(target, prop, recv);
         if (typeof v !== 'function') return v;
-        return (...args: unknown[]) =>
-          ctl.down
-            ? Promise.reject(new Error('ECONNREFUSED'))
-            : (v as (...a: unknown[]) => unknown).apply(target, args);
+        return (...args: unknown[]) => {
+          if (ctl.down) return Promise.reject(new Error('ECONNREFUSED'));
+          const out = (v as (...a: unknown[]) => unknown).apply(target, args);
+          return ctl.late
+            ? Promise.resolve(out).then(() => Promise.reject(new Error('Command timed out')))
+            : out;
+        };
       },
     });
     return { state: wrap as SharedState, ctl };
@@ -227,6 +233,22 @@ describe('files quota when its store fails', () => {
     ctl.down = true;
     await r.release(); // does not throw: kept for later
     ctl.down = false;
+    for (let i = 0; i < 100 && (await q.usage()).reserved !== 0; i++)
+      await new Promise((res) => setTimeout(res, 50));
+    assert.deepEqual(await q.usage(), { used: 0, reserved: 0 });
+    await (await q.reserve(900_000)).release();
+    q.close();
+  });
+
+  it('drops a reservation that ran on the store after its caller timed out, once the store answers', async () => {
+    const { state, ctl } = flaky();
+    const { qs } = setup([state], 1_000_000);
+    const q = qs[0]!;
+    await q.reconcile();
+    ctl.late = true;
+    await assert.rejects(q.reserve(900_000), { status: 503, code: 'QUOTA_UNAVAILABLE' });
+    ctl.late = false;
+    // Without the drop it would hold 900 000 bytes until its ttl (a minute) and refuse every upload.
     for (let i = 0; i < 100 && (await q.usage()).reserved !== 0; i++)
       await new Promise((res) => setTimeout(res, 50));
     assert.deepEqual(await q.usage(), { used: 0, reserved: 0 });

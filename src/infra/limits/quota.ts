@@ -82,9 +82,18 @@ export class SpaceQuota {
   /** Sets reservation `r` to `bytes`; false when that does not fit. Throws when the store is away. */
   async put(r: Reservation, bytes: number): Promise<boolean> {
     for (let tries = 0; ; tries++) {
-      const got = await this.guard(() =>
-        this.o.state.reserve(this.o.pool, r.id, bytes, this.limit, this.ttlMs),
-      );
+      let got: Awaited<ReturnType<SharedState['reserve']>>;
+      try {
+        got = await this.guard(() => this.o.state.reserve(this.o.pool, r.id, bytes, this.limit, this.ttlMs));
+      } catch (err) {
+        // The call may still run on the store after the client gave up (a frozen Redis works off
+        // its queued commands when it wakes): its writer is refused, so whatever it reserved is
+        // dropped as soon as the store answers, not left to lapse with the ttl (every upload after
+        // a freeze got 507 until then).
+        this.unreleased.add(r.id);
+        this.scheduleRetry();
+        throw err;
+      }
       if (got !== 'unknown') {
         if (got === 'ok') this.track(r);
         return got === 'ok';
