@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import pino, { type DestinationStream } from 'pino';
 import { type Config, type ConfigSources, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/infra/observe/logger.ts';
+import { type BlobStore, createBlobStore } from '../../src/infra/storage/blob-store.ts';
 import { buildServer } from '../../src/server.ts';
 import type { ServiceDef } from '../../src/services/define.ts';
 import { freePort } from './ports.ts';
@@ -53,6 +54,20 @@ export function tempDir(prefix = 'devutil-test-'): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   tempDirs.push(d);
   return d;
+}
+
+/** A local-disk blob store in a temporary directory (removed with the others after the run). */
+export function diskBlobs(): Promise<BlobStore> {
+  return createBlobStore({
+    backend: 'fs',
+    dataDir: tempDir(),
+    s3Endpoint: '',
+    s3Bucket: '',
+    s3Region: '',
+    s3AccessKeyId: '',
+    s3SecretAccessKey: '',
+    s3ForcePathStyle: false,
+  });
 }
 
 export function testConfig(

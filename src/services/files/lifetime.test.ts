@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { buildTestServer, diskBlobs, tempDir } from '../../../test/helpers/server.ts';
 import { MemoryState } from '../../infra/state/memory.ts';
 import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { DownloadCounter } from './download-counter.ts';
@@ -250,16 +250,7 @@ describe('file lifetimes', () => {
 
 describe('the lifetime sweeper', () => {
   it('deletes files past Max-Days and used-up files after the grace, and keeps the rest', async () => {
-    const blobs = await createBlobStore({
-      backend: 'fs',
-      dataDir: tempDir(),
-      s3Endpoint: '',
-      s3Bucket: '',
-      s3Region: '',
-      s3AccessKeyId: '',
-      s3SecretAccessKey: '',
-      s3ForcePathStyle: false,
-    });
+    const blobs = await diskBlobs();
     const opts = { maxBytes: 1 << 20, quotaBytes: 0, codec: 'none' as const, level: 1, minSavingPercent: 10 };
     let now = Date.UTC(2026, 0, 1);
     const files = new FileStore(blobs, { ...opts, maxAgeSec: 0, minAgeSec: 0 }, pino({ level: 'silent' }), {

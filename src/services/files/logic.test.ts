@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import pino from 'pino';
-import { tempDir } from '../../../test/helpers/server.ts';
+import { diskBlobs } from '../../../test/helpers/server.ts';
 import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { contentDisposition, ratio, sanitizeFilename, validKey } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
@@ -117,16 +117,7 @@ describe('retention', () => {
   const opts = { maxBytes: 1000, quotaBytes: 0, codec: 'br' as const, level: 4, minSavingPercent: 10 };
 
   it('keeps files forever by default and applies the 0x0.st size rule when configured', async () => {
-    const blobs = await createBlobStore({
-      backend: 'fs',
-      dataDir: tempDir(),
-      s3Endpoint: '',
-      s3Bucket: '',
-      s3Region: '',
-      s3AccessKeyId: '',
-      s3SecretAccessKey: '',
-      s3ForcePathStyle: false,
-    });
+    const blobs = await diskBlobs();
     const log = pino({ level: 'silent' });
     const forever = new FileStore(blobs, { ...opts, maxAgeSec: 0, minAgeSec: 0 }, log);
     assert.equal(forever.retentionSec(500), 0);
