@@ -13,6 +13,7 @@ const file = (o: Partial<StoredFile> = {}): StoredFile => ({
   sha256: 'a'.repeat(64),
   lastModified: new Date(0),
   bodyFile: 'ab/abcd',
+  ownerHash: '',
   ...o,
 });
 const get = (headers: Record<string, string> = {}) => ({ method: 'GET', headers });

@@ -60,6 +60,8 @@ export interface StoredFile {
   bodyFile?: string;
   /** Max-Downloads / Max-Days, when the upload set them. */
   lifetime?: Lifetime | null;
+  /** SHA-256 of the owner token (hex): files uploaded together share it. */
+  ownerHash: string;
 }
 
 export interface UploadInput {
@@ -78,6 +80,8 @@ export interface UploadInput {
   limits?: () => Limits;
   /** Bytes of this upload the quota counts already (the parts of a resumable upload). */
   credit?: number;
+  /** The owner token a new key gets (the files of one bundle share one); default: a fresh one. */
+  ownerToken?: string;
 }
 
 export interface FileStoreDeps {
@@ -98,9 +102,12 @@ const NS = 'files/';
 const LIMITED = 'file-limits/';
 export const insufficientStorage = () => new AppError('STORAGE_FULL', 507, 'storage quota is full');
 
-const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
+export const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
 
-function tokenMatches(token: string | undefined, storedHash: string | undefined): boolean {
+/** A new owner token: 32 characters, 192 random bits. */
+export const newOwnerToken = () => randomBytes(24).toString('base64url');
+
+export function tokenMatches(token: string | undefined, storedHash: string | undefined): boolean {
   if (!token || !storedHash) return false;
   const a = Buffer.from(hashToken(token), 'hex');
   const b = Buffer.from(storedHash, 'hex');
@@ -121,6 +128,7 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
     lastModified: info.lastModified,
     ...(info.bodyFile ? { bodyFile: info.bodyFile } : {}),
     lifetime: lifetimeOf(m),
+    ownerHash: m['owner'] ?? '',
   };
 }
 
@@ -263,7 +271,7 @@ export class FileStore {
    * write), and counts the key once it is published, whatever happened after.
    */
   async upload(inp: UploadInput): Promise<UploadResult> {
-    const claim = await this.claim(inp.key, inp.token);
+    const claim = await this.claim(inp.key, inp.token, inp.ownerToken);
     // The declared length (an upper bound of the file) is reserved before the body is read, so N
     // concurrent uploads can never together pass the quota; without it, bytes are reserved as they come.
     let res: Reservation | null = null;
@@ -300,7 +308,7 @@ export class FileStore {
   }
 
   /** The owner of `key` after this write: its owner replacing it, or a new owner of a free key. */
-  private async claim(key: string, token: string | undefined): Promise<Claim> {
+  private async claim(key: string, token: string | undefined, fresh?: string): Promise<Claim> {
     const existing = await this.blobs.head(NS + key);
     if (existing && !this.expired(existing.size, existing.lastModified)) {
       if (!tokenMatches(token, existing.meta['owner']))
@@ -309,7 +317,7 @@ export class FileStore {
     }
     // A file past its retention is cleared first: the key is free.
     if (existing && (await this.blobs.delete(NS + key))) await this.recount(NS + key);
-    const ownerToken = randomBytes(24).toString('base64url');
+    const ownerToken = fresh ?? newOwnerToken();
     return { ownerHash: hashToken(ownerToken), ownerToken, replaces: false, previous: existing };
   }
 
