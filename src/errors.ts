@@ -222,7 +222,9 @@ export function sendError(
   code: string,
   headers: Record<string, string | number> = {},
 ): FastifyReply {
-  const env = req.server.envelopes.forPath(pathOf(req.url));
+  // A route whose path cannot name its family (PUT /<name> at the root) names its envelope itself.
+  const named = req.routeOptions?.config?.envelope;
+  const env = named ? ENVELOPES[named] : req.server.envelopes.forPath(pathOf(req.url));
   reply.code(status);
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   reply.header('cache-control', 'no-store');
@@ -262,6 +264,8 @@ export function installErrorHandling(
   const seen = new Set<string>();
   app.decorate('routeList', () => [...seen]);
   app.addHook('onRoute', (opts) => {
+    // A route that takes any one-segment path (PUT /<name>) would make every unknown path a 405.
+    if (opts.config?.anyPath) return;
     const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
     for (const m of methods) {
       const key = `${m} ${opts.url}`;
@@ -333,6 +337,12 @@ export function installErrorHandling(
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The envelope of this route's errors, when no path prefix can name it (a route at the root). */
+    envelope?: EnvelopeName;
+    /** The route matches any one-segment path: other methods there stay 404, never 405 for it. */
+    anyPath?: boolean;
+  }
   interface FastifyInstance {
     envelopes: EnvelopeTable;
     /** Every registered route as "METHOD /url/:param" (HEAD omitted), hidden ones included. */

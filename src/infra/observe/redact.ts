@@ -1,7 +1,7 @@
 // The one redaction function for everything that reaches a log: request URLs (parsed or raw),
 // upstream URLs, redirect targets, error messages and causes. Secrets have known shapes (Telegram
 // bot tokens, signed query strings, user:password@, Bearer, the proxy's /t/<secret>/ prefix, tus
-// upload ids, Telegram recipient tokens) plus the
+// upload ids, Telegram recipient tokens, delete links) plus the
 // configured secret values themselves, wherever in the text they appear.
 
 const SECRET_NAME =
@@ -21,6 +21,8 @@ const BEARER = /\b(Bearer)\s+(?!\[redacted\])[A-Za-z0-9._~+/=-]{8,}/gi;
 const PROXY_PREFIX = /(^|\/proxy)\/t\/[^/?#\s"]+/g;
 // A resumable upload's URL is its capability (continue, end, read the result): /api/upload/<id>.
 const UPLOAD_ID = /(\/api\/upload\/)[0-9a-f]{32}\b/g;
+// A delete link carries the owner token: /delete/<keys>/<token>.
+const DELETE_LINK = /(\/delete\/[^/?#\s"]+\/)[^/?#\s"]+/g;
 // Cheap pre-check: text without any of these characters holds none of the shapes above.
 const MAYBE = /[:=@/]|bearer|tgr_/i;
 
@@ -53,6 +55,7 @@ export function redact(s: string): string {
     .replace(USERINFO, `$1$2:${R}@`)
     .replace(PROXY_PREFIX, `$1/t/${R}`)
     .replace(UPLOAD_ID, `$1${R}`)
+    .replace(DELETE_LINK, `$1${R}`)
     .replace(PARAM, (all, lead: string, name: string) =>
       SECRET_NAME.test(decodeSafe(name)) ? `${lead}${name}=${R}` : all,
     )
