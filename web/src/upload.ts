@@ -247,6 +247,11 @@ function showResult(
   if (link) link.value = `${cfg.base}${path}`;
   const a = byId<HTMLAnchorElement>('upload-download');
   if (a) a.href = path;
+  const qr = byId<HTMLImageElement>('upload-qr');
+  if (qr) {
+    qr.src = `/qr.svg?text=${encodeURIComponent(`${cfg.base}${path}`)}`;
+    qr.hidden = false;
+  }
   const cmds = byId('upload-cmds');
   if (cmds) {
     const url = `${cfg.base}${path}`;

@@ -63,6 +63,16 @@ export const filesSection = {
   uploadRateLimit: rate('600/min', {
     doc: 'resumable upload requests (HEAD, PATCH, DELETE) per client (IPv6: its network); creation counts as an upload (rate_limit)',
   }),
+  bundleMaxFiles: int(20, {
+    min: 1,
+    max: 1000,
+    doc: 'most files in one multipart upload to / (a bundle) and in one zip download',
+  }),
+  bundleMaxBytes: bytes(1024 ** 3, {
+    min: 1,
+    doc: 'largest total of one multipart upload to / (each file also within max_bytes), and of one zip download',
+  }),
+  qrRateLimit: rate('300/min', { doc: 'QR codes (/qr.svg) per client' }),
   uploadLockWaitMs: duration(2000, {
     unit: 'ms',
     min: 0,

@@ -10,6 +10,7 @@ import { DownloadCounter } from './download-counter.ts';
 import { DownloadLimits } from './downloads.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
+import { transferRoutes } from './transfer/routes.ts';
 import { tusRoutes } from './tus/routes.ts';
 import { UploadStore } from './tus/uploads.ts';
 
@@ -77,7 +78,9 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     (u) => u.reserved,
   );
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
-  await fileRoutes(app, ctx, store, limits);
+  const uploadMetrics = await fileRoutes(app, ctx, store, limits);
+  // The transfer.sh way: PUT /<name>, multipart POST /, delete links, zips, ShareX and QR.
+  await transferRoutes(app, ctx, store, limits, uploadMetrics);
   // Resumable uploads: parts on the shared blob store, one writer per upload through a shared lease.
   await tusRoutes(app, ctx, store, uploads, new Leases(ctx.state));
 

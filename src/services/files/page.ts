@@ -23,6 +23,10 @@ export const filesPage: PageSection = {
 ${example('Upload, keeping the owner token (the X-Owner-Token response header, shown once) in TOKEN', `TOKEN=$(curl -fsS -D - -o /dev/null -F file=@report.txt ${b}/api/file/report.txt \\\n  | awk 'tolower($1) == "x-owner-token:" { print $2 }' | tr -d '\\r')`)}
 ${example('Download under the original name (-f: an error is not saved as the file)', `curl -fOJ ${b}/api/file/report.txt`)}
 ${example('Replace or delete with the owner token', `curl -f -H "X-Owner-Token: $TOKEN" -F file=@report.txt ${b}/api/file/report.txt\ncurl -f -X DELETE -H "X-Owner-Token: $TOKEN" ${b}/api/file/report.txt`)}
+${example('The transfer.sh way: the server picks the key, the answer is the link (the delete link is in X-Url-Delete)', `curl -T report.txt ${b}/\ncurl -F file=@a.log -F file=@b.log ${b}/   # a link each, then one zip of both`)}
+${example('Flameshot, or any program that writes to standard output', `flameshot gui --raw | curl -fsS -T - ${b}/screenshot.png`)}
+<p class="clients">Ready for your tools: <a href="/devutil.sxcu" download>ShareX uploader (.sxcu)</a> (double-click to import) ·
+<a href="/upload.sh" download>upload.sh</a> (<code>sh upload.sh [-d DAYS] [-m DOWNLOADS] [-n NAME] [FILE...]</code>)</p>
 </div>
 <form class="tool" id="upload-form" novalidate data-resumable-over="${String(p.config.files.resumableOverBytes)}">
 <label class="drop" id="drop" for="upload-file"><span class="drop-text" id="drop-text">Drop a file here or <u>choose one</u></span>
@@ -41,6 +45,7 @@ ${example('Replace or delete with the owner token', `curl -f -H "X-Owner-Token: 
 ${copyField('upload-owner', 'Owner token (keep it: it is shown once)')}
 ${copyField('upload-link', 'Download link')}
 <p><a id="upload-download" href="#">Download</a></p>
+<img id="upload-qr" class="qr" width="160" height="160" alt="QR code of the download link" hidden>
 <div class="example"><div class="example-head"><span>The same file with curl</span><button type="button" class="copy" data-copy hidden>Copy</button></div><pre><code id="upload-cmds"></code></pre></div>
 <pre class="json" id="upload-json" tabindex="0" aria-label="Upload response"></pre></div>
 </form></div>`;

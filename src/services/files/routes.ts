@@ -6,6 +6,7 @@ import { downloadRoute } from './download-route.ts';
 import type { DownloadLimits } from './downloads.ts';
 import { badKey, type KeyReq, keyOf, params, tokenOf } from './http.ts';
 import type { FileStore } from './store.ts';
+import type { UploadMetrics } from './transfer/routes.ts';
 import { uploadRoute } from './upload-route.ts';
 
 export async function fileRoutes(
@@ -13,8 +14,8 @@ export async function fileRoutes(
   ctx: ServiceContext,
   files: FileStore,
   limits: DownloadLimits,
-): Promise<void> {
-  uploadRoute(app, ctx, files);
+): Promise<UploadMetrics> {
+  const metrics = uploadRoute(app, ctx, files);
   downloadRoute(app, ctx, files, limits);
 
   app.delete(
@@ -36,4 +37,5 @@ export async function fileRoutes(
       throw badKey();
     },
   });
+  return metrics;
 }

@@ -9,6 +9,7 @@ import { type KeyReq, keyOf, params, tokenOf, uploadAnswer } from './http.ts';
 import { readLimits } from './lifetime.ts';
 import { sanitizeFilename } from './names.ts';
 import type { FileStore } from './store.ts';
+import type { UploadMetrics } from './transfer/routes.ts';
 
 /** Multipart framing around the file part: boundaries, part headers, a few small fields. */
 const FRAMING_SLACK = 64 * 1024;
@@ -86,7 +87,7 @@ const uploadDoc = {
   },
 };
 
-export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: FileStore): void {
+export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: FileStore): UploadMetrics {
   const cfg = ctx.config.files;
   const limit = ctx.limiter.hook('files', cfg.rateLimit);
   const uploads = ctx.metrics.counter('devutil_files_uploads_total', 'file uploads by outcome', ['result']);
@@ -183,4 +184,5 @@ export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: Fi
       }
     },
   );
+  return { uploads, bytesIn };
 }
