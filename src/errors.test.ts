@@ -115,6 +115,24 @@ describe('errors', () => {
     assert.equal(na.headers.allow, 'POST');
   });
 
+  it('lets a route at the root name its envelope, and keeps any-path routes out of 405', async () => {
+    const a = Fastify({ logger: false });
+    a.decorate('envelopes', new EnvelopeTable());
+    installErrorHandling(a);
+    a.put('/:name', { config: { envelope: 'text', anyPath: true } }, async () => {
+      throw badRequest('bad name');
+    });
+    await a.ready();
+    const r = await a.inject({ method: 'PUT', url: '/x' });
+    assert.equal(r.statusCode, 400);
+    assert.equal(r.headers['content-type'], 'text/plain; charset=utf-8');
+    assert.equal(r.body, 'bad name\n');
+    const other = await a.inject({ url: '/x' });
+    assert.equal(other.statusCode, 404, 'GET /x is unknown, not a PUT-only path');
+    assert.equal(other.json().status, 0, 'and answers in the fallback envelope');
+    assert.deepEqual(a.routeList(), ['PUT /:name']);
+  });
+
   it('keeps AppError fields', () => {
     const e = new AppError('X', 418, 'teapot', { cause: new Error('c'), headers: { a: 1 } });
     assert.equal(e.status, 418);

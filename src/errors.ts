@@ -264,14 +264,13 @@ export function installErrorHandling(
   const seen = new Set<string>();
   app.decorate('routeList', () => [...seen]);
   app.addHook('onRoute', (opts) => {
-    // A route that takes any one-segment path (PUT /<name>) would make every unknown path a 405.
-    if (opts.config?.anyPath) return;
     const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
     for (const m of methods) {
       const key = `${m} ${opts.url}`;
       if (seen.has(key) || m === 'HEAD' || !METHODS.includes(m)) continue;
       seen.add(key);
-      shadow.on(m as 'GET', opts.url, () => {});
+      // A route that takes any one-segment path (PUT /<name>) would make every unknown path a 405.
+      if (!opts.config?.anyPath) shadow.on(m as 'GET', opts.url, () => {});
     }
   });
 

@@ -263,11 +263,15 @@ describe('home page (server side)', () => {
     }
   });
 
-  it('answers HEAD / and refuses POST / with 405', async () => {
+  it('answers HEAD /, refuses DELETE / with 405 and a POST / that is not a form with 400', async () => {
     const h = await app.inject({ method: 'HEAD', url: '/' });
     assert.equal(h.statusCode, 200);
     assert.equal(h.body, '');
+    const d = await app.inject({ method: 'DELETE', url: '/' });
+    assert.equal(d.statusCode, 405);
+    // POST / takes multipart uploads (files, the transfer.sh way): anything else is the client's error.
     const p = await app.inject({ method: 'POST', url: '/' });
-    assert.equal(p.statusCode, 405);
+    assert.equal(p.statusCode, 400);
+    assert.match(p.body, /^expected multipart\/form-data/);
   });
 });

@@ -26,6 +26,24 @@ export interface UploadMetrics {
 }
 
 type NameReq = FastifyRequest<{ Params: { name?: string } }>;
+
+const tags = ['files'];
+const nameParam = {
+  type: 'object',
+  properties: { name: { type: 'string', description: 'the file name (kept for the download)' } },
+} as const;
+const keysParams = {
+  type: 'object',
+  properties: {
+    keys: { type: 'string', description: 'one key or several separated by commas' },
+    token: { type: 'string', description: 'the owner token' },
+  },
+} as const;
+const putDoc = {
+  tags,
+  description:
+    'The file is the body (curl -T file HOST/). Answers the download link as text/plain, X-Url-Delete and X-Owner-Token; Max-Downloads and Max-Days headers apply.',
+};
 type KeysReq = FastifyRequest<{ Params: { keys: string; token?: string } }>;
 
 /** Counts the bytes of every file of one upload together; past `max` the current file fails with 413. */
@@ -125,21 +143,36 @@ export async function transferRoutes(
     });
     return answer(reply, [key], token);
   };
-  const putOpts = {
-    onRequest: limit,
-    config: { largeBody: true, envelope: 'text' as const },
-    schema: { hide: true },
-  };
-  app.put<{ Params: { name?: string } }>('/', putOpts, put);
+  const putOpts = { onRequest: limit, config: { largeBody: true, envelope: 'text' as const } };
+  app.put<{ Params: { name?: string } }>(
+    '/',
+    { ...putOpts, schema: { ...putDoc, summary: 'Store the body under a new random key (named "file")' } },
+    put,
+  );
   app.put<{ Params: { name?: string } }>(
     '/:name',
-    { ...putOpts, config: { ...putOpts.config, anyPath: true } },
+    {
+      ...putOpts,
+      config: { ...putOpts.config, anyPath: true },
+      schema: {
+        ...putDoc,
+        summary: 'Store the body under a new random key (transfer.sh)',
+        params: nameParam,
+      },
+    },
     put,
   );
 
   // curl -F file=@a -F file=@b HOST/: every file part (any field name) under its own key, one owner
   // token for all; two or more make a bundle with a zip link. A failure removes what was stored.
-  app.post('/', putOpts, async (req, reply) => {
+  const postSchema = {
+    tags,
+    summary: 'Store the files of a form, each under a new random key, with a zip link for two or more',
+    description:
+      'Multipart, any field names. Answers the links one per line (the zip link last), X-Url-Zip, one X-Url-Delete and X-Owner-Token for all.',
+    consumes: ['multipart/form-data'],
+  };
+  app.post('/', { ...putOpts, schema: postSchema }, async (req, reply) => {
     readLimits(req.headers, new Map(), cfg);
     if (!req.isMultipart())
       throw badRequest(
@@ -228,10 +261,14 @@ export async function transferRoutes(
 
   // A delete link opened in a browser (ShareX shows it as a link) asks first: link previews and
   // prefetchers GET it, and a GET must not delete.
-  app.get('/delete/:keys/:token', async (req: KeysReq, reply) => {
-    const found = await owned(req);
-    privatePage(reply).type('text/html; charset=utf-8');
-    return html`<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+  const deleteSchema = (summary: string) => ({ tags, summary, params: keysParams });
+  app.get(
+    '/delete/:keys/:token',
+    { schema: deleteSchema('A page that asks before deleting') },
+    async (req: KeysReq, reply) => {
+      const found = await owned(req);
+      privatePage(reply).type('text/html; charset=utf-8');
+      return html`<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>Delete ${found.length === 1 ? 'a file' : `${found.length} files`}</title>
 <body style="font:16px system-ui,sans-serif;max-width:40em;margin:2em auto;padding:0 1em">
 <h1>Delete ${found.length === 1 ? 'this file' : `these ${found.length} files`}?</h1>
@@ -239,7 +276,8 @@ export async function transferRoutes(
 <form method="post"><button type="submit">Delete</button></form>
 <p>With curl: <code>curl -X DELETE &lt;this address&gt;</code></p></body></html>
 `.value;
-  });
+    },
+  );
 
   const remove = async (req: KeysReq, reply: FastifyReply) => {
     const found = await owned(req);
@@ -248,11 +286,21 @@ export async function transferRoutes(
     privatePage(reply).type('text/plain; charset=utf-8');
     return `deleted ${found.length === 1 ? '1 file' : `${found.length} files`}\n`;
   };
-  app.route({ method: ['DELETE', 'POST'], url: '/delete/:keys/:token', handler: remove });
+  app.route({
+    method: ['DELETE', 'POST'],
+    url: '/delete/:keys/:token',
+    schema: deleteSchema('Delete the files of a delete link'),
+    handler: remove,
+  });
 
   // Several files as one zip: stored entries (the bytes as uploaded, decoded) streamed one after
   // another, so the length is known up front and nothing is held in memory.
-  app.get('/zip/:keys', async (req: KeysReq, reply) => {
+  const zipSchema = {
+    tags,
+    summary: 'Download several files as one zip, streamed',
+    params: { type: 'object', properties: { keys: keysParams.properties.keys } },
+  };
+  app.get('/zip/:keys', { schema: zipSchema }, async (req: KeysReq, reply) => {
     const keys = parseKeys(req.params.keys, cfg.bundleMaxFiles);
     const found = await findAll(keys);
     const total = found.reduce((n, f) => n + f.size, 0);
@@ -262,9 +310,11 @@ export async function transferRoutes(
         'BUNDLE_TOO_LARGE',
       );
     // A zip download is a download of each file: Max-Downloads counts it (HEAD counts nothing).
-    const kind = req.method === 'HEAD' ? 'peek' : 'new';
+    // Every file is checked first, so one used up refuses the zip before any other count is taken.
+    for (const f of found) await limits.admit(f, 'peek', req.clientKey);
     const admitted: Admission[] = [];
-    for (const f of found) admitted.push(await limits.admit(f, kind, req.clientKey));
+    if (req.method !== 'HEAD')
+      for (const f of found) admitted.push(await limits.admit(f, 'new', req.clientKey));
     const names = zipEntryNames(found.map((f) => f.filename));
     const { stream, length } = await zipStream(
       found.map((f, i) => ({
@@ -300,7 +350,14 @@ export async function transferRoutes(
   // A QR code for a link (the page shows one beside each link it gives).
   app.get<{ Querystring: { text?: unknown } }>(
     '/qr.svg',
-    { onRequest: ctx.limiter.hook('files-qr', cfg.qrRateLimit) },
+    {
+      onRequest: ctx.limiter.hook('files-qr', cfg.qrRateLimit),
+      schema: {
+        tags,
+        summary: 'A QR code (SVG) of a link',
+        querystring: { type: 'object', properties: { text: { type: 'string', description: 'the link' } } },
+      },
+    },
     async (req, reply) => {
       const text = req.query.text;
       if (typeof text !== 'string' || !text) throw badRequest('give the text to encode: /qr.svg?text=...');
@@ -314,15 +371,21 @@ export async function transferRoutes(
   // The instance's own ShareX uploader and upload script (built once: the base URL is config).
   const sxcu = sharexUploader(base);
   const sxcuName = sharexFilename(base);
-  app.get('/devutil.sxcu', async (_req, reply) =>
-    reply
-      .type('application/json; charset=utf-8')
-      .header('content-disposition', contentDisposition(sxcuName))
-      .header('cache-control', 'no-cache')
-      .send(sxcu),
+  app.get(
+    '/devutil.sxcu',
+    { schema: { tags, summary: "This instance's ShareX custom uploader" } },
+    async (_req, reply) =>
+      reply
+        .type('application/json; charset=utf-8')
+        .header('content-disposition', contentDisposition(sxcuName))
+        .header('cache-control', 'no-cache')
+        .send(sxcu),
   );
   const script = uploadScript(base);
-  app.get('/upload.sh', async (_req, reply) =>
-    reply.type('text/plain; charset=utf-8').header('cache-control', 'no-cache').send(script),
+  app.get(
+    '/upload.sh',
+    { schema: { tags, summary: "This instance's upload script (POSIX sh)" } },
+    async (_req, reply) =>
+      reply.type('text/plain; charset=utf-8').header('cache-control', 'no-cache').send(script),
   );
 }

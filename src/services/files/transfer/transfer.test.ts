@@ -154,6 +154,24 @@ describe('transfer.sh-style uploads', { timeout: 120_000 }, () => {
     for (const l of lines) assert.equal((await get(l)).res.status, 404);
   });
 
+  it('counts a zip download as a download of each file with Max-Downloads', async () => {
+    const { res, text } = await post(
+      base,
+      [
+        ['x.txt', 'x'],
+        ['y.txt', 'y'],
+      ],
+      [['max-downloads', '1']],
+    );
+    assert.equal(res.status, 200);
+    const lines = text.split('\n');
+    const zip = lines[2] ?? '';
+    assert.equal((await get(zip, { method: 'HEAD' })).res.status, 200, 'HEAD counts nothing');
+    assert.equal((await get(zip)).res.status, 200);
+    assert.equal((await get(zip)).res.status, 404);
+    assert.equal((await get(lines[0] ?? '')).res.status, 404);
+  });
+
   it('answers a single-file form with just its link', async () => {
     const { res, text } = await post(base, [['solo.txt', 'solo']], [['max-downloads', '3']]);
     assert.equal(res.status, 200);
