@@ -1,12 +1,14 @@
 // The home page in real headless Chromium against the real server: every section renders without
 // console errors, and the tools work in place (upload, proxy converter, avatar, diagram editor).
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
@@ -286,6 +288,37 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     );
     const back = await fetch(`${srv.url}/api/file/web-e2e-notes.txt`);
     assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  it('shows a QR code of the download link that zbarimg decodes, and the ShareX and script downloads', {
+    skip: toolSkip('zbarimg', ['--version']),
+  }, async () => {
+    const { page, errors } = await open();
+    await page.setInputFiles('#upload-file', {
+      name: 'qr.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('qr\n'),
+    });
+    await page.fill('#upload-key', 'web-e2e-qr.txt');
+    await page.click('#upload-go');
+    await page.locator('#upload-result').waitFor({ state: 'visible' });
+    const qr = page.locator('#upload-qr');
+    await qr.waitFor({ state: 'visible' });
+    await page.waitForFunction(
+      () => (document.getElementById('upload-qr') as HTMLImageElement).naturalWidth > 0,
+    );
+    const png = join(OUT, 'web-upload-qr.png');
+    mkdirSync(OUT, { recursive: true });
+    await qr.screenshot({ path: png });
+    const { stdout } = await promisify(execFile)('zbarimg', ['--raw', '-q', png]);
+    assert.equal(stdout.trim(), `${srv.url}/api/file/web-e2e-qr.txt`);
+    for (const href of ['/devutil.sxcu', '/upload.sh']) {
+      const a = page.locator(`a[href="${href}"]`);
+      assert.equal(await a.count(), 1, href);
+      assert.equal((await fetch(`${srv.url}${href}`)).status, 200, href);
+    }
     assert.deepEqual(errors, []);
     await page.close();
   });
