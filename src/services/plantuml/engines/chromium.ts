@@ -1,0 +1,211 @@
+// One headless Chromium process for the diagram browser pool, started so that nothing it starts can
+// outlive it or the server: its own process group (every zygote, renderer, GPU and utility process
+// is in it), killed as a whole; its crash handler, which daemonises itself out of the group, exits
+// with the browser and is killed too if it does not (found by the profile directory it names, as
+// is everything the browser started); the kernel's parent-death signal (setpriv --pdeathsig, util-linux) ends it if the server dies
+// without closing it (kill -9), and it also shuts down when its DevTools pipe closes. It gets a
+// fresh profile and a bare environment (none of the server's variables, secrets included), and no
+// network: host names resolve nowhere and every connection goes to a proxy that does not exist (the
+// pages' requests are also intercepted, browser-pool.ts).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { Cdp } from './cdp.ts';
+
+export interface ChromiumOptions {
+  executable: string;
+  /** V8 heap cap of each page (MiB). */
+  heapMb: number;
+  /** How long the browser may take to answer its first command. */
+  startTimeoutMs: number;
+  /** Largest DevTools message (an SVG comes back in one). */
+  maxMessage: number;
+  /** Where its profile directory is made (default: the system's temporary directory). */
+  profileRoot?: string;
+}
+
+export interface Chromium {
+  readonly pid: number;
+  readonly cdp: Cdp;
+  /** Resolves once the browser process has exited and its group was killed. */
+  readonly exited: Promise<void>;
+  /** The last lines it wrote to stderr (start-up failures say why there). */
+  stderr(): string;
+  /** SIGKILL to the whole process group; the profile directory is removed on exit. */
+  kill(): void;
+}
+
+const FLAGS = [
+  '--headless',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--no-default-browser-check',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-extensions',
+  '--disable-default-apps',
+  '--mute-audio',
+  '--hide-scrollbars',
+  // No network even if a request got past the page's interception: names resolve nowhere, and
+  // every connection (loopback included) goes to a proxy that is not there.
+  '--host-resolver-rules=MAP * ~NOTFOUND',
+  '--proxy-server=socks5://127.0.0.1:9',
+  '--proxy-bypass-list=<-loopback>',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--remote-debugging-pipe',
+];
+
+/** The browsers alive in this process (group, profile): killed if it exits without closing them. */
+const live = new Map<number, string>();
+let hooked = false;
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {}
+}
+
+/**
+ * Every process whose command line names `profile` (the browser's processes carry
+ * --user-data-dir=<profile>, its crash handler --database=<profile>/...), killed: what left the
+ * process group. (--disable-crashpad-for-testing would keep the handler from starting, but it
+ * also turns off the DevTools request interception the pages rely on.)
+ */
+function killByProfile(profile: string): void {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return;
+  }
+  const mark = Buffer.from(profile);
+  for (const e of entries) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`).includes(mark)) process.kill(Number(e), 'SIGKILL');
+    } catch {}
+  }
+}
+
+let setpriv: boolean | undefined;
+/** Whether util-linux's setpriv (with --pdeathsig) is there to start the browser through. */
+function hasSetpriv(): boolean {
+  setpriv ??= spawnSync('setpriv', ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout?.includes(
+    '--pdeathsig',
+  );
+  return setpriv;
+}
+
+export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
+  if (!hooked) {
+    hooked = true;
+    process.on('exit', () => {
+      for (const [pid, profile] of live) {
+        killGroup(pid);
+        killByProfile(profile);
+      }
+    });
+  }
+  const profile = mkdtempSync(join(o.profileRoot ?? tmpdir(), 'devutil-chromium-'));
+  const args = [
+    ...FLAGS,
+    // Chromium refuses to run as root with its sandbox; elsewhere it keeps it.
+    ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
+    `--js-flags=--max-old-space-size=${o.heapMb}`,
+    `--user-data-dir=${profile}`,
+    'about:blank',
+  ];
+  const argv = hasSetpriv()
+    ? ['setpriv', '--pdeathsig', 'KILL', '--', o.executable, ...args]
+    : [o.executable, ...args];
+  let proc: ChildProcess;
+  try {
+    proc = spawn(argv[0]!, argv.slice(1), {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: profile,
+        XDG_CONFIG_HOME: profile,
+        XDG_CACHE_HOME: profile,
+        LANG: 'C.UTF-8',
+        TZ: 'UTC',
+      },
+    });
+  } catch (err) {
+    rmSync(profile, { recursive: true, force: true });
+    throw err;
+  }
+  const pid = proc.pid ?? 0;
+  if (pid) live.set(pid, profile);
+  let tail = '';
+  proc.stderr?.on('data', (b: Buffer) => {
+    tail = (tail + b.toString('utf8')).slice(-4096);
+  });
+  const cdp = new Cdp(proc.stdio[3] as Writable, proc.stdio[4] as Readable, o.maxMessage);
+  const exited = new Promise<void>((resolve) => {
+    const done = () => {
+      // Whatever of the group is still there (a renderer that outlived the browser) goes too.
+      if (pid) {
+        killGroup(pid);
+        live.delete(pid);
+      }
+      killByProfile(profile);
+      cdp.fail(new Error('the browser exited'));
+      rmSync(profile, { recursive: true, force: true });
+      resolve();
+    };
+    proc.once('exit', done);
+    proc.once('error', (err) => {
+      tail += `\n${err.message}`;
+      if (!pid) done();
+    });
+  });
+  const chromium: Chromium = {
+    pid,
+    cdp,
+    exited,
+    stderr: () => tail.trim(),
+    kill: () => {
+      if (pid) killGroup(pid);
+    },
+  };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      cdp.send('Browser.getVersion'),
+      exited.then(() => {
+        throw new Error(`the browser exited at start: ${lastLines(tail)}`);
+      }),
+      new Promise((_r, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`the browser did not answer within ${o.startTimeoutMs} ms`)),
+          o.startTimeoutMs,
+        );
+      }),
+    ]);
+  } catch (err) {
+    chromium.kill();
+    await exited;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return chromium;
+}
+
+function lastLines(s: string): string {
+  return (
+    s
+      .trim()
+      .split('\n')
+      .filter((l) => !/dbus|Fontconfig/i.test(l))
+      .slice(-3)
+      .join(' ')
+      .slice(0, 500) || 'no message'
+  );
+}

@@ -1,0 +1,155 @@
+// Mermaid's own renderer in a browser page (browser-pool.ts), for the Mermaid types beautiful-mermaid
+// does not draw (gantt, pie, mindmap, timeline, gitGraph, journey, quadrant, sankey, requirement,
+// C4, block, architecture, packet, kanban, radar...). The page loads Mermaid's standalone bundle
+// from the optional `mermaid` package, once, and renders with securityLevel "strict": labels are
+// sanitised (DOMPurify), click callbacks and javascript: links are off, and a %%{init}%% directive
+// cannot change the security level or the size limits (Mermaid's "secure" keys). The page's CSP
+// lets it run its own bundle only and connect nowhere.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { BrowserPool, BrowserUnavailable, type PageKind } from './browser-pool.ts';
+import type { ThreadReply } from './thread-pool.ts';
+
+export const MERMAID_ORIGIN = 'http://devutil-mermaid.invalid';
+
+/** The bundle's path, or null when the optional package is not installed. */
+export function mermaidBundle(): string | null {
+  try {
+    return fileURLToPath(import.meta.resolve('mermaid/dist/mermaid.min.js'));
+  } catch {
+    return null;
+  }
+}
+
+const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>devutil mermaid</title>
+<script src="/mermaid.min.js"></script></head><body></body></html>`;
+
+/** Runs in the page: initialises Mermaid and defines the render function the pool calls. */
+function setupScript(maxTextSize: number, maxOutput: number): string {
+  return `(async () => {
+  if (typeof mermaid === 'undefined') throw new Error('the Mermaid bundle did not load');
+  mermaid.initialize({
+    startOnLoad: false,
+    securityLevel: 'strict',
+    suppressErrorRendering: true,
+    deterministicIds: true,
+    maxTextSize: ${maxTextSize},
+    htmlLabels: false,
+    flowchart: { htmlLabels: false },
+  });
+  const message = (e) => String((e && e.message) || e).slice(0, 2000);
+  const lineOf = (e) => {
+    const h = e && e.hash;
+    if (h && h.loc && typeof h.loc.first_line === 'number') return h.loc.first_line;
+    if (h && typeof h.line === 'number') return h.line + 1;
+    const m = /line[: ]+(\\d+)/i.exec(message(e));
+    return m ? Number(m[1]) : undefined;
+  };
+  globalThis.__devutilRender = async (source) => {
+    document.body.replaceChildren();
+    try {
+      await mermaid.parse(source);
+    } catch (e) {
+      return { ok: false, kind: 'syntax', message: message(e), line: lineOf(e) };
+    }
+    try {
+      const { svg } = await mermaid.render('devutil-mermaid', source);
+      if (svg.length > ${maxOutput}) return { ok: false, kind: 'failed', message: 'the diagram is too large' };
+      return { ok: true, svg };
+    } catch (e) {
+      return { ok: false, kind: 'failed', message: message(e) };
+    } finally {
+      document.body.replaceChildren();
+    }
+  };
+  return true;
+})()`;
+}
+
+export function mermaidPage(bundle: string, o: { maxTextSize: number; maxOutput: number }): PageKind {
+  let files: Map<string, { type: string; body: Buffer }> | undefined;
+  return {
+    origin: MERMAID_ORIGIN,
+    csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+    setup: setupScript(o.maxTextSize, o.maxOutput),
+    files: () => {
+      // Read on the first page load (3.5 MB), kept for the next ones.
+      files ??= new Map([
+        ['/', { type: 'text/html; charset=utf-8', body: Buffer.from(PAGE) }],
+        ['/mermaid.min.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(bundle) }],
+      ]);
+      return files;
+    },
+  };
+}
+
+export interface MermaidBrowserOptions {
+  executable: string;
+  browsers: number;
+  pages: number;
+  idleMs: number;
+  heapMb: number;
+  timeoutMs: number;
+  /** Largest source (Mermaid's maxTextSize). */
+  maxSource: number;
+  log: Logger;
+}
+
+export interface MermaidBrowser {
+  /** The version of the `mermaid` package the pages run ('' when it is not installed). */
+  readonly version: string;
+  readonly pool: BrowserPool | null;
+  render(source: string): Promise<ThreadReply>;
+  close(): Promise<void>;
+}
+
+/** A page renders this many diagrams, then is replaced (Mermaid keeps some state per render). */
+const RECYCLE_AFTER = 200;
+const MAX_SVG = 8 * 1024 * 1024;
+
+/** The Mermaid browser pool; it starts no browser before the first diagram that needs one. */
+export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
+  const bundle = mermaidBundle();
+  if (!bundle) {
+    const err = new BrowserUnavailable('the npm package mermaid is not installed (optional dependency)');
+    return { version: '', pool: null, render: () => Promise.reject(err), close: async () => {} };
+  }
+  const pool = new BrowserPool({
+    executable: o.executable,
+    browsers: o.browsers,
+    pages: o.pages,
+    timeoutMs: o.timeoutMs,
+    // A cold Chromium plus a 3 MB bundle on a loaded machine: seconds, not the render's budget.
+    startTimeoutMs: Math.max(30_000, o.timeoutMs),
+    idleMs: o.idleMs,
+    heapMb: o.heapMb,
+    recycleAfter: RECYCLE_AFTER,
+    maxOutput: MAX_SVG,
+    kind: mermaidPage(bundle, { maxTextSize: o.maxSource, maxOutput: MAX_SVG }),
+    onEvent: (event, detail) =>
+      o.log[event === 'timeout' || event === 'crash' || event === 'blocked' ? 'warn' : 'info'](
+        detail,
+        `mermaid browser ${event}`,
+      ),
+  });
+  return {
+    version: bundleVersion(bundle),
+    pool,
+    render: (source) => pool.run(source),
+    close: () => pool.close(),
+  };
+}
+
+/** The version in the package.json above dist/ of the bundle. */
+function bundleVersion(bundle: string): string {
+  try {
+    return String(
+      (JSON.parse(readFileSync(join(dirname(bundle), '..', 'package.json'), 'utf8')) as { version?: unknown })
+        .version ?? '0',
+    );
+  } catch {
+    return '0';
+  }
+}
