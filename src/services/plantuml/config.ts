@@ -59,6 +59,32 @@ export const plantumlSection = {
     min: 0,
     doc: "a render thread idle this long exits, returning its engines' memory (0 = never)",
   }),
+  // Off unless an operator names a browser: it is the one heavy part of the diagram service (a
+  // Chromium is ~150 MiB per process tree), and the common Mermaid types need none.
+  mermaidChromium: str('', {
+    pattern: /^(?:\/.*)?$/,
+    hint: 'an absolute path to a Chromium/Chrome executable',
+    doc: 'Chromium executable that turns on the headless-browser pool for the Mermaid types drawn only in a browser (gantt, pie, mindmap, gitGraph...); empty = off, those answer 422',
+  }),
+  mermaidBrowsers: int(2, {
+    min: 1,
+    max: 16,
+    doc: 'most Chromium processes the Mermaid browser pool runs at once (each with mermaidBrowserPages pages)',
+  }),
+  mermaidBrowserPages: int(2, {
+    min: 1,
+    max: 16,
+    doc: 'pages (one render each at a time, one renderer process each) per Chromium of the Mermaid browser pool',
+  }),
+  mermaidBrowserIdleSec: duration(60, {
+    unit: 's',
+    min: 0,
+    doc: 'a Chromium of the Mermaid browser pool idle this long is closed (0 = kept until the server stops)',
+  }),
+  mermaidBrowserHeap: bytes(256 * 1024 ** 2, {
+    min: 32 * 1024 ** 2,
+    doc: 'JavaScript heap cap of each Mermaid browser page; a diagram that needs more crashes its page and answers 422',
+  }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   clientShare: int(50, {
     min: 1,

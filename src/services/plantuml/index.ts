@@ -55,6 +55,18 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     limitSize: cfg.limitSize,
     cache: engine.cache,
     log,
+    ...(cfg.mermaidChromium
+      ? {
+          browser: {
+            executable: cfg.mermaidChromium,
+            browsers: cfg.mermaidBrowsers,
+            pages: cfg.mermaidBrowserPages,
+            idleMs: cfg.mermaidBrowserIdleSec * 1000,
+            heapMb: Math.round(cfg.mermaidBrowserHeap / 1024 ** 2),
+            maxSource: cfg.maxSourceBytes,
+          },
+        }
+      : {}),
   });
   // Set at scrape time: a render queue filling up (or abandoned renders piling up) shows while it
   // happens, not at the next diagram answer.

@@ -1,7 +1,8 @@
 // Mermaid without a browser: beautiful-mermaid (MIT) lays out flowcharts, sequence, class, state
 // and ER diagrams (and xychart-beta) in pure JavaScript, with ELK for flowcharts. Every other
-// Mermaid type needs Mermaid itself, which draws through a browser DOM: those are refused with a
-// 422 naming the type (the route says so before a thread is asked; this is the second check).
+// Mermaid type needs Mermaid itself, which draws through a browser DOM: those go to the browser
+// pool when an operator turned it on (mermaid-browser.ts; the renderer decides before a thread is
+// asked), else they are refused here with a 422 naming the type and the setting.
 import { DiagramError, lineOf, UnsupportedDiagram } from './diagram-error.ts';
 
 type Renderer = typeof import('beautiful-mermaid');
@@ -41,7 +42,7 @@ export async function render(source: string): Promise<string> {
   const type = mermaidType(source);
   if (!BROWSERLESS.has(type))
     throw new UnsupportedDiagram(
-      `Mermaid ${type ? `"${type.slice(0, 40)}"` : 'without a diagram type'} is not rendered here: this server draws Mermaid flowchart, sequenceDiagram, classDiagram, stateDiagram, erDiagram and xychart-beta without a browser, and other Mermaid types need one`,
+      `Mermaid ${type ? `"${type.slice(0, 40)}"` : 'without a diagram type'} is not rendered here: this server draws Mermaid flowchart, sequenceDiagram, classDiagram, stateDiagram, erDiagram and xychart-beta without a browser; other Mermaid types need one, which the operator turns on with DEVUTIL_PLANTUML_MERMAID_CHROMIUM (the path of a Chromium)`,
     );
   await warm();
   const m = await mod!;

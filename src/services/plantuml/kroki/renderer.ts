@@ -11,7 +11,14 @@ import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { loadSharp } from '../../../infra/media/sharp.ts';
 import type { RenderedMeta } from '../cache.ts';
+import { BrowserUnavailable } from '../engines/browser-pool.ts';
 import { commandAvailability, runCommand } from '../engines/commands.ts';
+import { BROWSERLESS, mermaidType } from '../engines/mermaid.ts';
+import {
+  type MermaidBrowser,
+  type MermaidBrowserOptions,
+  mermaidBrowser,
+} from '../engines/mermaid-browser.ts';
 import { ThreadCrashed, ThreadPool, type ThreadReply } from '../engines/thread-pool.ts';
 import type { Language } from './languages.ts';
 import { packageVersion } from './packages.ts';
@@ -52,6 +59,8 @@ export interface RendererOptions {
   limitSize: number;
   cache: Cache<RenderedMeta>;
   log: Logger;
+  /** The headless-browser pool for the Mermaid types beautiful-mermaid does not draw; absent = off. */
+  browser?: Omit<MermaidBrowserOptions, 'timeoutMs' | 'log'>;
 }
 
 export interface Availability {
@@ -68,9 +77,21 @@ export class DiagramRenderer {
   private readonly flights = new SingleFlight<Outcome>();
   private readonly o: RendererOptions;
   private readonly versions = new Map<string, Availability>();
+  /** Off (null) unless configured; it starts no browser before a diagram needs one. */
+  readonly browser: MermaidBrowser | null;
+  /** Its slots: a client's share of them and of its queue, like the render threads'. */
+  private readonly browserAdmission: FairQueue | null;
 
   constructor(o: RendererOptions) {
     this.o = o;
+    this.browser = o.browser ? mermaidBrowser({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
+    this.browserAdmission = o.browser
+      ? new FairQueue({
+          concurrency: o.browser.browsers * o.browser.pages,
+          queueLength: o.queueSize,
+          clientShare: o.clientShare / 100,
+        })
+      : null;
     this.pool = new ThreadPool({
       size: o.threads,
       timeoutMs: o.timeoutMs,
@@ -111,15 +132,28 @@ export class DiagramRenderer {
     return a;
   }
 
-  private key(j: DiagramJob, format: string, version: string): string {
+  /** Whether `j` is a Mermaid diagram for the browser pool (on, and a type beautiful-mermaid does not draw). */
+  private inBrowser(j: DiagramJob): boolean {
+    return this.browser !== null && j.lang.engine === 'mermaid' && !BROWSERLESS.has(mermaidType(j.source));
+  }
+
+  /** The version of what draws `j` (cache keys and ETags change with it). */
+  private version(j: DiagramJob): string {
+    if (this.inBrowser(j)) return `mermaid ${this.browser!.version}`;
+    return this.availability(j.lang).version ?? '';
+  }
+
+  private key(j: DiagramJob, format: string): string {
     return createHash('sha256')
-      .update(JSON.stringify(['kroki', j.lang.type, j.lang.engine, version, format, j.options, j.source]))
+      .update(
+        JSON.stringify(['kroki', j.lang.type, j.lang.engine, this.version(j), format, j.options, j.source]),
+      )
       .digest('hex');
   }
 
   /** `"<engine version hash><md5 of type, options and source>"`: the URL carries the format. */
   etag(j: DiagramJob): string {
-    const v = this.availability(j.lang).version ?? '';
+    const v = this.version(j);
     const h = createHash('md5').update(`${j.lang.type}\n${v}\n${JSON.stringify(j.options)}\n`);
     return `"k${h.update(j.source).digest('base64url')}"`;
   }
@@ -128,7 +162,7 @@ export class DiagramRenderer {
   async cached(j: DiagramJob): Promise<Outcome | undefined> {
     const a = this.availability(j.lang);
     if (!a.available) return undefined;
-    const key = this.key(j, j.format, a.version ?? '');
+    const key = this.key(j, j.format);
     const hit = this.o.cache.memory(key) ?? (await this.o.cache.get(key));
     return hit ? fromMeta(hit.entry.meta, hit.body, true) : undefined;
   }
@@ -137,8 +171,7 @@ export class DiagramRenderer {
   async render(j: DiagramJob, client: string): Promise<Outcome> {
     const a = this.availability(j.lang);
     if (!a.available) throw new EngineMissing(`${j.lang.type} is not available on this server: ${a.reason}`);
-    const version = a.version ?? '';
-    const key = this.key(j, j.format, version);
+    const key = this.key(j, j.format);
     const hit = this.o.cache.memory(key) ?? (await this.o.cache.get(key));
     if (hit) return fromMeta(hit.entry.meta, hit.body, true);
     return this.flights.run(key, async () => {
@@ -156,10 +189,21 @@ export class DiagramRenderer {
   }
 
   private async renderSvg(j: DiagramJob, client: string): Promise<Outcome> {
-    const reply = await this.admission.run(client, async (): Promise<ThreadReply> => {
-      if (j.lang.kind === 'command') return runCommand(j.lang.engine, j.source, this.o.timeoutMs);
-      return this.pool.run({ engine: j.lang.engine, source: j.source, format: 'svg', options: j.options });
-    });
+    const reply = this.inBrowser(j)
+      ? await this.browserAdmission!.run(client, () => this.browser!.render(j.source)).catch(
+          (err: unknown) => {
+            throw err instanceof BrowserUnavailable ? new EngineMissing(err.message) : err;
+          },
+        )
+      : await this.admission.run(client, async (): Promise<ThreadReply> => {
+          if (j.lang.kind === 'command') return runCommand(j.lang.engine, j.source, this.o.timeoutMs);
+          return this.pool.run({
+            engine: j.lang.engine,
+            source: j.source,
+            format: 'svg',
+            options: j.options,
+          });
+        });
     if (reply.ok) return { ok: true, body: Buffer.from(reply.body), cached: false };
     if (reply.kind === 'syntax')
       return {
@@ -175,7 +219,7 @@ export class DiagramRenderer {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    await Promise.all([this.pool.close(), this.browser?.close()]);
   }
 }
 

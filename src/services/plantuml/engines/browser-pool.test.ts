@@ -1,0 +1,135 @@
+// The headless-browser pool with real Chromium and a page of our own: a render past the deadline
+// (an endless loop) is answered by a timeout and its page's renderer process is gone, the pool goes
+// on; a page's requests go nowhere (a loopback server of the test sees none); a browser killed
+// under a render is replaced and the render goes once more; idle browsers exit; close() leaves no
+// process. Chromium is required when CI=true.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  chromiumProcesses,
+  profileRoot,
+  startTrap,
+  type Trap,
+  waitFor,
+} from '../../../../test/helpers/chromium.ts';
+import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { BrowserPool, type BrowserPoolOptions, type PageKind } from './browser-pool.ts';
+import { ThreadTimeout } from './thread-pool.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = toolSkip(CHROMIUM, ['--version']);
+
+/** A page whose render function does what the source says: echo, loop, fetch a URL. */
+function testPage(): PageKind {
+  const files = new Map([
+    ['/', { type: 'text/html', body: Buffer.from('<!doctype html><title>t</title><body></body>') }],
+  ]);
+  return {
+    origin: 'http://devutil-test.invalid',
+    files: () => files,
+    // Permissive on purpose: the requests must meet the pool's interception, not the page's CSP.
+    csp: 'default-src * data: blob:',
+    setup: `globalThis.__devutilRender = async (source) => {
+      if (source === 'loop') for (;;) {}
+      if (source.startsWith('sleep ')) await new Promise((r) => setTimeout(r, Number(source.slice(6))));
+      if (source.startsWith('fetch ')) {
+        const url = source.slice(6);
+        const tries = await Promise.allSettled([
+          fetch(url),
+          new Promise((ok, no) => { const i = new Image(); i.onload = ok; i.onerror = no; i.src = url + '?img'; }),
+          new Promise((ok, no) => { const s = new WebSocket(url.replace('http', 'ws')); s.onopen = ok; s.onerror = no; }),
+        ]);
+        return { ok: true, svg: '<svg>' + tries.map((t) => t.status).join(',') + '</svg>' };
+      }
+      return { ok: true, svg: '<svg><text>' + source + '</text></svg>' };
+    }; true`,
+  };
+}
+
+describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
+  const events: string[] = [];
+  const pools: BrowserPool[] = [];
+  const make = (o: Partial<BrowserPoolOptions> = {}) => {
+    const pool = new BrowserPool({
+      executable: CHROMIUM,
+      browsers: 1,
+      pages: 2,
+      timeoutMs: 20_000,
+      startTimeoutMs: 60_000,
+      idleMs: 0,
+      heapMb: 128,
+      recycleAfter: 100,
+      maxOutput: 1 << 20,
+      kind: testPage(),
+      onEvent: (e) => events.push(e),
+      profileRoot: profileRoot(),
+      ...o,
+    });
+    pools.push(pool);
+    return pool;
+  };
+  let trap: Trap;
+  before(async () => {
+    trap = await startTrap();
+  });
+  after(async () => {
+    await Promise.all(pools.map((p) => p.close()));
+    trap?.close();
+  });
+
+  it('renders, and a render past the deadline times out without taking the pool down', async () => {
+    const root = profileRoot();
+    const pool = make({ timeoutMs: 1500, profileRoot: root });
+    const first = await pool.run('hello');
+    assert.deepEqual(first, { ok: true, body: '<svg><text>hello</text></svg>' });
+    const renderers = () => chromiumProcesses(root).filter((p) => p.type === 'renderer').length;
+    const before = renderers();
+    await assert.rejects(pool.run('loop'), ThreadTimeout);
+    assert.ok(events.includes('timeout'));
+    // The looping page's renderer process is gone (crashed and closed), not left spinning.
+    await waitFor(() => renderers() < before, 'the looping renderer to exit');
+    assert.deepEqual(await pool.run('again'), { ok: true, body: '<svg><text>again</text></svg>' });
+    await pool.close();
+    assert.deepEqual(chromiumProcesses(root), [], 'no Chromium process after close()');
+  });
+
+  it('lets no request of a page leave the browser (fetch, image, WebSocket)', async () => {
+    const pool = make();
+    events.length = 0;
+    const r = await pool.run(`fetch ${trap.url}`);
+    assert.deepEqual(r, { ok: true, body: '<svg>rejected,rejected,rejected</svg>' });
+    assert.equal(trap.hits(), 0, 'the loopback server was reached');
+    assert.ok(events.includes('blocked'), 'the interception refused the requests');
+    await pool.close();
+  });
+
+  it('replaces a browser killed under its renders and renders them once more', async () => {
+    const root = profileRoot();
+    const pool = make({ profileRoot: root });
+    await Promise.all([pool.run('warm'), pool.run('warm 2')]); // both pages open
+    const [pid] = pool.pids();
+    assert.ok(pid);
+    const both = [pool.run('sleep 3000'), pool.run('sleep 3001')];
+    await waitFor(() => pool.stats().busy === 2, 'both renders to start');
+    process.kill(-pid, 'SIGKILL');
+    assert.deepEqual(await Promise.all(both), [
+      { ok: true, body: '<svg><text>sleep 3000</text></svg>' },
+      { ok: true, body: '<svg><text>sleep 3001</text></svg>' },
+    ]);
+    assert.equal(pool.started, 2, 'one new browser');
+    assert.notEqual(pool.pids()[0], pid);
+    await pool.close();
+    assert.deepEqual(chromiumProcesses(root), []);
+  });
+
+  it('closes a browser idle for idleMs and starts one again on demand', async () => {
+    const root = profileRoot();
+    const pool = make({ idleMs: 300, profileRoot: root });
+    await pool.run('one');
+    assert.equal(pool.stats().browsers, 1);
+    await waitFor(() => pool.stats().browsers === 0, 'the idle browser to close');
+    await waitFor(() => chromiumProcesses(root).length === 0, 'its processes to exit');
+    assert.deepEqual(await pool.run('two'), { ok: true, body: '<svg><text>two</text></svg>' });
+    await pool.close();
+  });
+});

@@ -1,0 +1,70 @@
+// The Chromium processes of a test's browsers, found in /proc by the profile directory their command
+// lines name (every process of a browser carries it, the crash handler that leaves the process
+// group too), with their parent and their --type (none: the browser itself).
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ChromiumProcess {
+  pid: number;
+  ppid: number;
+  /** 'browser', 'renderer', 'zygote', 'gpu-process', 'utility', 'crashpad-handler'... */
+  type: string;
+}
+
+/** A fresh directory for a test's browser profiles (BrowserPoolOptions.profileRoot). */
+export function profileRoot(): string {
+  return mkdtempSync(join(tmpdir(), 'devutil-chromium-test-'));
+}
+
+export function chromiumProcesses(root: string): ChromiumProcess[] {
+  const out: ChromiumProcess[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      // Chromium rewrites its children's command lines as one space-separated string.
+      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (!cmd.includes(root)) continue;
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state === 'Z') continue; // exited, not yet reaped
+      const type =
+        /--type=(\S+)/.exec(cmd)?.[1] ?? (cmd.includes('crashpad_handler') ? 'crashpad-handler' : 'browser');
+      out.push({ pid: Number(e), ppid: Number(ppid), type });
+    } catch {}
+  }
+  return out;
+}
+
+/** Polls `cond` every 50 ms until it holds or `ms` pass (then throws naming `what`). */
+export async function waitFor(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A loopback HTTP server that counts the requests that reach it (a page must reach none). */
+export interface Trap {
+  readonly url: string;
+  hits(): number;
+  close(): void;
+}
+
+export async function startTrap(): Promise<Trap> {
+  let hits = 0;
+  const server = createServer((_req, res) => {
+    hits++;
+    res.end('reached');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`,
+    hits: () => hits,
+    close: () => server.close(),
+  };
+}
