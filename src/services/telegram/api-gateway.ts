@@ -33,7 +33,7 @@ import {
   param,
 } from './api-body.ts';
 import { type ApiCall, type BotApiClient, type CallResult, parseAnswer } from './client.ts';
-import { botApiError } from './envelope.ts';
+import { botApiError, describe } from './envelope.ts';
 import type { TelegramMetrics } from './index.ts';
 import { botAllowed, isBotKey, keyId, NOT_LISTED } from './key.ts';
 import { isLongPoll, isMessage, METHOD_NAME, recipientMethod } from './methods.ts';
@@ -233,8 +233,31 @@ export class BotApiGateway {
   /**
    * One message from a recipient token's own inlets (/telegram/r/<token>, its Alertmanager
    * webhook): sendMessage into its chat, with the same rules and budgets as the Bot API path.
+   * `retryable`: a refusal that passes with time (a budget, Telegram's flood control) is answered
+   * 503 with its Retry-After instead of 429, for senders that retry a 5xx and drop a 4xx
+   * (Alertmanager: docs/protocols/alertmanager-webhook.md §1).
    */
-  async sendAs(req: FastifyRequest, reply: FastifyReply, token: string, params: Params) {
+  async sendAs(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    params: Params,
+    retryable = false,
+  ): Promise<FastifyReply> {
+    try {
+      return await this.sendOne(req, reply, token, params, retryable);
+    } catch (err) {
+      throw retryable ? laterNotLost(err) : err;
+    }
+  }
+
+  private async sendOne(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    params: Params,
+    retryable: boolean,
+  ): Promise<FastifyReply> {
     const who = await this.caller(token);
     const rcpt = who.recipient;
     if (!rcpt) throw notFound('not a recipient token', 'NOT_A_TOKEN');
@@ -267,7 +290,7 @@ export class BotApiGateway {
       ms: Math.round(ms),
       recipient: rcpt.id,
     };
-    return this.answer(req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat));
+    return this.answer(req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat), retryable);
   }
 
   /** Telegram's answer as Telegram gave it; our own failures in the same shape. */
@@ -277,6 +300,7 @@ export class BotApiGateway {
     r: CallResult,
     fields: Record<string, unknown>,
     chatKey: string | null,
+    retryable = false,
   ) {
     reply.header('cache-control', 'no-store');
     if (r.kind === 'ok') {
@@ -293,11 +317,17 @@ export class BotApiGateway {
         ...(r.retryAfter !== undefined ? { retry_after: r.retryAfter } : {}),
         ...(r.migrateTo !== undefined ? { migrate_to_chat_id: r.migrateTo } : {}),
       };
+      const later = retryable && r.errorCode === 429;
+      const status = later ? 503 : r.errorCode >= 400 ? r.errorCode : 400;
       return reply
-        .code(r.errorCode >= 400 ? r.errorCode : 400)
+        .code(status)
         .type('application/json')
         .send(
-          botApiError(r.errorCode, r.description, Object.keys(parameters).length ? parameters : undefined),
+          botApiError(
+            later ? 503 : r.errorCode,
+            later ? describe(503, `telegram: ${r.description}`) : r.description,
+            Object.keys(parameters).length ? parameters : undefined,
+          ),
         );
     }
     if (r.kind === 'network') {
@@ -403,6 +433,12 @@ export class BotApiGateway {
       throw err;
     }
   }
+}
+
+/** A 429 (a budget, a paused chat, a full share) as 503 with the same Retry-After: see sendAs. */
+export function laterNotLost(err: unknown): unknown {
+  if (!(err instanceof AppError) || err.status !== 429) return err;
+  return unavailable(err.message, Number(err.headers['retry-after']) || 1, err.code);
 }
 
 function queueRefusal(err: unknown, poll: boolean): unknown {

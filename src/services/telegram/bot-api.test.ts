@@ -545,6 +545,31 @@ describe('telegram Bot API base URL and recipient tokens: hostile input', { time
     });
   });
 
+  it('answers the Alertmanager inlet 503 with Retry-After when Telegram or a pause says later (Alertmanager retries 5xx only)', async () => {
+    const alerts = {
+      status: 'firing',
+      groupLabels: { alertname: 'Disk' },
+      alerts: [{ status: 'firing', labels: { alertname: 'Disk' }, annotations: { summary: 'disk full' } }],
+    };
+    fake.fault({ kind: 'flood', retryAfter: 7 });
+    const flood = await call(json(`/telegram/r/${userOnly}/alertmanager`, alerts));
+    assert.equal(flood.statusCode, 503, flood.body);
+    assert.equal(flood.headers['retry-after'], '7');
+    assert.equal(flood.json().ok, false);
+    assert.equal(flood.json().error_code, 503);
+    assert.equal(flood.json().parameters.retry_after, 7);
+    // The chat is paused now: devutil's own refusal is a 503 too on this inlet...
+    const before = fake.received.length;
+    const paused = await call(json(`/telegram/r/${userOnly}/alertmanager`, alerts));
+    assert.equal(paused.statusCode, 503, paused.body);
+    assert.ok(Number(paused.headers['retry-after']) >= 1);
+    assert.match(paused.json().description, /pause/);
+    // ...and a 429 on the plain message inlet, whose callers read Retry-After.
+    const plain = await call(text(`/telegram/r/${userOnly}`, 'x'));
+    assert.equal(plain.statusCode, 429, plain.body);
+    assert.equal(fake.received.length, before, 'nothing reached Telegram while paused');
+  });
+
   // Runs last: everything above went through the logs, the metrics and the usage counters.
   it('never shows the bot key or a recipient token in logs, /metrics or the admin stats', async () => {
     assert.ok(logs.lines.length > 40, 'logs were captured');

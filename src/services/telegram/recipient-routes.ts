@@ -8,7 +8,7 @@ import type { ServiceContext } from '../../context.ts';
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors.ts';
 import { BadAlert, formatAlerts } from './alertmanager.ts';
 import { chatRef, type Params } from './api-body.ts';
-import type { BotApiGateway } from './api-gateway.ts';
+import { type BotApiGateway, laterNotLost } from './api-gateway.ts';
 import type { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
 import { botAllowed, isBotKey, NOT_LISTED } from './key.ts';
@@ -196,7 +196,14 @@ export async function recipientRoutes(
   app.post<{ Params: { token: string } }>(
     `${MOUNT}/r/:token/alertmanager`,
     {
-      onRequest: messages,
+      // Alertmanager drops a notification answered 4xx and retries a 5xx: a budget's 429 is a 503.
+      onRequest: async (req, reply) => {
+        try {
+          await messages.call(app, req, reply);
+        } catch (err) {
+          throw laterNotLost(err);
+        }
+      },
       bodyLimit: cfg.apiMaxBodyBytes,
       schema: {
         summary: "Alertmanager's (or Grafana's) webhook as one readable message in the token's chat",
@@ -211,7 +218,13 @@ export async function recipientRoutes(
         if (err instanceof BadAlert) throw badRequest(err.message, 'BAD_WEBHOOK');
         throw err;
       }
-      return send(req, reply, { text, parse_mode: 'HTML', link_preview_options: { is_disabled: true } });
+      return gateway.sendAs(
+        req,
+        reply,
+        req.params.token,
+        { text, parse_mode: 'HTML', link_preview_options: { is_disabled: true } },
+        true,
+      );
     },
   );
 }
