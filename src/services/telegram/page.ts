@@ -5,17 +5,26 @@ import type { PageSection } from '../../page/section.ts';
 export const telegramPage: PageSection = {
   nav: 'Telegram',
   title: 'Message relay',
-  lead: 'Sends a Telegram bot message for you when your machine cannot reach the Telegram Bot API; the answer is Telegram’s own message object.',
+  lead: 'Sends Telegram bot messages for you when your machine cannot reach the Telegram Bot API: one POST, a Bot API base URL for bot libraries and Alertmanager, and recipient tokens that send to one chat without the bot key.',
   body(p) {
     const b = p.urls.base;
     const post = `curl -X POST ${b}/rest/api/v1/telegram -H 'Content-Type: application/json' \\\n  -d `;
     const tgPlain = `${post}'{"apiKey":"<BOT_KEY>","chatId":"@mychannel","msgText":"Build #42 passed (100%)!","escape":true}'`;
     const tgObject = `${post}'{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":{"text":"<b>done</b>","parse_mode":"HTML","disable_notification":true}}'`;
     const curl = `curl -X POST ${b}/rest/api/v1/telegram \\\n  -H 'Content-Type: application/json' \\\n  -d '{"apiKey":"<BOT_KEY>","chatId":"<CHAT_ID>","msgText":"Hello from *devutil*"}'`;
+    const t = p.urls.telegram;
+    const grammy = `new Bot('<BOT_KEY>', { client: { apiRoot: '${t}' } })   // grammY; any Bot API library has this setting`;
+    const register = `curl ${t}/recipients -H 'Authorization: Bearer <BOT_KEY>' \\\n  -H 'Content-Type: application/json' -d '{"chat_id":"@mychannel"}'`;
+    const viaToken = `curl ${t}/r/<TOKEN> -H 'Content-Type: text/plain' --data-binary 'deploy 42 done'`;
+    const alert = `webhook_configs:\n  - url: ${t}/r/<TOKEN>/alertmanager`;
     return html`<div class="split"><div class="examples">
 ${example('Send (MarkdownV2 by default)', curl)}
 ${example('Plain text, escaped for the parse mode by the server', tgPlain)}
 ${example('An object: any sendMessage field is forwarded', tgObject)}
+${example('A Bot API base URL for bot libraries: every method, uploads, long polls', grammy)}
+${example('A recipient token: sends to one chat, without the bot key', register)}
+${example('Send with the token (CI jobs, scripts)', viaToken)}
+${example('Alertmanager webhook, one readable message per alert group', alert)}
 </div>
 <form class="tool" id="telegram-form" autocomplete="off">
 <p class="note">Your bot key stays in this page: it is sent only with this request and never stored.</p>
