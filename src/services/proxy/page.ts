@@ -1,6 +1,7 @@
 // The Reverse proxy section of the home page: examples built from the configured public URLs.
 import { copyField, example, html } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
+import { aptUri, gitInsteadOf, pipIndexUrl, proxyPrefix } from './clients.ts';
 import type { EcosystemDef } from './ecosystems/define.ts';
 
 /** The set-up lines of each ecosystem profile this server serves (DEVUTIL_PROXY_ECOSYSTEMS). */
@@ -18,13 +19,13 @@ export const proxyPage = (all: readonly EcosystemDef[]): PageSection => ({
   title: 'Reverse proxy',
   lead: 'Reach GitHub, Debian and PyPI through this server: put the original host and path after the proxy address. Only the hosts listed below are served.',
   body(p) {
-    const x = p.config.proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy;
+    const x = proxyPrefix(p);
     return html`<div class="split"><div class="examples">
 ${example('git clone', `git clone ${x}/github.com/<owner>/<repo>.git`)}
-${example('Every GitHub clone through the proxy', `git config --global url."${x}/https://github.com/".insteadOf "https://github.com/"`)}
+${example('Every GitHub clone through the proxy', `git config --global url."${gitInsteadOf(x)}".insteadOf "https://github.com/"`)}
 ${example('Release download', `curl -fLO ${x}/github.com/<owner>/<repo>/releases/latest/download/<asset>`)}
-${example('apt (/etc/apt/sources.list)', `deb ${x}/deb.debian.org/debian bookworm main\ndeb ${x}/security.debian.org/debian-security bookworm-security main`)}
-${example('pip', `pip install --index-url ${x}/pypi.org/simple <package>`)}
+${example('apt (/etc/apt/sources.list)', `deb ${aptUri(x, 'deb.debian.org')}/debian bookworm main\ndeb ${aptUri(x, 'security.debian.org')}/debian-security bookworm-security main`)}
+${example('pip', `pip install --index-url ${pipIndexUrl(x)} <package>`)}
 ${ecosystems(all, p, x)}
 <details><summary>Allowed hosts</summary><ul class="hosts">${p.config.proxy.allow.map((h) => html`<li><code>${h}</code></li>`)}</ul></details>
 </div>

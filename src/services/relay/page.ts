@@ -10,7 +10,12 @@ import { relayUri } from './relay.ts';
 
 const LOCAL = /^(localhost|127(\.\d{1,3}){3}|::1|0\.0\.0\.0|::)$/i;
 
-function advertised(p: PageInput): { uri: string; host: string; port: number } {
+/** The relay URI as devices are told it (also printed by setup.sh, services/setup/). */
+export function advertisedRelay(p: Pick<PageInput, 'config' | 'urls' | 'version'>): {
+  uri: string;
+  host: string;
+  port: number;
+} {
   const s = relaySettings(p.config, p.urls.base, p.version);
   const port = s.publicPort || s.port;
   // Read only: the relay creates its identity when it starts (after the page is rendered on a
@@ -24,7 +29,7 @@ export const relayPage: PageSection = {
   title: 'Syncthing relay',
   lead: 'A relay for Syncthing: devices that cannot reach each other directly keep syncing through it. Add the relay URI to your devices’ listen addresses.',
   body(p) {
-    const { uri, host, port } = advertised(p);
+    const { uri, host, port } = advertisedRelay(p);
     const reach = LOCAL.test(host)
       ? html`<p class="note" id="relay-reach">This URI names <code>${host}</code>, which only this machine can reach. For other devices, start devutil with <code>DEVUTIL_PUBLIC_URL</code> set to the address they use, or <code>DEVUTIL_RELAY_EXT_ADDRESS=host[:port]</code>.</p>`
       : html`<p class="note" id="relay-reach">Other devices connect to <code>${host}:${port}</code>. If they reach this server under another name or port (port forwarding), set <code>DEVUTIL_RELAY_EXT_ADDRESS=host[:port]</code>.</p>`;

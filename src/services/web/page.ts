@@ -3,6 +3,7 @@
 // JavaScript; the caller's address is spliced in per request (index.ts).
 import { html, type Raw } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
+import { proxyPrefix } from '../proxy/clients.ts';
 
 function section(p: PageInput, id: string, s: PageSection): Raw {
   const lead = typeof s.lead === 'string' ? s.lead : s.lead(p);
@@ -33,7 +34,7 @@ export function renderPage(p: PageInput): string {
 <meta name="description" content="File storage, caller IP, random images, a Telegram relay, a GitHub/Debian/PyPI proxy, PlantUML, avatars and a Syncthing relay.">
 ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.icon}" type="image/svg+xml"><script type="module" src="${a.js}"></script>` : ''}
 </head>
-<body data-base="${p.urls.base}" data-proxy="${proxy.secret ? `${p.urls.proxy}/t/<SECRET>` : p.urls.proxy}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${proxy.allow.join(',')}">
+<body data-base="${p.urls.base}" data-proxy="${proxyPrefix(p)}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${proxy.allow.join(',')}">
 <a class="skip" href="#main">Skip to the utilities</a>
 <header class="top"><div class="wrap">
 <a class="brand" href="/" aria-label="devutil home">${a ? html`<img class="logo" src="${a.icon}" alt="" width="28" height="28">` : ''}devutil</a>

@@ -28,8 +28,8 @@ export interface SetupInput {
   urls: PublicUrls;
   config: Config;
   /**
-   * The proxy's public URL as clients put it in their settings: `urls.proxy`, plus `/t/<SECRET>`
-   * when DEVUTIL_PROXY_SECRET is set (the placeholder, never the secret itself).
+   * The proxy's public URL as clients put it in their settings (../clients.ts proxyPrefix):
+   * `urls.proxy`, plus `/t/<SECRET>` when DEVUTIL_PROXY_SECRET is set (the placeholder, never the secret).
    */
   proxy: string;
 }
@@ -62,6 +62,12 @@ export interface EcosystemDef {
   readonly load: () => Promise<{ default: EcosystemPlugin }>;
   /** Set-up lines for clients, for the home page and docs/proxy.md. */
   setup(p: SetupInput): SetupLine[];
+  /**
+   * The one setting setup.sh (services/setup/) writes for it: the tool's name there and the URL
+   * that setting names (npm's registry, GOPROXY, HF_ENDPOINT, Docker's registry mirror). The set-up
+   * lines above use the same function.
+   */
+  readonly script?: { readonly tool: string; url(p: SetupInput): string };
 }
 
 export type EcosystemHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;

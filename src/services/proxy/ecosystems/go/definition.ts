@@ -1,6 +1,8 @@
 // The Go modules profile: `GOPROXY={proxy_url}/go`, the checksum database through it.
 import { ENVELOPES } from '../../../../errors.ts';
-import { defineEcosystem } from '../define.ts';
+import { defineEcosystem, type SetupInput } from '../define.ts';
+
+const goproxy = (p: SetupInput): string => `${p.proxy}/go`;
 
 export const goEcosystem = defineEcosystem({
   name: 'go',
@@ -11,8 +13,9 @@ export const goEcosystem = defineEcosystem({
   // Module proxies answer errors in plain text; the go command prints it.
   envelope: ENVELOPES.text,
   load: () => import('./index.ts'),
-  setup: ({ proxy }) => [
-    { label: 'Go (this user)', text: `go env -w GOPROXY=${proxy}/go` },
-    { label: 'Go (one shell or CI job)', text: `export GOPROXY=${proxy}/go` },
+  setup: (p) => [
+    { label: 'Go (this user)', text: `go env -w GOPROXY=${goproxy(p)}` },
+    { label: 'Go (one shell or CI job)', text: `export GOPROXY=${goproxy(p)}` },
   ],
+  script: { tool: 'go', url: goproxy },
 });

@@ -1,5 +1,7 @@
 // The Hugging Face profile: `HF_ENDPOINT={proxy_url}/hf`.
-import { defineEcosystem } from '../define.ts';
+import { defineEcosystem, type SetupInput } from '../define.ts';
+
+const endpoint = (p: SetupInput): string => `${p.proxy}/hf`;
 
 export const hfEcosystem = defineEcosystem({
   name: 'hf',
@@ -13,11 +15,12 @@ export const hfEcosystem = defineEcosystem({
     body: (_s, m) => JSON.stringify({ error: m }),
   },
   load: () => import('./index.ts'),
-  setup: ({ proxy }) => [
-    { label: 'huggingface_hub, transformers, datasets, hf CLI', text: `export HF_ENDPOINT=${proxy}/hf` },
+  setup: (p) => [
+    { label: 'huggingface_hub, transformers, datasets, hf CLI', text: `export HF_ENDPOINT=${endpoint(p)}` },
     {
       label: '@huggingface/hub (JavaScript)',
-      text: `await downloadFile({ repo: '<owner>/<model>', path: 'config.json', hubUrl: '${proxy}/hf' })`,
+      text: `await downloadFile({ repo: '<owner>/<model>', path: 'config.json', hubUrl: '${endpoint(p)}' })`,
     },
   ],
+  script: { tool: 'hf', url: endpoint },
 });

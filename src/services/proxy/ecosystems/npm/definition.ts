@@ -1,5 +1,7 @@
 // The npm registry profile: `npm config set registry {proxy_url}/npm/`.
-import { defineEcosystem } from '../define.ts';
+import { defineEcosystem, type SetupInput } from '../define.ts';
+
+const registry = (p: SetupInput): string => `${p.proxy}/npm/`;
 
 export const npmEcosystem = defineEcosystem({
   name: 'npm',
@@ -13,13 +15,14 @@ export const npmEcosystem = defineEcosystem({
     body: (_s, m) => JSON.stringify({ error: m }),
   },
   load: () => import('./index.ts'),
-  setup: ({ proxy }) => [
-    { label: 'npm (every project of this user)', text: `npm config set registry ${proxy}/npm/` },
-    { label: 'One install', text: `npm install --registry ${proxy}/npm/ <package>` },
-    {
-      label: 'pnpm, Yarn 1',
-      text: `pnpm config set registry ${proxy}/npm/\nyarn config set registry ${proxy}/npm/`,
-    },
-    { label: 'Yarn 2+ (.yarnrc.yml)', text: `npmRegistryServer: "${proxy}/npm/"` },
-  ],
+  setup: (p) => {
+    const r = registry(p);
+    return [
+      { label: 'npm (every project of this user)', text: `npm config set registry ${r}` },
+      { label: 'One install', text: `npm install --registry ${r} <package>` },
+      { label: 'pnpm, Yarn 1', text: `pnpm config set registry ${r}\nyarn config set registry ${r}` },
+      { label: 'Yarn 2+ (.yarnrc.yml)', text: `npmRegistryServer: "${r}"` },
+    ];
+  },
+  script: { tool: 'npm', url: registry },
 });

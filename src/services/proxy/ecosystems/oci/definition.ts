@@ -57,4 +57,6 @@ export const ociEcosystem = defineEcosystem({
   envelope: ociEnvelope,
   load: () => import('./index.ts'),
   setup,
+  // Docker's registry-mirrors entry (Docker Hub only; other registries are pulled by path).
+  script: { tool: 'docker', url: (p) => registryOrigin(p.urls).origin },
 });
