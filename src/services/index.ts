@@ -9,7 +9,20 @@ import ip from './ip/definition.ts';
 import plantuml from './plantuml/definition.ts';
 import proxy from './proxy/definition.ts';
 import relay from './relay/definition.ts';
+import setup from './setup/definition.ts';
 import telegram from './telegram/definition.ts';
 import web from './web/definition.ts';
 
-export const SERVICES = [files, ip, image, telegram, proxy, plantuml, avatar, relay, web, admin] as const;
+export const SERVICES = [
+  files,
+  ip,
+  image,
+  telegram,
+  proxy,
+  plantuml,
+  avatar,
+  relay,
+  setup,
+  web,
+  admin,
+] as const;

@@ -20,7 +20,7 @@ import { cuttingRelay, sample } from '../helpers/tus.ts';
 import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
-const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay'];
+const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay', 'setup'];
 const BOT_KEY = '123456:AAE-WEB-e2e-secret-key-0123456789';
 
 /** A minimal Telegram Bot API stand-in: records sendMessage calls and answers like Telegram. */

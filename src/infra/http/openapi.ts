@@ -19,6 +19,10 @@ export const TAGS: { name: string; description: string }[] = [
   { name: 'plantuml', description: 'PlantUML server API (and Kroki routes) on the real engine' },
   { name: 'avatar', description: 'Gravatar-compatible avatars' },
   { name: 'relay', description: 'Syncthing relay address and live counters' },
+  {
+    name: 'setup',
+    description: 'A set-up script that points git, pip, apt, npm, go and Docker at this server',
+  },
   { name: 'web', description: 'The home page and its assets' },
   { name: 'admin', description: 'The operator’s dashboard (only with DEVUTIL_ADMIN_TOKEN set)' },
   { name: 'ops', description: 'Liveness, readiness and Prometheus metrics' },
