@@ -1,23 +1,73 @@
-// D2 (MPL-2.0, @terrastruct/d2): the Go compiler built to WebAssembly. The package runs it in a
-// worker thread of its own, started once per render thread and reused.
+// D2 (MPL-2.0, @terrastruct/d2): the Go compiler built to WebAssembly, run in a child process of
+// its own (d2-process.js says why), started once per render thread and reused. A child that dies is
+// started again on the next render.
+import { type ChildProcess, fork } from 'node:child_process';
 import { DiagramError, lineOf } from './diagram-error.ts';
 
-interface D2 {
-  compile(
-    input: string,
-    options?: Record<string, unknown>,
-  ): Promise<{ diagram: unknown; renderOptions: Record<string, unknown> }>;
-  render(diagram: unknown, options?: Record<string, unknown>): Promise<string>;
+interface Compiled {
+  diagram: unknown;
+  renderOptions: Record<string, unknown>;
 }
-let d2: Promise<D2> | undefined;
+type Answer = { id: number; ok: true; out: unknown } | { id: number; ok: false; message: string };
+
+class D2Process {
+  private readonly child: ChildProcess;
+  private readonly calls = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private seq = 0;
+  private gone: Error | null = null;
+  readonly ready: Promise<void>;
+
+  constructor(onExit: () => void) {
+    this.child = fork(new URL('./d2-process.js', import.meta.url), [], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    this.ready = new Promise((resolve, reject) => {
+      this.child.once('message', () => resolve());
+      this.child.once('exit', () => reject(new Error('the D2 process exited while starting')));
+    });
+    this.child.on('message', (m: Answer | { ready: true }) => {
+      if (!('id' in m)) return;
+      const call = this.calls.get(m.id);
+      this.calls.delete(m.id);
+      if (m.ok) call?.resolve(m.out);
+      else call?.reject(Object.assign(new Error(m.message), { fromD2: true }));
+    });
+    this.child.on('exit', (code, signal) => {
+      this.gone = new Error(`the D2 process exited (${signal ?? code})`);
+      for (const c of this.calls.values()) c.reject(this.gone);
+      this.calls.clear();
+      onExit();
+    });
+  }
+
+  call<T>(op: 'compile' | 'render', ...args: unknown[]): Promise<T> {
+    if (this.gone) return Promise.reject(this.gone);
+    const id = ++this.seq;
+    return new Promise<T>((resolve, reject) => {
+      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.child.send({ id, op, args });
+    });
+  }
+}
+
+let d2: Promise<D2Process> | undefined;
 
 export async function warm(): Promise<void> {
-  d2 ??= import('@terrastruct/d2').then(async (m) => {
-    const engine = new m.D2();
-    await engine.compile('a'); // loads the Go WebAssembly module in the package's worker
-    return engine as unknown as D2;
-  });
-  await d2;
+  d2 ??= (async () => {
+    const p = new D2Process(() => {
+      d2 = undefined;
+    });
+    await p.ready;
+    await p.call('compile', 'a'); // loads the Go WebAssembly module in the package's worker
+    return p;
+  })();
+  try {
+    await d2;
+  } catch (err) {
+    d2 = undefined;
+    throw err;
+  }
 }
 
 export async function render(
@@ -31,14 +81,15 @@ export async function render(
   if (options['theme'] && /^\d{1,3}$/.test(options['theme'])) opts['themeID'] = Number(options['theme']);
   if (options['sketch'] === 'true') opts['sketch'] = true;
   if (options['layout'] === 'elk' || options['layout'] === 'dagre') opts['layout'] = options['layout'];
-  let compiled: Awaited<ReturnType<D2['compile']>>;
+  let compiled: Compiled;
   try {
-    compiled = await engine.compile(source, opts);
+    compiled = await engine.call<Compiled>('compile', source, opts);
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
+    if (!(err as { fromD2?: boolean }).fromD2) throw err; // the process failed, not the source
+    const msg = (err as Error).message;
     // D2 reports "index.d2:3:5: ..." (line:column).
     const m = /:(\d+):\d+:/.exec(msg);
     throw new DiagramError(msg.replace(/^.*?index\.d2:/, 'line '), m ? Number(m[1]) : lineOf(msg));
   }
-  return engine.render(compiled.diagram, { ...compiled.renderOptions, ...opts });
+  return engine.call<string>('render', compiled.diagram, { ...compiled.renderOptions, ...opts });
 }
