@@ -45,7 +45,8 @@ const FORMAT_ALIASES: Record<string, Format> = {
   avif: 'avif',
 };
 
-function one(q: Record<string, unknown>, name: string): string | undefined {
+/** A parameter given at most once (a repeat is refused). */
+export function one(q: Record<string, unknown>, name: string): string | undefined {
   const v = q[name];
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw new ParamError(`${name} must be given once`);

@@ -41,7 +41,7 @@ function position(sharp: SharpFn, crop: RenderConfig['crop']): string | number {
   return 'centre';
 }
 
-function encode(img: Sharp, format: Format, quality: number): Sharp {
+export function encode(img: Sharp, format: Format, quality: number): Sharp {
   switch (format) {
     case 'webp':
       return img.webp({ quality, effort: 4 });

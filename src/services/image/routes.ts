@@ -1,12 +1,29 @@
 // GET /rest/api/v1/image (docs/protocols/public-interface.md §4) and GET /rest/api/v1/image/list (Picsum's
 // /v2/list, docs/protocols/picsum.md §4, in the v1 envelope), both with ?category=<subdirectory>. Thin:
 // validate, ask the ImageService, set caching headers.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, alreadyLogged, badGateway, badRequest, notFound, unavailable } from '../../errors.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
-import { EXTENSIONS, type ImageOptions, ParamError, parseCategory, parseQuery } from './params.ts';
+import {
+  CONTENT_TYPES,
+  EXTENSIONS,
+  type ImageOptions,
+  outputSize,
+  ParamError,
+  parseCategory,
+  parseQuery,
+} from './params.ts';
+import {
+  guessOrientation,
+  HINTS,
+  MAX_TEXT,
+  orient,
+  type Placeholder,
+  parseOrientation,
+  parsePlaceholder,
+} from './placeholder.ts';
 import { type ImageService, NoSourceError, UnknownCategoryError } from './service.ts';
 
 const str = (description: string) => ({ type: 'string', description }) as const;
@@ -20,6 +37,13 @@ const imageQuery = {
     blur: str('Gaussian blur 1..10; bare `blur` means 5'),
     format: { type: 'string', description: 'webp (default), jpeg, png or avif' },
     category: str('only images of this subdirectory of the image directory (see /list)'),
+    text: str(
+      `a placeholder with this text (up to ${MAX_TEXT} characters; empty: the size) instead of a picture`,
+    ),
+    bg: str('placeholder background, hex rgb/rrggbb/rrggbbaa (default cccccc)'),
+    fg: str('placeholder text colour (default: black or white, whichever reads on bg)'),
+    label: str('0 hides the placeholder size label'),
+    orientation: str('landscape, portrait, or auto (from Client Hints / User-Agent): turns the size'),
   },
 } as const;
 
@@ -79,12 +103,24 @@ export async function imageRoutes(
     },
     async (req, reply) => {
       let o: ImageOptions;
+      let ph: Placeholder | null;
+      let orientation: ReturnType<typeof parseOrientation>;
       try {
         o = parseQuery(req.query, cfg);
+        ph = parsePlaceholder(req.query);
+        orientation = parseOrientation(req.query);
       } catch (err) {
         if (err instanceof ParamError) throw badRequest(err.message, 'BAD_IMAGE_PARAMS');
         throw err;
       }
+      if (orientation !== null) {
+        const turned = orientation === 'auto' ? guessOrientation(req.headers) : orientation;
+        o = orient(o, turned, cfg);
+        reply.header('image-orientation', turned);
+        if (orientation === 'auto')
+          reply.header('accept-ch', HINTS.join(', ')).header('vary', [...HINTS, 'User-Agent'].join(', '));
+      }
+      if (ph) return placeholder(req, reply, ph, o);
       let r: Awaited<ReturnType<ImageService['serve']>>;
       try {
         r = await svc.serve(o, req.clientKey);
@@ -131,6 +167,34 @@ export async function imageRoutes(
         .send(reply, req);
     },
   );
+
+  async function placeholder(req: FastifyRequest, reply: FastifyReply, ph: Placeholder, o: ImageOptions) {
+    const [w, h] = outputSize(o, cfg.defaultWidth, cfg.defaultHeight, cfg);
+    let r: Awaited<ReturnType<ImageService['placeholder']>>;
+    try {
+      r = await svc.placeholder(ph, w, h, o.format, req.clientKey);
+    } catch (err) {
+      if (err instanceof QueueFull)
+        throw unavailable('image service is busy, retry shortly', cfg.retryAfterSec, 'IMAGE_BUSY');
+      throw err;
+    }
+    return prepared
+      .get(r.body, 'placeholder', () => ({
+        headers: {
+          'content-type': CONTENT_TYPES[o.format],
+          'content-disposition': `inline; filename="placeholder-${w}x${h}.${EXTENSIONS[o.format]}"`,
+          'image-source': 'placeholder',
+          'access-control-allow-origin': '*',
+          'access-control-expose-headers': 'Content-Type, Image-Source, Image-Orientation',
+          etag: r.etag,
+          // Same query, same bytes: cacheable like an image by id.
+          'cache-control': maxAge(false),
+        },
+        modifiedSince: false,
+        omitOn304: ['content-type', 'content-length'],
+      }))
+      .send(reply, req);
+  }
 
   app.get<Q>(
     '/rest/api/v1/image/list',

@@ -7,7 +7,8 @@ import { AppError } from '../../errors.ts';
 import { Cache } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { FairQueue, QueueFull, type QueueStats } from '../../infra/limits/fair-queue.ts';
-import { CONTENT_TYPES, type ImageOptions, optionsKey } from './params.ts';
+import { CONTENT_TYPES, type Format, type ImageOptions, optionsKey } from './params.ts';
+import { type Placeholder, placeholderKey, renderPlaceholder } from './placeholder.ts';
 import { type RenderConfig, render } from './render.ts';
 import type { Catalogue, Category, ImageSource, SourceName } from './source.ts';
 
@@ -163,6 +164,30 @@ export class ImageService {
       }
     }
     throw new NoSourceError(remoteFailed);
+  }
+
+  /**
+   * A ?text= placeholder of w x h, cached and rendered like any image (the same cache, single
+   * flight and fair render queue); throws QueueFull.
+   */
+  async placeholder(
+    p: Placeholder,
+    w: number,
+    h: number,
+    format: Format,
+    client: string,
+  ): Promise<{ body: Buffer; etag: string }> {
+    const key = `placeholder|${placeholderKey(p)}|${w}x${h}.${format}|${this.fingerprint}`;
+    const found = this.cache.memory(key) ?? (await this.cache.get(key));
+    if (found) return { body: found.body, etag: (found.entry.meta as Meta).etag };
+    const out = await this.flights.run(key, async () => {
+      const body = await this.pool.run(client, () => renderPlaceholder(p, w, h, format, this.c.quality));
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+      const meta: Meta = { id: 'placeholder', width: w, height: h, etag, type: CONTENT_TYPES[format] };
+      void this.cache.put(key, body, meta);
+      return { body, meta };
+    });
+    return { body: out.body, etag: out.meta.etag };
   }
 
   private withCategory(name: string): ImageSource[] {
