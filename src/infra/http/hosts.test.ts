@@ -12,6 +12,7 @@ describe('host routing', () => {
         proxy: { ...none, host: 'proxy.example.com' },
         plantuml: { ...none, host: 'uml.example.com:8443' },
         avatar: { ...none, host: 'avatar.example.com' },
+        telegram: { ...none, host: 'tg.example.com' },
       },
       SERVICES,
     ),
@@ -21,6 +22,13 @@ describe('host routing', () => {
     assert.equal(rw('proxy.example.com', '/github.com/a/b'), '/proxy/github.com/a/b');
     assert.equal(rw('PROXY.example.com.:8080', '/https://github.com/x'), '/proxy/https://github.com/x');
     assert.equal(rw('proxy.example.com', '/healthz'), '/proxy/healthz');
+  });
+  it('puts every path on the Telegram host under the /telegram mount (a Bot API base URL at the root)', () => {
+    assert.equal(rw('tg.example.com', '/bot1:abc/getMe'), '/telegram/bot1:abc/getMe');
+    assert.equal(
+      rw('tg.example.com', '/file/bot1:abc/documents/a.pdf'),
+      '/telegram/file/bot1:abc/documents/a.pdf',
+    );
   });
   it('matches a configured host:port exactly', () => {
     assert.equal(rw('uml.example.com:8443', '/svg/abc'), '/plantuml/svg/abc');
@@ -42,21 +50,27 @@ describe('host routing', () => {
   });
   it('derives public URLs from config, never from the request', () => {
     const base = { server: { publicUrl: 'https://dev.example.com' } };
-    assert.deepEqual(publicUrls({ ...base, proxy: none, plantuml: none, avatar: none }, SERVICES), {
-      base: 'https://dev.example.com',
-      proxy: 'https://dev.example.com/proxy',
-      plantuml: 'https://dev.example.com/plantuml',
-      avatar: 'https://dev.example.com',
-    });
+    assert.deepEqual(
+      publicUrls({ ...base, proxy: none, plantuml: none, avatar: none, telegram: none }, SERVICES),
+      {
+        base: 'https://dev.example.com',
+        proxy: 'https://dev.example.com/proxy',
+        plantuml: 'https://dev.example.com/plantuml',
+        avatar: 'https://dev.example.com',
+        telegram: 'https://dev.example.com/telegram',
+      },
+    );
     const u = publicUrls(
       {
         ...base,
         proxy: { host: 'gh.example.com', publicUrl: '' },
         plantuml: { host: '', publicUrl: 'https://uml.example.org' },
         avatar: { host: 'avatar.example.com', publicUrl: '' },
+        telegram: { host: 'tg.example.com', publicUrl: '' },
       },
       SERVICES,
     );
+    assert.equal(u.telegram, 'https://tg.example.com');
     assert.equal(u.proxy, 'https://gh.example.com');
     assert.equal(u.plantuml, 'https://uml.example.org');
     assert.equal(u.avatar, 'https://avatar.example.com');

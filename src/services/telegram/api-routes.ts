@@ -62,7 +62,17 @@ export async function botApiRoutes(
     `${MOUNT}/file/bot:token/*`,
     {
       onRequest: apiLimit,
-      schema: { summary: 'Download a file of the bot (the file_path getFile answered)', tags },
+      schema: {
+        summary: 'Download a file of the bot (the file_path getFile answered)',
+        tags,
+        params: {
+          type: 'object',
+          properties: {
+            token: params.properties.token,
+            '*': { type: 'string', description: 'the file_path getFile answered: documents/file_12.pdf' },
+          },
+        },
+      },
     },
     (req, reply) => gw.file(req, reply, req.params.token, req.params['*']),
   );
