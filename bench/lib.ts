@@ -35,6 +35,11 @@ export interface WrkOptions {
   threads?: number;
   /** Path of a wrk Lua script (e.g. for POST bodies). */
   script?: string;
+  /**
+   * wrk's per-request timeout (its default is 2 s): a slower answer counts as a socket error and is
+   * left out of the latency figures, so a tail measurement needs a longer one.
+   */
+  timeoutSec?: number;
   headers?: Record<string, string>;
   /** Process trees to measure during the run, by name (e.g. { devutil: pid }). */
   watch?: Record<string, number>;
@@ -74,6 +79,7 @@ export function wrk(url: string, o: WrkOptions = {}): WrkResult {
   const args = ['-t', String(threads), '-c', String(connections), '-d', `${durationSec}s`, '--latency'];
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.script) args.push('-s', o.script);
+  if (o.timeoutSec) args.push('--timeout', `${o.timeoutSec}s`);
   args.push(url);
   const before = Object.entries(o.watch ?? {}).map(([name, pid]) => [name, cpuSnapshot(pid)] as const);
   const kids0 = childrenCpuSeconds();

@@ -112,11 +112,11 @@ export function exitOf(proc: ChildProcess): Promise<void> {
 export async function spawnDevutil(
   dataDir: string,
   env: Record<string, string>,
-): Promise<Proc & { proc: ChildProcess }> {
+): Promise<Proc & { proc: ChildProcess; logTail(): string }> {
   const port = await freePort();
   const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve'], {
     cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '/root',
@@ -128,11 +128,17 @@ export async function spawnDevutil(
       ...env,
     },
   });
+  // The log's last lines (warn and above), for the error when the server exits.
+  let tail = '';
+  proc.stdout?.on('data', (c: Buffer) => {
+    tail = (tail + c.toString()).slice(-4000);
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     pid: proc.pid ?? 0,
     proc,
+    logTail: () => tail,
     close: async () => {
       proc.kill('SIGTERM');
       await exitOf(proc);

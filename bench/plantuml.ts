@@ -121,7 +121,9 @@ async function accepting(port: number, proc: ChildProcess): Promise<boolean> {
 }
 
 /** Starts a server, asks for a diagram nobody asked for before every 10 ms until it answers 200. */
-async function coldStart(start: () => Promise<Proc & { proc: ChildProcess }>): Promise<Cold> {
+async function coldStart(
+  start: () => Promise<Proc & { proc: ChildProcess; logTail?(): string }>,
+): Promise<Cold> {
   const path = `/plantuml/svg/${encodeDiagram(`Carol -> Dave : cold start ${process.pid} ${coldSeq++}`)}`;
   const t0 = performance.now();
   const s = await start();
@@ -131,7 +133,8 @@ async function coldStart(start: () => Promise<Proc & { proc: ChildProcess }>): P
   });
   try {
     for (;;) {
-      if (s.proc.exitCode !== null) throw new Error(`server exited with ${s.proc.exitCode}`);
+      if (s.proc.exitCode !== null)
+        throw new Error(`server exited with ${s.proc.exitCode}: ${s.logTail?.() ?? ''}`);
       if ((await status(s.url + path)) === 200) break;
       if (performance.now() - t0 > 120_000) throw new Error('no diagram in 120 s');
       await new Promise((r) => setTimeout(r, 10));

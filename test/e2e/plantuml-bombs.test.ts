@@ -9,7 +9,7 @@
 // events of the main pool stay at zero for the whole attack), and no JVM stopped answering. Before
 // this change each timeout killed the shared JVM, and every render in flight or arriving waited for a
 // cold start: those events are exactly what a victim stuck behind a restart shows. The bench row
-// "a render that times out costs other clients less than 2x their p99" (bench/plantuml.ts) has the
+// "a render that times out costs other clients less than 2x their p99" (bench/plantuml-bombs.ts) has the
 // figure.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
