@@ -85,7 +85,7 @@ describe('setup.sh against a real devutil', { skip, timeout: 240_000 }, () => {
   const caches = tempDir('devutil-setup-caches-');
 
   before(async () => {
-    w = await startWorld({ overrides: { proxy: { ecosystems: ['npm', 'go', 'hf', 'oci'] } } });
+    w = await startWorld({ git: 'small', overrides: { proxy: { ecosystems: ['npm', 'go', 'hf', 'oci'] } } });
     installPypi(w.net, w.dir);
     installNpm(w.net);
     installGo(w.net);
