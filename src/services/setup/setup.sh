@@ -318,26 +318,31 @@ do_pip() {
   else
     stage "${XDG_CONFIG_HOME:-$HOME/.config}/pip/pip.conf"
   fi
-  # index-url (and trusted-host for an http instance) right under [global]; older index-url lines
-  # there go, a trusted-host line there gets this host added (pip refuses duplicate keys).
+  # index-url (and trusted-host for an http instance) right under [global], older index-url lines
+  # there go; a command section's own index-url ([install], [download]) would win, so it gets this
+  # one too; a trusted-host line in [global] gets this host added (pip refuses duplicate keys).
   URL=$PIP_URL HOST=$PIP_TRUSTED_HOST awk '
     function emit() {
       print "index-url = " ENVIRON["URL"]
-      if (ENVIRON["HOST"] != "" && !hashost) print "trusted-host = " ENVIRON["HOST"]
+      if (ENVIRON["HOST"] != "" && !th) print "trusted-host = " ENVIRON["HOST"]
       done = 1
     }
     FNR == NR {
       if ($0 ~ /^[ \t]*\[/) g = ($0 ~ /^[ \t]*\[global\][ \t]*$/)
-      else if (g && $0 ~ /^[ \t]*trusted[-_]host[ \t]*[=:]/ && index(" " $0 " ", " " ENVIRON["HOST"] " ")) hashost = 1
+      else if (g && $0 ~ /^[ \t]*trusted[-_]host[ \t]*[=:]/) {
+        th = 1
+        if (index(" " $0 " ", " " ENVIRON["HOST"] " ")) hashost = 1
+      }
       next
     }
+    FNR == 1 { g = 0 }
     /^[ \t]*\[/ {
       g = ($0 ~ /^[ \t]*\[global\][ \t]*$/)
       print
       if (g && !done) emit()
       next
     }
-    g && /^[ \t]*index[-_]url[ \t]*[=:]/ { next }
+    /^[ \t]*index[-_]url[ \t]*[=:]/ { if (!g) print "index-url = " ENVIRON["URL"]; next }
     g && ENVIRON["HOST"] != "" && !hashost && /^[ \t]*trusted[-_]host[ \t]*[=:]/ { print $0 " " ENVIRON["HOST"]; hashost = 1; next }
     { print }
     END { if (!done) { if (NR > 0) print ""; print "[global]"; emit() } }
@@ -399,6 +404,9 @@ do_hf() {
   edited
   commit hf
   say "hf: for this shell: export HF_ENDPOINT='$HF_URL'"
+  if [ -f "$HOME/.bash_profile" ] || [ -f "$HOME/.bash_login" ]; then
+    say "hf: bash login shells read ~/.bash_profile (or ~/.bash_login) instead of ~/.profile: have it source ~/.profile"
+  fi
 }
 
 docker_json() {
@@ -417,6 +425,10 @@ docker_manual() {
 
 do_docker() {
   d_file=$ROOT/etc/docker/daemon.json
+  [ -d "$ROOT/etc/docker" ] || {
+    note "docker: there is no $ROOT/etc/docker (is Docker installed?); skipped"
+    return 0
+  }
   writable "$d_file" || {
     docker_manual "$d_file is not writable by you"
     return 0

@@ -3,7 +3,7 @@
 // secret; bad arguments and a missing secret are refused before anything is read or written.
 // The real clients (git, pip, npm, go) against a served script: test/e2e/setup-sh.test.ts.
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { run } from '../../../test/fixtures/proxy/run.ts';
@@ -171,6 +171,53 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
       assert.match(r.stdout, new RegExp(`\\+registry=${srv.url}/proxy/t/${SECRET}/npm/`));
       assert.ok(r.stdout.includes(`${srv.url}/proxy/t/${SECRET}/https://github.com/`));
       assert.deepEqual(readdirSync(home), []);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('keeps the rest of an existing pip.conf; --undo --dry-run changes nothing; an edit made since is kept aside', {
+    skip: toolSkip('dash', ['-c', ':']),
+  }, async () => {
+    const srv = await startTestServer({ overrides: { proxy: { ecosystems: ['npm', 'hf'] } } });
+    try {
+      const script = await (await fetch(`${srv.url}/setup.sh`)).text();
+      const home = tempDir('devutil-setup-pip-');
+      mkdirSync(join(home, '.config/pip'), { recursive: true });
+      const PIP =
+        '[global]\ntimeout = 60\nindex-url = https://pypi.mirror.example/simple\ntrusted-host = pypi.mirror.example\n\n[install]\nindex-url = https://other.example/simple\n';
+      writeFileSync(join(home, '.config/pip/pip.conf'), PIP);
+      writeFileSync(join(home, '.npmrc'), 'registry=https://registry.mirror.example/\n');
+      const env = { PATH: process.env['PATH'] ?? '', HOME: home };
+      const setup = (args: string[]) => sh('dash', ['-s', '--', ...args], env, script);
+      const r = await setup(['pip', 'npm', 'hf']);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const index = `${srv.url}/proxy/pypi.org/simple`;
+      assert.equal(
+        readFileSync(join(home, '.config/pip/pip.conf'), 'utf8'),
+        `[global]\nindex-url = ${index}\ntimeout = 60\ntrusted-host = pypi.mirror.example 127.0.0.1\n\n[install]\nindex-url = ${index}\n`,
+      );
+      assert.equal(
+        readFileSync(join(home, '.profile'), 'utf8'),
+        `# >>> devutil setup >>>\nexport HF_ENDPOINT='${srv.url}/proxy/hf'\n# <<< devutil setup <<<\n`,
+      );
+      // The user changes ~/.npmrc after the run.
+      const edited = `registry=${srv.url}/proxy/npm/\nsave-exact=true\n`;
+      writeFileSync(join(home, '.npmrc'), edited);
+      const dry = await setup(['--undo', '--dry-run']);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(dry.stdout, /\.npmrc changed after that run: would keep a copy/);
+      assert.match(dry.stdout, /would remove .*\.profile \(it did not exist\)/);
+      assert.equal(readFileSync(join(home, '.npmrc'), 'utf8'), edited);
+      const undo = await setup(['--undo']);
+      assert.equal(undo.code, 0, undo.stderr);
+      assert.equal(readFileSync(join(home, '.config/pip/pip.conf'), 'utf8'), PIP);
+      assert.equal(readFileSync(join(home, '.npmrc'), 'utf8'), 'registry=https://registry.mirror.example/\n');
+      assert.deepEqual(readdirSync(home).sort(), ['.config', '.npmrc']);
+      const kept = readdirSync(join(home, '.config/devutil'));
+      assert.equal(kept.length, 1);
+      assert.match(kept[0] ?? '', /^changed-after-setup-.*-\.npmrc$/);
+      assert.equal(readFileSync(join(home, '.config/devutil', kept[0] ?? ''), 'utf8'), edited);
     } finally {
       await srv.close();
     }
