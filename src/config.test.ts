@@ -150,7 +150,9 @@ describe('config', () => {
     assert.throws(() => loadConfig({ file }), /unknown key "server.prot"/);
     assert.throws(() => loadConfig({ flags: { 'server.nope': '1' } }), /unknown option server.nope/);
     const { warnings } = loadConfig({ env: { DEVUTIL_PROTT: '1' } });
-    assert.deepEqual(warnings, ['unknown environment variable DEVUTIL_PROTT ignored']);
+    assert.deepEqual(warnings, [
+      'unknown environment variable DEVUTIL_PROTT ignored (did you mean DEVUTIL_PORT?)',
+    ]);
   });
 
   it('reports a broken config file instead of ignoring it', () => {
@@ -229,7 +231,9 @@ describe('config', () => {
     assert.equal(fresh.config.storage.s3Bucket, 'b');
     assert.deepEqual(fresh.warnings, []);
 
-    const old = loadConfig({ env: { DEVUTIL_FILES_BACKEND: 's3', DEVUTIL_FILES_S3_TIMEOUT_MS: '2s' } });
+    const old = loadConfig({
+      env: { DEVUTIL_FILES_BACKEND: 's3', DEVUTIL_STORAGE_S3_BUCKET: 'b', DEVUTIL_FILES_S3_TIMEOUT_MS: '2s' },
+    });
     assert.equal(old.config.storage.backend, 's3');
     assert.equal(old.config.storage.s3TimeoutMs, 2000);
     assert.deepEqual(old.warnings, [

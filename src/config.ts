@@ -197,14 +197,54 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
     if (!flagsSeen.has(f)) problems.push(`unknown option ${f}`);
   }
   for (const name of Object.keys(env)) {
-    if (name.startsWith('DEVUTIL_') && !known.has(name))
-      warnings.push(`unknown environment variable ${name} ignored`);
+    if (name.startsWith('DEVUTIL_') && !known.has(name)) {
+      const near = nearest(name, known);
+      warnings.push(`unknown environment variable ${name} ignored${near ? ` (did you mean ${near}?)` : ''}`);
+    }
   }
+  // Settings that are only wrong together, reported with the rest (one line, no stack).
+  const storage = out['storage'];
+  if (storage && storage['backend'] === 's3' && storage['s3Bucket'] === '')
+    problems.push(
+      'DEVUTIL_STORAGE_S3_BUCKET: required when DEVUTIL_STORAGE_BACKEND=s3 (the bucket to store blobs in)',
+    );
   if (problems.length) throw new ConfigError(problems);
   const server = out['server'] as Record<string, unknown>;
   if (server['publicUrl'] === '')
     server['publicUrl'] = `http://localhost:${server['port'] === 0 ? 8080 : server['port']}`;
   return { config: deepFreeze(out) as unknown as Config, warnings };
+}
+
+/** The known name closest to a mistyped one, if it is close enough to be a typo; else null. */
+export function nearest(name: string, known: Iterable<string>): string | null {
+  let best: string | null = null;
+  let bestD = Math.min(3, Math.floor(name.length / 6));
+  for (const k of known) {
+    const d = distance(name, k, bestD);
+    if (d <= bestD && (best === null || d < bestD)) {
+      best = k;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance, giving up (returning max + 1) once it must exceed `max`. */
+function distance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    let low = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur.push(v);
+      low = Math.min(low, v);
+    }
+    if (low > max) return max + 1;
+    prev = cur;
+  }
+  return prev[b.length]!;
 }
 
 function deepFreeze<T>(o: T): T {
