@@ -96,9 +96,17 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   });
   const broadcast = createBroadcast(redis, config.redis.keyPrefix, logger);
   const readiness = new Readiness();
-  if (redis) readiness.add('redis', async () => ({ ok: (await redis.ping()) === 'PONG' }));
+  // Without Redis the files quota and Max-Downloads refuse rather than count wrong; rate limits and
+  // byte budgets let requests through unless they fail closed, which then refuses everything limited.
+  if (redis)
+    readiness.add(
+      'redis',
+      async () => ({ ok: (await redis.ping()) === 'PONG' }),
+      config.redis.failMode === 'closed' ? 'all' : ['files'],
+    );
   const blobs = await createBlobStore({ ...config.storage, dataDir });
-  readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })));
+  // Stored files, uploaded avatars (generated ones need no store) and Telegram recipient tokens.
+  readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })), ['files', 'avatar', 'telegram']);
 
   // Counted only when the admin dashboard is on; with Redis every instance adds to the same buckets.
   const adminCfg = adminToken(config) ? config.admin : null;

@@ -205,8 +205,16 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
       const c = await closed.inject({ url: '/rest/api/v1/ip', remoteAddress: '192.0.2.77' });
       assert.equal(c.statusCode, 503);
       assert.equal(c.json().status, 0);
+      // Redis is shared by every node: it degrades the utilities that need it (files: the quota
+      // refuses), and with limits failing closed every utility, which is "not ready".
       const ready = await open.inject({ url: '/readyz' });
-      assert.equal(ready.statusCode, 503);
+      assert.equal(ready.statusCode, 200);
+      assert.equal(ready.json().status, 'degraded');
+      assert.deepEqual(ready.json().degraded, ['files']);
+      assert.equal(ready.json().checks.redis.ok, false);
+      const closedReady = await closed.inject({ url: '/readyz' });
+      assert.equal(closedReady.statusCode, 503);
+      assert.equal(closedReady.json().status, 'not ready');
       await redis.restart();
       // ioredis reconnects on its own; wait for the limiter to count again.
       let status = 0;

@@ -35,24 +35,59 @@ describe('operations routes', () => {
     assert.match(m.body, /devutil_process_resident_memory_bytes \d+/);
   });
 
-  it('fails readiness on a critical check and only degrades it on an optional one', async () => {
+  it('marks the utilities a failing dependency affects degraded, and the node not ready only when none can serve', async () => {
     const { Readiness } = await import('../../context.ts');
-    const r = new Readiness();
-    r.add('engine', () => ({ ok: false, detail: 'no java' }), { critical: false });
-    assert.deepEqual(await r.run(), {
-      ok: true,
-      degraded: true,
-      checks: { engine: { ok: false, detail: 'no java' } },
-    });
+    const enabled = ['files', 'ip', 'plantuml'];
+    const r = new Readiness({ timeoutMs: 50 });
+    r.add('engine', () => ({ ok: false, detail: 'no java' }), ['plantuml', 'kroki-not-enabled']);
+    const one = await r.run(enabled);
+    assert.equal(one.status, 'degraded');
+    assert.deepEqual(one.degraded, ['plantuml']);
+    assert.deepEqual(one.checks['engine'], { ok: false, detail: 'no java', affects: ['plantuml'] });
     r.add('store', async () => {
       throw new Error('down');
-    });
-    const both = await r.run();
-    assert.equal(both.ok, false);
-    assert.deepEqual(both.checks['store'], { ok: false, detail: 'down' });
-    r.add('slow', () => new Promise(() => {}));
-    const slow = await r.run(50);
-    assert.match(slow.checks['slow']?.detail ?? '', /no answer within 50ms/);
+    }, ['files']);
+    r.add('slow', () => new Promise(() => {}), ['files']);
+    const two = await r.run(enabled);
+    assert.equal(two.status, 'degraded', 'ip still serves');
+    assert.deepEqual(two.degraded, ['files', 'plantuml']);
+    assert.deepEqual(two.checks['store'], { ok: false, detail: 'down', affects: ['files'] });
+    assert.match(two.checks['slow']?.detail ?? '', /no answer within 50ms/);
+    r.add('redis', () => ({ ok: false, detail: 'closed' }), 'all');
+    const all = await r.run(enabled);
+    assert.equal(all.status, 'not ready');
+    assert.deepEqual(all.checks['redis']?.affects, enabled);
+  });
+
+  it('answers readiness from the last result while a slow check refreshes it', async () => {
+    const { Readiness } = await import('../../context.ts');
+    const r = new Readiness({ maxAgeMs: 0, timeoutMs: 5000 });
+    let ok = true;
+    let release = () => {};
+    r.add('store', async () => {
+      if (!ok)
+        await new Promise<void>((res) => {
+          release = res;
+        });
+      return { ok };
+    }, ['files']);
+    assert.equal((await r.report(['files', 'ip'])).status, 'ready');
+    ok = false;
+    // The check now hangs: the report is the previous one, at once, not a wait.
+    assert.equal((await r.report(['files', 'ip'])).status, 'ready');
+    release();
+    await new Promise((res) => setTimeout(res, 20));
+    assert.equal((await r.report(['files', 'ip'])).status, 'degraded');
+  });
+
+  it('/readyz lists each dependency with the utilities it affects', async () => {
+    const res = await app.inject({ url: '/readyz' });
+    assert.equal(res.statusCode, 200);
+    const body = res.json();
+    assert.equal(body.status, 'ready');
+    assert.deepEqual(body.degraded, []);
+    assert.deepEqual(body.checks.blobs.affects.sort(), ['avatar', 'files', 'telegram']);
+    assert.equal(res.headers['cache-control'], 'no-store');
   });
 
   it('guards /metrics with a bearer token when one is configured', async () => {

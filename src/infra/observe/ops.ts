@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { unauthorized } from '../../errors.ts';
+import { isEnabled } from '../../services/define.ts';
 import { swaggerUiOptions } from '../http/openapi.ts';
 
 const FAVICON = new URL('../../../web/src/favicon.svg', import.meta.url);
@@ -31,15 +32,15 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
 
   const readyDoc = {
     summary:
-      'Readiness: 503 when Redis or the blob store is down, "degraded" when an optional engine is missing',
+      'Readiness: 200 "ready" or "degraded" (the utilities a failing dependency affects are listed), 503 "draining" after SIGTERM or "not ready" when no utility can serve',
   };
+  const enabled = ctx.services.filter((d) => isEnabled(ctx.config, d)).map((d) => d.name);
   app.get('/readyz', { schema: readyDoc }, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     // Draining (SIGTERM): not ready at once, without asking anything, so balancers stop choosing it.
-    if (ctx.drain.draining) return reply.code(503).send({ status: 'draining', checks: {} });
-    const r = await ctx.readiness.run();
-    reply.header('cache-control', 'no-store').code(r.ok ? 200 : 503);
-    return { status: !r.ok ? 'not ready' : r.degraded ? 'degraded' : 'ready', checks: r.checks };
+    if (ctx.drain.draining) return reply.code(503).send({ status: 'draining', checks: {}, degraded: [] });
+    const r = await ctx.readiness.report(enabled);
+    return reply.code(r.status === 'not ready' ? 503 : 200).send(r);
   });
 
   if (ctx.config.metrics.enabled) {

@@ -65,6 +65,11 @@ export const avatarSection = {
     min: 0,
     doc: 'how long an instance remembers whether a hash has an upload; with Redis every change reaches all instances at once and this only bounds a lost message',
   }),
+  storeTimeoutMs: duration(1500, {
+    unit: 'ms',
+    min: 1,
+    doc: 'how long a lookup of uploaded avatars in the blob store may take; past it, or when the store fails, the mirror or the generated default is served (generated avatars need no store)',
+  }),
   default: oneOf('mp', DEFAULTS, { doc: 'image served when no d= is given or d= is not usable' }),
   redirectAllow: list([], {
     item: allowItem,

@@ -109,6 +109,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
   });
   ctx.metrics.caches.push(rendered, ...(originals ? [originals] : []));
+  let storeWarnedAt = 0;
   const svc = new AvatarService({
     uploads,
     mirror,
@@ -119,6 +120,17 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     concurrency: cfg.renderConcurrency,
     queue: cfg.renderQueue,
     clientShare: cfg.clientShare / 100,
+    storeTimeoutMs: cfg.storeTimeoutMs,
+    onStoreError: (err) => {
+      // Once a minute at most: an outage would otherwise log once per avatar asked for.
+      const now = Date.now();
+      if (now - storeWarnedAt < 60_000) return;
+      storeWarnedAt = now;
+      log.warn(
+        { reason: err instanceof Error ? err.message : String(err) },
+        'avatar uploads unavailable: serving mirrored and generated avatars without them',
+      );
+    },
     onCache: (layer) => cacheBy(layer).inc(),
     onRender: (s) => renderTime.observe({}, s),
   });

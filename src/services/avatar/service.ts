@@ -52,6 +52,10 @@ export interface ServiceDeps {
   queue: number;
   /** Fraction of the render slots and of the queue one client may hold. */
   clientShare: number;
+  /** How long an upload lookup may take before the store counts as away for this answer. */
+  storeTimeoutMs: number;
+  /** A lookup that failed or timed out (the answer went on without uploads). */
+  onStoreError?: (err: unknown) => void;
   onCache?: (layer: 'memory' | 'disk' | 'render') => void;
   onRender?: (seconds: number) => void;
 }
@@ -81,7 +85,7 @@ export class AvatarService {
   /** The answer for `q` asked by `client` (its addressGroup: renders are queued under its share). */
   async resolve(q: AvatarQuery, client: string): Promise<Outcome> {
     if (q.hash && !q.force) {
-      const up = this.d.uploads ? await this.d.uploads.find(q.hash.hex, q.hash.kind) : null;
+      const up = this.d.uploads ? await this.findUpload(this.d.uploads, q.hash) : null;
       if (up && ratingAllows(q.rating, up.rating)) {
         const uploads = this.d.uploads!;
         return this.image(
@@ -138,6 +142,30 @@ export class AvatarService {
         hit.load(),
       );
     return this.resolve({ ...q, hash: null }, client);
+  }
+
+  /**
+   * The upload for a hash, or null when there is none or the store does not answer in time: an
+   * unreachable or hung S3 must not take generated avatars (and mirrored ones) down with it.
+   */
+  private async findUpload(uploads: Uploads, hash: NonNullable<AvatarQuery['hash']>) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`blob store gave no answer within ${this.d.storeTimeoutMs}ms`)),
+        this.d.storeTimeoutMs,
+      );
+    });
+    const lookup = uploads.find(hash.hex, hash.kind);
+    try {
+      return await Promise.race([lookup, late]);
+    } catch (err) {
+      lookup.catch(() => {}); // a late failure has nobody left to tell
+      this.d.onStoreError?.(err);
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private image(

@@ -49,7 +49,7 @@ describe('image directory source', () => {
     );
     assert.equal(d.images[1].author, null);
     const ready = await app.inject({ url: '/readyz' });
-    assert.match(ready.body, /"image-dir":\{"ok":true,"detail":"3 images"\}/);
+    assert.deepEqual(ready.json().checks['image-dir'], { ok: true, detail: '3 images', affects: ['image'] });
     const text = logs.text();
     for (const f of ['corrupt.jpg', 'disguised.png', 'bomb.png'])
       assert.match(text, new RegExp(`"file":"${f}"`));

@@ -66,7 +66,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           dir.scanned
             ? { ok: true, detail: `${dir.count} images` }
             : { ok: false, detail: 'first scan running' },
-        { critical: false },
+        ['image'],
       );
       sources.push(dir);
     } else if (name === 'upstream' && cfg.upstreamUrl) {

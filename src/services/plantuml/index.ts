@@ -108,31 +108,27 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
 
   // Cheap and bounded: never compiles or starts a JVM, never holds /readyz past ~1 s (the first
   // `java -version` on a loaded machine can take longer; it is then reported as pending).
-  ctx.readiness.add(
-    'plantuml',
-    async () => {
-      const pending = Symbol('pending');
-      let timer: NodeJS.Timeout | undefined;
-      const info = await Promise.race([
-        engine.java(),
-        new Promise<typeof pending>((r) => {
-          timer = setTimeout(() => r(pending), 1000);
-        }),
-      ]).finally(() => clearTimeout(timer));
-      if (info === pending) return { ok: true, detail: 'java check pending' };
-      if (!info.ok) return { ok: false, detail: info.reason ?? 'diagram rendering needs Java 17+' };
-      if (!info.javac)
-        return { ok: false, detail: 'diagram rendering needs a Java 17+ JDK (javac not found, only a JRE)' };
-      if (engine.prepareError) return { ok: false, detail: engine.prepareError };
-      const s = engine.stats();
-      return {
-        ok: true,
-        detail: `java ${info.version}; ${s.workers} workers up, ${s.busy} busy, ${s.queued} queued`,
-      };
-      // Optional: without Java only the diagram routes are down; the instance stays ready (degraded).
-    },
-    { critical: false },
-  );
+  ctx.readiness.add('plantuml', async () => {
+    const pending = Symbol('pending');
+    let timer: NodeJS.Timeout | undefined;
+    const info = await Promise.race([
+      engine.java(),
+      new Promise<typeof pending>((r) => {
+        timer = setTimeout(() => r(pending), 1000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (info === pending) return { ok: true, detail: 'java check pending' };
+    if (!info.ok) return { ok: false, detail: info.reason ?? 'diagram rendering needs Java 17+' };
+    if (!info.javac)
+      return { ok: false, detail: 'diagram rendering needs a Java 17+ JDK (javac not found, only a JRE)' };
+    if (engine.prepareError) return { ok: false, detail: engine.prepareError };
+    const s = engine.stats();
+    return {
+      ok: true,
+      detail: `java ${info.version}; ${s.workers} workers up, ${s.busy} busy, ${s.queued} queued`,
+    };
+    // Optional: without Java only the diagram routes are down; the instance stays ready (degraded).
+  }, ['plantuml']);
   app.addHook('onClose', async () => {
     await Promise.all([engine.close(), renderer.close()]);
     await http.close();

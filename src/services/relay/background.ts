@@ -95,6 +95,15 @@ export const relayBackground: BackgroundDef = {
   name: 'relay',
   async start(ctx: ServiceContext) {
     const handle = ctx.local(RELAY);
+    // The relay's own listener, in /readyz: only the relay is degraded when it is not listening.
+    ctx.readiness.add(
+      'relay',
+      () =>
+        handle.running
+          ? { ok: true, detail: `listening on ${handle.running.port}` }
+          : { ok: false, detail: handle.failure ?? 'not listening' },
+      ['relay'],
+    );
     const identity = loadOrCreateIdentity(ctx.dataDir);
     const log = ctx.logger.child({ svc: 'relay' });
     if (identity.created) log.info({ deviceId: identity.deviceId }, 'relay identity created');

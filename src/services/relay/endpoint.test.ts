@@ -79,6 +79,13 @@ describe('relay that cannot take its port', () => {
       assert.equal(res.json().data.running, false);
       assert.match(res.json().data.note, /failed to start/);
       assert.equal((await app.inject({ method: 'GET', url: '/rest/api/v1/ip' })).statusCode, 200);
+      // Readiness names the relay alone as degraded; the node stays in rotation for the rest.
+      const ready = await app.inject({ url: '/readyz' });
+      assert.equal(ready.statusCode, 200);
+      assert.equal(ready.json().status, 'degraded');
+      assert.deepEqual(ready.json().degraded, ['relay']);
+      assert.equal(ready.json().checks.relay.ok, false);
+      assert.match(ready.json().checks.relay.detail, /EADDRINUSE|in use/);
     } finally {
       await app.close();
       blocker.close();
@@ -95,6 +102,12 @@ describe('relay handle on the server context', () => {
     try {
       assert.ok(one.ctx.local(RELAY).running);
       assert.equal(two.ctx.local(RELAY).running, null);
+      const ready = (await one.inject({ url: '/readyz' })).json();
+      assert.deepEqual(ready.checks.relay, {
+        ok: true,
+        detail: `listening on ${one.ctx.local(RELAY).running?.port}`,
+        affects: ['relay'],
+      });
       const mine = (await one.inject({ url: '/rest/api/v1/relay' })).json();
       assert.equal(mine.data.running, true);
       assert.equal(mine.data.deviceId, one.ctx.local(RELAY).running?.identity.deviceId);
