@@ -1,6 +1,6 @@
 // Real nginx as a child process on a free loopback port with a generated config (offload tests,
 // benchmarks' anchors), and the offload snippet of deploy/nginx.conf so tests run what we document.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,20 @@ export interface Nginx {
   /** The error log so far (for a failing assertion's message). */
   errors(): string;
   close(): Promise<void>;
+}
+
+/** SIGTERM (SIGKILL after 5 s) to a server started by a test, then removes its directory. */
+export function stopChild(proc: ChildProcess, dir: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      rmSync(dir, { recursive: true, force: true });
+      resolve();
+    };
+    if (proc.exitCode !== null || proc.signalCode !== null) return done();
+    proc.once('exit', done);
+    proc.kill('SIGTERM');
+    setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+  });
 }
 
 /** Polls `url` until it answers below 500 (up), failing after `ms`. */
@@ -76,17 +90,7 @@ http {
       return stderr;
     }
   };
-  const close = () =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        rmSync(dir, { recursive: true, force: true });
-        resolve();
-      };
-      if (proc.exitCode !== null || proc.signalCode !== null) return done();
-      proc.once('exit', done);
-      proc.kill('SIGTERM');
-      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-    });
+  const close = () => stopChild(proc, dir);
   try {
     await waitHttp(url + (o.readyPath ?? '/'), 15_000);
   } catch (err) {
