@@ -16,10 +16,13 @@ export const setupPage: PageSection = {
     const cmd = `curl -fsSL ${p.urls.base}/setup.sh | sh -s --`;
     const env = v.private ? 'DEVUTIL_PROXY_SECRET=<SECRET> ' : '';
     const pipe = v.private ? `curl -fsSL ${p.urls.base}/setup.sh | ${env}sh -s --` : cmd;
+    if (!tools.length)
+      return html`<p class="off" role="note">This server serves none of the tools the script sets up (the proxy and the relay are off).</p>`;
+    const some = tools.slice(0, 2);
     return html`<div class="examples">
 ${example('See what it would change', `${pipe} --dry-run ${tools.join(' ')}`)}
 ${example('Set up every tool this server serves', `${pipe} all`)}
-${example('Only some, e.g. git and pip', `${pipe} git pip`)}
+${example(`Only some, e.g. ${some.join(' and ')}`, `${pipe} ${some.join(' ')}`)}
 ${example('Put every file back as it was', `${cmd} --undo`)}
 <p class="small">Tools on this server: ${tools.map((t, i) => html`${i ? ', ' : ''}<code>${t}</code>`)}. apt sources and Docker’s daemon.json are changed only when the script runs as root; otherwise it prints what to put there. The script refuses to run, changing nothing, when it cannot reach this server.</p>
 </div>`;

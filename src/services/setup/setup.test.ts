@@ -222,4 +222,16 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
       await srv.close();
     }
   });
+
+  it('shows the home page section with the tools this instance serves', async () => {
+    const section = async (o: Overrides) =>
+      /<section id="setup"[\s\S]*?<\/section>/.exec((await served(o, undefined, '/')).body)?.[0] ?? '';
+    const some = await section({ proxy: { allow: ['github.com'], ecosystems: ['go'] } });
+    assert.match(some, /sh -s -- --dry-run git go relay</);
+    assert.match(some, /Only some, e\.g\. git and go/);
+    assert.match(
+      await section({ proxy: { enabled: false }, relay: { enabled: false } }),
+      /serves none of the tools/,
+    );
+  });
 });
