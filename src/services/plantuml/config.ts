@@ -43,7 +43,7 @@ export const plantumlSection = {
   quarantineSec: duration(600, {
     unit: 's',
     min: 0,
-    doc: 'a client or diagram whose render timed out or ran out of memory is rendered this long by a separate low-priority JVM (0 = off)',
+    doc: 'a diagram whose render timed out or ran out of memory (a client: twice) is rendered this long by a separate low-priority JVM (0 = off)',
   }),
   renderThreads: int(2, {
     min: 1,

@@ -92,12 +92,13 @@ export class PlantumlEngine {
   private pool: WorkerPool | null = null;
   /**
    * A JVM of its own, at the lowest CPU priority, with a smaller heap and killed on a timeout, for
-   * the renders of suspects: a client or a source that made a render time out or run out of memory
-   * recently. Re-sending a runaway diagram then costs the others nothing but the first deadline.
+   * the renders of suspects: a source that made a render time out or run out of memory recently, or
+   * a client that did so twice (suspectOf). Re-sending a runaway diagram then costs the others
+   * nothing but the first deadline.
    */
   private quarantine: WorkerPool | null = null;
   private readonly quarantineAdmission: FairQueue;
-  /** Suspects (client keys, source hashes) -> until when (ms). */
+  /** Suspects (client keys, source hashes) and clients' first strikes -> until when (ms). */
   private readonly suspects = new ByteLru<number>(MAX_SUSPECTS, () => 1);
   readonly cache: Cache<RenderedMeta>;
   private archive: ClassArchive | null = null;
@@ -201,12 +202,21 @@ export class PlantumlEngine {
     return false;
   }
 
+  /**
+   * A source is a suspect after its first render that timed out or ran out of memory (re-sending a
+   * runaway diagram is the attack); a client after its second within the window: one diagram that
+   * was slow on a busy machine must not send all of a user's diagrams to the low-priority JVM.
+   */
   private suspectOf(client: string, source: string): void {
     const sec = this.cfg.quarantineSec ?? 0;
     if (sec <= 0) return;
     const until = Date.now() + sec * 1000;
+    if (source) this.suspects.set(source, until);
     // The server's own requests (client '') are not a suspect; their source still is.
-    for (const k of [client, source]) if (k) this.suspects.set(k, until);
+    if (!client) return;
+    const strike = `strike:${client}`;
+    if (this.suspect(strike)) this.suspects.set(client, until);
+    else this.suspects.set(strike, until);
   }
 
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
