@@ -6,7 +6,6 @@
 // the anchor (the simplest code doing the job).
 //   BENCH_SECONDS (5)
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import { LANGUAGES } from '../src/services/plantuml/kroki/languages.ts';
 import { freePort } from '../test/helpers/ports.ts';
@@ -16,9 +15,9 @@ import {
   type Row,
   report,
   requireCommand,
-  rssOf,
   startDevutil,
   tempFile,
+  treeRss,
   wrk,
 } from './lib.ts';
 
@@ -115,7 +114,7 @@ async function main(): Promise<void> {
   try {
     // Warm: PlantUML's JVM and the Graphviz engine in both render threads.
     await get(`${dev.url}/plantuml/plantuml/svg/${enc('A -> B')}`);
-    const rssBefore = rssTree(dev.pid);
+    const rssBefore = treeRss(dev.pid);
     await Promise.all(
       [0, 1, 2, 3].map((i) => get(`${dev.url}/plantuml/graphviz/svg/${enc(graph(1e6 + i))}`)),
     );
@@ -167,7 +166,7 @@ async function main(): Promise<void> {
     }
     report('Cached hits', 'PlantUML hit', hitRows);
 
-    const rssAll = rssTree(dev.pid);
+    const rssAll = treeRss(dev.pid);
     report('Memory', 'before Kroki engines', [
       {
         metric: 'RSS, every engine loaded',
@@ -182,28 +181,6 @@ async function main(): Promise<void> {
     await dev.close();
     await anchor.close();
   }
-}
-
-/** RSS of a process and all its descendants (the JVMs), in bytes. Render threads are in node's own RSS. */
-function rssTree(pid: number): number {
-  const kids = new Map<number, number[]>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e)]);
-    } catch {}
-  }
-  let total = 0;
-  const walk = (p: number) => {
-    try {
-      total += rssOf(p);
-    } catch {}
-    for (const c of kids.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  return total;
 }
 
 await main();

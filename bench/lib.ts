@@ -413,3 +413,25 @@ export async function startupMedian(
   all.sort((a, b) => a - b);
   return all[Math.floor(all.length / 2)]!;
 }
+
+/** RSS of a process and all its descendants (JVMs, browsers), in bytes; threads are in their process's RSS. */
+export function treeRss(pid: number): number {
+  const kids = new Map<number, number[]>();
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e)]);
+    } catch {}
+  }
+  let total = 0;
+  const walk = (p: number) => {
+    try {
+      total += rssOf(p);
+    } catch {}
+    for (const c of kids.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return total;
+}
