@@ -3,12 +3,18 @@
 // concurrency 1 and 4 (target >= 3x); cached hits of every language against a cached PlantUML hit
 // (target >= 0.9x); RSS of the whole server (node + JVMs + render threads) with every engine loaded
 // against the same server before any Kroki engine ran. A bare Node http server that spawns dot is
-// the anchor (the simplest code doing the job).
-//   BENCH_SECONDS (5)
+// the anchor (the simplest code doing the job). Mermaid, uncached, against mmdc
+// (@mermaid-js/mermaid-cli, one process and one Chromium per diagram, the same system Chromium):
+// the browserless types (target >= 20x the throughput, <= 1/5 of the peak memory: PSS of
+// each side's process tree, as a browser's processes share much of theirs) and a type drawn in
+// devutil's Chromium pool (DEVUTIL_PLANTUML_MERMAID_CHROMIUM; no target in the issue), c=1 and c=4.
+//   BENCH_SECONDS (5), BENCH_CHROMIUM (/usr/bin/chromium), BENCH_MMDC_RUNS (4: diagrams per mmdc row),
+//   BENCH_ONLY (kroki | mermaid: one of the two parts)
 import { spawn } from 'node:child_process';
 import { deflateSync } from 'node:zlib';
 import { LANGUAGES } from '../src/services/plantuml/kroki/languages.ts';
 import { freePort } from '../test/helpers/ports.ts';
+import { measure, mmdcJobs, treePss } from './anchors/mmdc.ts';
 import {
   header,
   invalid,
@@ -183,4 +189,79 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/** A pie chart and a flowchart of moderate size, different for every i. */
+const pie = (i: number) =>
+  `pie title Run ${i}\n${Array.from({ length: 6 }, (_, k) => `  "slice${i}_${k}" : ${k + 1 + (i % 7)}`).join('\n')}`;
+const flow = (i: number) =>
+  `graph LR\n${Array.from({ length: 10 }, (_, k) => `  n${k}[node${i}_${k}] --> n${(k * 3 + i) % 10}`).join('\n')}`;
+
+/** Mermaid, uncached, devutil (browserless and browser pool) against mmdc with the same Chromium. */
+async function mermaid(): Promise<void> {
+  const chromium = process.env['BENCH_CHROMIUM'] ?? '/usr/bin/chromium';
+  requireCommand(chromium);
+  const runs = Number(process.env['BENCH_MMDC_RUNS'] ?? 4);
+  const dev = await startDevutil({
+    DEVUTIL_PLANTUML_WORKERS: '1',
+    DEVUTIL_PLANTUML_PRESTART: 'false',
+    DEVUTIL_PLANTUML_RATE_LIMIT: 'off',
+    DEVUTIL_PLANTUML_QUEUE_SIZE: '256',
+    DEVUTIL_PLANTUML_CLIENT_SHARE: '100',
+    DEVUTIL_PLANTUML_MERMAID_CHROMIUM: chromium,
+  });
+  const rows: Row[] = [];
+  let seq = 0;
+  const devJobs = (make: (i: number) => string, n: number) =>
+    Array.from({ length: n }, () => {
+      const path = `${dev.url}/plantuml/mermaid/svg/${enc(make(seq++))}`;
+      return async () => (await get(path)) === 200;
+    });
+  try {
+    // The browserless type first: no browser is up while it is measured (they start on the first pie).
+    for (const [kind, make, warm] of [
+      ['flowchart (no browser)', flow, 2],
+      ['pie (browser pool)', pie, 4],
+    ] as const) {
+      // Warm: beautiful-mermaid in both render threads; the 2 browsers and their 2 x 2 pages.
+      await Promise.all(devJobs(make, warm).map((j) => j()));
+      for (const c of [1, 4]) {
+        // As many diagrams as fit in BENCH_SECONDS at the speed of a first short run.
+        const probe = await measure(devJobs(make, 4 * c), c, () => treePss(dev.pid));
+        const d = await measure(devJobs(make, Math.max(8, Math.round(probe.rps * SECONDS))), c, () =>
+          treePss(dev.pid),
+        );
+        const m = mmdcJobs(
+          Array.from({ length: Math.max(runs, c) }, () => make(seq++)),
+          chromium,
+        );
+        const a = await measure(m.jobs, c, m.pss);
+        const bad =
+          d.failures || a.failures ? `failures: devutil ${d.failures}, mmdc ${a.failures}` : undefined;
+        const browserless = kind.startsWith('flowchart');
+        rows.push({
+          metric: `mermaid ${kind} c=${c}`,
+          devutil: d.rps,
+          anchor: a.rps,
+          unit: 'diagrams/s',
+          higherIsBetter: true,
+          ...(browserless ? { target: 20 } : {}),
+          ...(bad ? { invalid: bad } : {}),
+        });
+        rows.push({
+          metric: `  peak PSS c=${c}`,
+          devutil: d.peakPss / 2 ** 20,
+          anchor: a.peakPss / 2 ** 20,
+          unit: 'MiB',
+          higherIsBetter: false,
+          ...(browserless ? { target: 0.2 } : {}),
+        });
+      }
+    }
+    report('Mermaid uncached', 'mmdc', rows);
+  } finally {
+    await dev.close();
+  }
+}
+
+const only = process.env['BENCH_ONLY'];
+if (only !== 'mermaid') await main();
+if (only === undefined || only === 'mermaid') await mermaid();

@@ -428,7 +428,8 @@ export function treeRss(pid: number): number {
   let total = 0;
   const walk = (p: number) => {
     try {
-      total += rssOf(p);
+      const r = rssOf(p); // NaN for a process that exited meanwhile (no VmRSS)
+      if (Number.isFinite(r)) total += r;
     } catch {}
     for (const c of kids.get(p) ?? []) walk(c);
   };

@@ -43,7 +43,15 @@ export interface BrowserPoolOptions {
   onEvent?: (event: BrowserEvent, detail: Record<string, unknown>) => void;
 }
 
-export type BrowserEvent = 'browser-start' | 'browser-exit' | 'page-open' | 'timeout' | 'crash' | 'blocked';
+/** page-new: a page is being opened for a waiting render; page-open: it is ready. */
+export type BrowserEvent =
+  | 'browser-start'
+  | 'browser-exit'
+  | 'page-new'
+  | 'page-open'
+  | 'timeout'
+  | 'crash'
+  | 'blocked';
 
 /** The browser cannot be started here (a wrong path, a missing library): 503. */
 export class BrowserUnavailable extends Error {}
@@ -149,6 +157,7 @@ export class BrowserPool {
     browser.idle = null;
     const page: Page = { browser, ready: false, dead: false, busy: null, renders: 0, timer: null };
     browser.pages.add(page);
+    this.o.onEvent?.('page-new', { pid: browser.chromium?.pid, pages: browser.pages.size });
     this.prepare(page).then(
       () => {
         if (page.dead) return;

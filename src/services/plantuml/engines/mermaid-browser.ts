@@ -129,10 +129,13 @@ export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
     maxOutput: MAX_SVG,
     kind: mermaidPage(bundle, { maxTextSize: o.maxSource, maxOutput: MAX_SVG }),
     onEvent: (event, detail) =>
-      o.log[event === 'timeout' || event === 'crash' || event === 'blocked' ? 'warn' : 'info'](
-        detail,
-        `mermaid browser ${event}`,
-      ),
+      o.log[
+        event === 'timeout' || event === 'crash' || event === 'blocked'
+          ? 'warn'
+          : event === 'page-new'
+            ? 'debug'
+            : 'info'
+      ](detail, `mermaid browser ${event}`),
   });
   return {
     version: bundleVersion(bundle),

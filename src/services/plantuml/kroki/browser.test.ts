@@ -15,7 +15,7 @@ import {
   type Trap,
   waitFor,
 } from '../../../../test/helpers/chromium.ts';
-import { buildTestServer } from '../../../../test/helpers/server.ts';
+import { buildTestServer, LogCapture } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -29,17 +29,25 @@ process.env['TMPDIR'] = root;
 
 const browsers = () => chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
 
-function post(app: FastifyInstance, source: string, format = 'svg') {
+function post(app: FastifyInstance, source: string, format = 'svg', remoteAddress = '127.0.0.1') {
   return app.inject({
     method: 'POST',
     url: `/plantuml/mermaid/${format}`,
     payload: source,
     headers: { 'content-type': 'text/plain' },
+    remoteAddress,
   });
 }
 
-const on = (o: Record<string, unknown> = {}) =>
+/** A gantt chart of `n` chained tasks: Mermaid takes a while over it. */
+function gantt(n: number): string {
+  const tasks = Array.from({ length: n }, (_, i) => `  Task${i} :t${i + 1}, after t${i}, 1d`);
+  return `gantt\n  dateFormat YYYY-MM-DD\n  section S\n  Start :t0, 2024-01-01, 1d\n${tasks.join('\n')}`;
+}
+
+const on = (o: Record<string, unknown> = {}, logs?: LogCapture) =>
   buildTestServer({
+    ...(logs ? { logs } : {}),
     overrides: {
       plantuml: {
         prestart: false,
@@ -182,13 +190,37 @@ describe('Mermaid in a browser, a render past the timeout', { skip, timeout: 120
   it('answers 504, and the idle browser then exits, leaving no process', async () => {
     const app = await on({ timeoutMs: 150, mermaidBrowsers: 1, mermaidBrowserIdleSec: 1 });
     try {
-      const tasks = Array.from({ length: 1500 }, (_, i) => `  Task${i} :t${i + 1}, after t${i}, 1d`);
-      const huge = `gantt\n  dateFormat YYYY-MM-DD\n  section S\n  Start :t0, 2024-01-01, 1d\n${tasks.join('\n')}`;
-      const r = await post(app, huge);
+      const r = await post(app, gantt(1500));
       assert.equal(r.statusCode, 504, r.body.slice(0, 300));
       assert.match(r.body, /timed out/);
       assert.ok(browsers().length <= 1);
       await waitFor(() => chromiumProcesses(root).length === 0, 'the idle browser to exit');
+    } finally {
+      await app.close();
+    }
+    assert.deepEqual(chromiumProcesses(root), []);
+  });
+});
+
+describe("Mermaid in a browser, a client's share of the pages", { skip, timeout: 120_000 }, () => {
+  it('gives one client half the pages (DEVUTIL_PLANTUML_CLIENT_SHARE=50) and another client the rest', async () => {
+    const logs = new LogCapture();
+    const app = await on({ mermaidBrowsers: 1, mermaidBrowserPages: 2, clientShare: 50 }, logs);
+    // Pages asked for (a page opens for a render that no page could take).
+    const opened = () => logs.lines.filter((l) => l.includes('mermaid browser page-new')).length;
+    try {
+      // Four at once from one client: one page at a time is theirs, so one page is opened for them.
+      const one = await Promise.all([0, 1, 2, 3].map((i) => post(app, `pie title Share ${i}\n  "A" : 1`)));
+      for (const r of one) assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+      assert.equal(opened(), 1, 'pages opened for one client');
+      // Another client, while the first one's page is busy with a long gantt, gets the second page.
+      const long = post(app, gantt(600));
+      const queued = post(app, 'pie title Share 5\n  "A" : 1');
+      await new Promise((r) => setTimeout(r, 300)); // the long one is on its page by now
+      const other = await post(app, 'pie title Other\n  "B" : 1', 'svg', '127.0.0.2');
+      for (const r of [other, await long, await queued])
+        assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+      assert.equal(opened(), 2, 'pages opened for two clients');
     } finally {
       await app.close();
     }
