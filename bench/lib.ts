@@ -414,8 +414,11 @@ export async function startupMedian(
   return all[Math.floor(all.length / 2)]!;
 }
 
-/** RSS of a process and all its descendants (JVMs, browsers), in bytes; threads are in their process's RSS. */
-export function treeRss(pid: number): number {
+/**
+ * The sum of `of(pid)` over a process and all its descendants (JVMs, browsers); a process that
+ * exited meanwhile (NaN or unreadable) counts 0.
+ */
+export function treeSum(pid: number, of: (pid: number) => number): number {
   const kids = new Map<number, number[]>();
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
@@ -428,11 +431,16 @@ export function treeRss(pid: number): number {
   let total = 0;
   const walk = (p: number) => {
     try {
-      const r = rssOf(p); // NaN for a process that exited meanwhile (no VmRSS)
-      if (Number.isFinite(r)) total += r;
+      const v = of(p);
+      if (Number.isFinite(v)) total += v;
     } catch {}
     for (const c of kids.get(p) ?? []) walk(c);
   };
   walk(pid);
   return total;
+}
+
+/** RSS of a process tree in bytes; threads are in their process's RSS. */
+export function treeRss(pid: number): number {
+  return treeSum(pid, rssOf);
 }

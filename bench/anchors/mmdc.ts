@@ -3,10 +3,10 @@
 // and without puppeteer's browser download, under ~/.cache/devutil/bench-mmdc (not a dependency of
 // the project). Also the runner that measures both sides alike: diagrams/s and peak PSS.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { tempFile } from '../lib.ts';
+import { tempFile, treeSum } from '../lib.ts';
 
 const DIR = join(homedir(), '.cache', 'devutil', 'bench-mmdc');
 const MMDC = join(DIR, 'node_modules', '.bin', 'mmdc');
@@ -97,23 +97,8 @@ export function mmdcJobs(
  * memory, which RSS would count once per process. A process gone meanwhile counts 0.
  */
 export function treePss(pid: number): number {
-  const kids = new Map<number, number[]>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const st = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e)]);
-    } catch {}
-  }
-  let total = 0;
-  const walk = (p: number) => {
-    try {
-      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'));
-      total += m ? Number(m[1]) * 1024 : 0;
-    } catch {}
-    for (const c of kids.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  return total;
+  return treeSum(pid, (p) => {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  });
 }
