@@ -10,7 +10,6 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildTestServer, diskBlobs, tempDir } from '../../../test/helpers/server.ts';
 import { MemoryState } from '../../infra/state/memory.ts';
-import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { DownloadCounter } from './download-counter.ts';
 import { DownloadLimits } from './downloads.ts';
 import { DAY_MS } from './lifetime.ts';

@@ -5,7 +5,6 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import { diskBlobs } from '../../../test/helpers/server.ts';
-import { createBlobStore } from '../../infra/storage/blob-store.ts';
 import { contentDisposition, ratio, sanitizeFilename, validKey } from './names.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
 import { FileStore } from './store.ts';
