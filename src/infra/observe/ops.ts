@@ -7,6 +7,7 @@ import type { ServiceContext } from '../../context.ts';
 import { unauthorized } from '../../errors.ts';
 import { isEnabled } from '../../services/define.ts';
 import { swaggerUiOptions } from '../http/openapi.ts';
+import { dependencyMetrics } from './dependencies.ts';
 
 const FAVICON = new URL('../../../web/src/favicon.svg', import.meta.url);
 
@@ -44,6 +45,7 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
   });
 
   if (ctx.config.metrics.enabled) {
+    dependencyMetrics(ctx.metrics, async () => (await ctx.readiness.report(enabled)).checks);
     const metricsDoc = {
       summary: 'Prometheus metrics (Authorization: Bearer <token> when DEVUTIL_METRICS_TOKEN is set)',
     };

@@ -77,6 +77,9 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'bytes reserved against the files quota by uploads in progress',
     (u) => u.reserved,
   );
+  ctx.metrics
+    .gauge('devutil_files_quota_bytes', 'the files quota: total bytes stored files may take (0 = none)')
+    .set(cfg.quotaBytes);
   const limits = new DownloadLimits(store, store.downloads, cfg.resumeGraceSec * 1000);
   const uploadMetrics = await fileRoutes(app, ctx, store, limits);
   // The transfer.sh way: PUT /<name>, multipart POST /, delete links, zips, ShareX and QR.

@@ -77,6 +77,9 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     g.set({ state: 'queued' }, s.queued);
     g.set({ state: 'abandoned' }, s.abandoned);
   });
+  ctx.metrics
+    .gauge('devutil_plantuml_queue_limit', 'renders that may wait for a worker before 503 (the queued cap)')
+    .set(cfg.queueSize);
   ctx.metrics.gauge(
     'devutil_plantuml_render_threads',
     'render threads of the JavaScript/WebAssembly engines by state',
