@@ -8,7 +8,13 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { loadRules, RULES_FILE, RULES_TEST_FILE } from '../helpers/metric-names.ts';
+import {
+  dashboardExprs,
+  loadRules,
+  RULES_FILE,
+  RULES_TEST_FILE,
+  withVariables,
+} from '../helpers/metric-names.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -188,7 +194,7 @@ describe('Prometheus rules and scraping', { skip, timeout: 180_000 }, () => {
       );
     });
 
-    it('loads the rules and evaluates them without errors', async () => {
+    it('loads the rules, evaluates them without errors and runs every dashboard query', async () => {
       const p = (prom as Prometheus).url;
       const rules = await until('every rule evaluated', async () => {
         const r = await fetch(`${p}/api/v1/rules`);
@@ -200,6 +206,12 @@ describe('Prometheus rules and scraping', { skip, timeout: 180_000 }, () => {
       });
       assert.equal(rules.length, loadRules().length);
       for (const r of rules) assert.equal(r.health, 'ok', `${r.name}: ${r.lastError ?? ''}`);
+      // Every Grafana panel's query runs (Grafana's $job/$instance set to everything).
+      for (const { panel, expr } of dashboardExprs()) {
+        const r = await fetch(`${p}/api/v1/query?query=${encodeURIComponent(withVariables(expr))}`);
+        const body = (await r.json()) as { status: string; error?: string };
+        assert.equal(body.status, 'success', `${panel}: ${expr}: ${body.error ?? ''}`);
+      }
       // Nothing is wrong with two idle, healthy nodes: no alert pending or firing.
       const alerts = await query(p, 'ALERTS');
       assert.deepEqual(alerts, []);

@@ -22,12 +22,14 @@ export function exportedNames(text: string): Set<string> {
 
 /**
  * The metric names a PromQL expression selects: devutil_* series, recording rules (level:metric:op)
- * and `up`. Quoted label values are dropped first, so `{budget="proxy"}` names nothing.
+ *, `up` and `ALERTS`. Quoted label values are dropped first, so `{budget="proxy"}` names nothing.
  */
 export function referencedNames(expr: string): Set<string> {
   const bare = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
   const names = new Set<string>();
-  for (const m of bare.matchAll(/(?<![\w:$])([a-z_]+:[a-z0-9_]+:[a-z0-9_]+|devutil_[a-z0-9_]+|up)(?![\w:])/g))
+  for (const m of bare.matchAll(
+    /(?<![\w:$])([a-z_]+:[a-z0-9_]+:[a-z0-9_]+|devutil_[a-z0-9_]+|up|ALERTS)(?![\w:])/g,
+  ))
     names.add(m[1] as string);
   return names;
 }
@@ -41,4 +43,29 @@ export interface Rule {
 export function loadRules(): Rule[] {
   const doc = parse(readFileSync(RULES_FILE, 'utf8')) as { groups: { rules: Rule[] }[] };
   return doc.groups.flatMap((g) => g.rules);
+}
+
+interface Panel {
+  title?: string;
+  targets?: { expr?: string }[];
+  panels?: Panel[];
+}
+
+/** Every PromQL expression of the shipped Grafana dashboard, with the panel it is in. */
+export function dashboardExprs(): { panel: string; expr: string }[] {
+  const dash = JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8')) as { panels: Panel[] };
+  const out: { panel: string; expr: string }[] = [];
+  const walk = (ps: Panel[]) => {
+    for (const p of ps) {
+      for (const t of p.targets ?? []) if (t.expr) out.push({ panel: p.title ?? '?', expr: t.expr });
+      walk(p.panels ?? []);
+    }
+  };
+  walk(dash.panels);
+  return out;
+}
+
+/** A dashboard expression as Prometheus gets it: Grafana's variables set to "everything". */
+export function withVariables(expr: string): string {
+  return expr.replace(/\$job|\$instance/g, '.*');
 }
