@@ -80,7 +80,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
           workers: 1,
           workerThreads: 1,
           queueSize: 1,
-          timeoutMs: 6000,
+          timeoutMs: 12_000, // a small render took over 6 s at load 51 (Node 26)
           // Every render here comes from one client: the quarantine has its own test.
           quarantineSec: 0,
           urlAllowlist: [`${INC}/`],
