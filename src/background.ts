@@ -13,11 +13,47 @@ export interface BackgroundDef {
   start(ctx: ServiceContext): Promise<Background>;
 }
 
-/** Starts the listener of every enabled definition that has one, in definition order. */
+/**
+ * A listener could not take its address: start-up fails with this one line, as it does when the
+ * HTTP port is taken (main.ts), rather than running with a utility silently missing.
+ */
+export class ListenError extends Error {
+  readonly code: string | undefined;
+  constructor(what: string, host: string, port: number, err: unknown) {
+    super(listenFailure(what, host, port, err));
+    this.name = 'ListenError';
+    this.code = (err as NodeJS.ErrnoException | null)?.code;
+  }
+}
+
+/** `cannot listen on [::]:8080: address already in use`, for people (no stack, no errno jargon). */
+export function listenFailure(what: string, host: string, port: number, err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const why =
+    e?.code === 'EADDRINUSE'
+      ? 'address already in use'
+      : e?.code === 'EACCES'
+        ? 'permission denied'
+        : e instanceof Error
+          ? e.message
+          : String(err);
+  const h = host === '' ? '*' : host.includes(':') ? `[${host}]` : host;
+  return `cannot listen on ${what}${h}:${port}: ${why}`;
+}
+
+/**
+ * Starts the listener of every enabled definition that has one, in definition order; when one
+ * fails, those already started are closed and the error (a ListenError for a taken port) is thrown.
+ */
 export async function startBackground(ctx: ServiceContext): Promise<Background[]> {
   const started: Background[] = [];
-  for (const def of ctx.services) {
-    if (def.background && isEnabled(ctx.config, def)) started.push(await def.background(ctx));
+  try {
+    for (const def of ctx.services) {
+      if (def.background && isEnabled(ctx.config, def)) started.push(await def.background(ctx));
+    }
+  } catch (err) {
+    await Promise.allSettled(started.map((b) => b.close()));
+    throw err;
   }
   return started;
 }

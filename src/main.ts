@@ -3,7 +3,7 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { type Background, startBackground } from './background.ts';
+import { type Background, ListenError, listenFailure, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/observe/logger.ts';
 import { type Prelaunched, prelaunch, workerCount } from './prelaunch.ts';
@@ -42,25 +42,23 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
       logger,
     );
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why =
-      e.code === 'EADDRINUSE'
-        ? 'address already in use'
-        : e.code === 'EACCES'
-          ? 'permission denied'
-          : e.message;
     const { host, port } = config.server;
-    logger.fatal(
-      { code: e.code },
-      `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}: ${why}`,
-    );
+    logger.fatal({ code: (err as NodeJS.ErrnoException).code }, listenFailure('', host, port, err));
     await app.close();
     return 1;
   }
   const u = app.ctx.urls;
   // Background listeners need one owner: the single process, or worker 1 in cluster mode.
-  const background: Background[] =
-    cluster.isPrimary || cluster.worker?.id === 1 ? await startBackground(app.ctx) : [];
+  let background: Background[] = [];
+  try {
+    if (cluster.isPrimary || cluster.worker?.id === 1) background = await startBackground(app.ctx);
+  } catch (err) {
+    // A taken relay port stops start-up like a taken HTTP port: one line, exit 1.
+    if (!(err instanceof ListenError)) throw err;
+    logger.fatal({ code: err.code }, err.message);
+    await app.close();
+    return 1;
+  }
   // The public URL of each utility with a host of its own, as users write it (avatars: /avatar).
   const hosted = app.ctx.services.flatMap((d) =>
     d.host ? [[d.name, `${u[d.name]}${d.host.urlsCarryMount ? d.host.mount : ''}`]] : [],

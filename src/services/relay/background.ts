@@ -3,7 +3,7 @@
 // definition starts (definition.ts); it records itself on the relay's handle (handle.ts).
 import type { Socket } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
-import type { BackgroundDef } from '../../background.ts';
+import { type BackgroundDef, ListenError } from '../../background.ts';
 import type { Config } from '../../config.ts';
 import type { ServiceContext } from '../../context.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
@@ -91,6 +91,12 @@ export function relayMetrics(metrics: Metrics, relay: () => Relay | null): Relay
   return { onRefused: (reason) => refused.inc({ reason }), onSessionStart: () => sessions.inc() };
 }
 
+/** The port a failed listen asked for: the status port fails with its own number in the error. */
+function listenPort(err: unknown, fallback: number): number {
+  const p = (err as { port?: unknown } | null)?.port;
+  return typeof p === 'number' ? p : fallback;
+}
+
 export const relayBackground: BackgroundDef = {
   name: 'relay',
   async start(ctx: ServiceContext) {
@@ -129,10 +135,17 @@ export const relayBackground: BackgroundDef = {
     } catch (err) {
       unlist();
       await budget.close();
-      // A taken relay port must not take the HTTP utilities down with it; the API reports it.
-      log.error({ err, port: settings.port }, 'relay failed to start');
       handle.failure = err instanceof Error ? err.message : String(err);
-      return { close: async () => {} };
+      // A port that cannot be taken stops start-up (main.ts says so in one line); anything else
+      // is a fault of the relay and keeps its stack.
+      const code = (err as NodeJS.ErrnoException | null)?.code;
+      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+        const port = listenPort(err, settings.port);
+        const which = port === settings.statusPort && port !== settings.port ? 'status ' : '';
+        throw new ListenError(`the relay ${which}port `, settings.host, port, err);
+      }
+      log.error({ err, port: settings.port }, 'relay failed to start');
+      throw err;
     }
     handle.running = relay;
     handle.failure = null;

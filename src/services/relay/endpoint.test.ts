@@ -1,11 +1,13 @@
 // GET /rest/api/v1/relay without an in-process relay: 503 before the identity exists, then the URI
 // from the stored identity; v1 envelopes for errors and wrong methods.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { assertNoInternals } from '../../../test/helpers/leaks.ts';
-import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
+import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { ListenError } from '../../background.ts';
 import { relayBackground } from './background.ts';
 import { RELAY } from './handle.ts';
 import { loadOrCreateIdentity } from './identity.ts';
@@ -61,21 +63,22 @@ describe('relay HTTP endpoint (relay in another worker)', () => {
 });
 
 describe('relay that cannot take its port', () => {
-  it('keeps the HTTP utilities up, logs the failure and says so at the endpoint', async () => {
+  it('fails to start with one line naming the port, and the endpoint says why', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
-    const logs = new LogCapture();
-    const app = await buildTestServer({
-      logs,
-      overrides: { relay: { host: '127.0.0.1', port, statusPort: 0 } },
-    });
+    const app = await buildTestServer({ overrides: { relay: { host: '127.0.0.1', port, statusPort: 0 } } });
     try {
-      const bg = await relayBackground.start(app.ctx);
-      await bg.close();
-      assert.match(logs.text(), /relay failed to start/);
+      await assert.rejects(relayBackground.start(app.ctx), (err: unknown) => {
+        assert.ok(err instanceof ListenError);
+        assert.equal(
+          err.message,
+          `cannot listen on the relay port 127.0.0.1:${port}: address already in use`,
+        );
+        assert.equal(err.code, 'EADDRINUSE');
+        return true;
+      });
       const res = await app.inject({ method: 'GET', url: '/rest/api/v1/relay' });
-      assert.equal(res.statusCode, 200);
       assert.equal(res.json().data.running, false);
       assert.match(res.json().data.note, /failed to start/);
       assert.equal((await app.inject({ method: 'GET', url: '/rest/api/v1/ip' })).statusCode, 200);
@@ -88,6 +91,46 @@ describe('relay that cannot take its port', () => {
       assert.match(ready.json().checks.relay.detail, /EADDRINUSE|in use/);
     } finally {
       await app.close();
+      blocker.close();
+    }
+  });
+
+  it('stops `devutil serve` with exit code 1 and that line, like a taken HTTP port', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const r = spawnSync(process.execPath, ['bin/devutil.js', 'serve'], {
+        cwd: new URL('../../..', import.meta.url).pathname,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: {
+          PATH: process.env['PATH'],
+          HOME: process.env['HOME'],
+          DEVUTIL_PORT: '0',
+          DEVUTIL_HOST: '127.0.0.1',
+          DEVUTIL_DATA_DIR: tempDir(),
+          DEVUTIL_RELAY_HOST: '127.0.0.1',
+          DEVUTIL_RELAY_PORT: String(port),
+          DEVUTIL_RELAY_STATUS_PORT: '0',
+          DEVUTIL_LOG_FORMAT: 'json',
+        },
+      });
+      assert.equal(r.status, 1, `${r.stdout}${r.stderr}`);
+      const out = `${r.stdout}${r.stderr}`;
+      const fatal = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: number; msg: string; err?: unknown })
+        .filter((l) => l.level === 60);
+      assert.equal(fatal.length, 1, out);
+      assert.equal(
+        fatal[0]!.msg,
+        `cannot listen on the relay port 127.0.0.1:${port}: address already in use`,
+      );
+      assert.doesNotMatch(out, /serving on/, 'the HTTP server did not go on without the relay');
+      assert.doesNotMatch(out, /\\n\s+at /, 'no stack');
+    } finally {
       blocker.close();
     }
   });
