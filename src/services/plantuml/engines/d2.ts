@@ -33,6 +33,12 @@ class D2Process {
       if (m.ok) call?.resolve(m.out);
       else call?.reject(Object.assign(new Error(m.message), { fromD2: true }));
     });
+    // A failed spawn or send: the render fails (422) and the exit below, if any, resets the engine.
+    this.child.on('error', (err) => {
+      this.gone ??= err;
+      for (const c of this.calls.values()) c.reject(err);
+      this.calls.clear();
+    });
     this.child.on('exit', (code, signal) => {
       this.gone = new Error(`the D2 process exited (${signal ?? code})`);
       for (const c of this.calls.values()) c.reject(this.gone);
