@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { freePort } from '../helpers/ports.ts';
+import { CLOSED_PORT, freePort } from '../helpers/ports.ts';
 import { startDevutilProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -25,7 +25,7 @@ describe('log format', () => {
 
   it('writes readable lines with DEVUTIL_LOG_FORMAT=pretty, failures included', async () => {
     // github.com "resolves" to a closed port: the upstream refuses the connection.
-    const closed = await freePort();
+    const closed = CLOSED_PORT;
     const p = await startDevutilProcess({
       DEVUTIL_LOG_FORMAT: 'pretty',
       DEVUTIL_PROXY_RESOLVE: `github.com=127.0.0.1:${closed}`,

@@ -13,3 +13,11 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * A loopback port where a connection is refused for the whole run: port 1 (tcpmux) is below the
+ * ephemeral range that port-0 listeners get, so no test server can land on it. A port from
+ * `freePort()` is free only when asked: a server of a test file running beside this one may take it
+ * before the "refused" connection is made, and then the connection reaches that server.
+ */
+export const CLOSED_PORT = 1;

@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { FakeGravatar } from '../../../test/fixtures/avatar/gravatar.ts';
-import { freePort } from '../../../test/helpers/ports.ts';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 
 /** Accepts connections and never answers: an upstream that hangs (counts what it was sent). */
@@ -59,7 +59,7 @@ describe('avatar mirrors: an ordered list with failover', { timeout: 60_000 }, (
     await first.start();
     await second.start();
     await silent.start();
-    refusedPort = await freePort();
+    refusedPort = CLOSED_PORT;
   });
   after(async () => {
     await first.stop();

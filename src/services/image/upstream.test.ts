@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { type PicsumFixture, startPicsumFixture } from '../../../test/fixtures/image/picsum.ts';
-import { freePort } from '../../../test/helpers/ports.ts';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { loadUndici } from '../../infra/egress/client.ts';
 
@@ -142,7 +142,7 @@ describe('upstream source against a local Picsum-style origin', () => {
 
 describe('upstream configuration', () => {
   it('falls back to the generator when the upstream is down', async () => {
-    const port = await freePort();
+    const port = CLOSED_PORT;
     const app = await buildTestServer({
       overrides: {
         egress: { resolve: [`down.test=127.0.0.1:${port}`] },

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { makePki } from '../../../test/fixtures/proxy/tls.ts';
-import { freePort } from '../../../test/helpers/ports.ts';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { describeFailure } from './reach.ts';
 
@@ -38,7 +38,7 @@ describe('/rest/api/v1/ip/reach', { timeout: 90_000 }, () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
-    refusedPort = await freePort();
+    refusedPort = CLOSED_PORT;
   });
   after(async () => {
     server.closeAllConnections();

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { type IncludeServer, startIncludeServer } from '../../../test/fixtures/plantuml/include-server.ts';
-import { freePort } from '../../../test/helpers/ports.ts';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { IncludeFetcher, type IncludeOptions } from './includes.ts';
 
@@ -87,8 +87,8 @@ describe('URL includes fetched by the server', () => {
   });
 
   it('keeps a diagram rendered from an include while the include server is unreachable', async () => {
-    // A free port: nothing listens there.
-    const down = createEgress({ resolve: [`down.test=127.0.0.1:${await freePort()}`], timeoutMs: 500 });
+    // Nothing listens there.
+    const down = createEgress({ resolve: [`down.test=127.0.0.1:${CLOSED_PORT}`], timeoutMs: 500 });
     try {
       const g = fetcher({ http: down, allowlist: ['http://down.test/'], timeoutMs: 500 });
       const a = await g.fetch('http://down.test/x.puml');

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { BOT, CHATS, FakeBotApi } from '../../../test/fixtures/telegram/fake-bot-api.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../../../test/fixtures/telegram/overrides.ts';
-import { freePort } from '../../../test/helpers/ports.ts';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
 import { registerSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
 import { loadUndici } from '../../infra/egress/client.ts';
@@ -50,7 +50,7 @@ describe('telegram relay', () => {
       },
     });
     app = srv.app;
-    const closed = await freePort();
+    const closed = CLOSED_PORT;
     deadUpstream = await buildTestServer({
       logs,
       overrides: {
@@ -303,7 +303,7 @@ describe('telegram relay', () => {
       /^could not reach telegram \(\S+\) at dead\.telegram\.test; if this server reaches Telegram only through a proxy, set DEVUTIL_TELEGRAM_PROXY_URL$/,
     );
     // Through a proxy that refuses connections: the message names the proxy (never its credentials).
-    const closed = await freePort();
+    const closed = CLOSED_PORT;
     const viaProxy = await buildTestServer({
       logs,
       overrides: {
