@@ -34,3 +34,17 @@ export function missing(reason: string): string {
   );
   return reason;
 }
+
+/**
+ * For `describe(name, { skip: onlyOnNode(26, why) }, ...)`: a slow test whose subject does not depend
+ * on the host's Node version (a container image that carries its own Node, a fleet test whose
+ * behaviour the other runtime's suite already covers in parts) runs in one runtime leg of CI only.
+ * The other leg says so loudly; this is never a failure, under CI=true or not.
+ */
+export function onlyOnNode(major: number, why: string): false | string {
+  const here = Number(process.versions.node.split('.')[0]);
+  if (here === major) return false;
+  const reason = `runs on Node ${major} only (${why}); this is Node ${process.versions.node}`;
+  process.stderr.write(`\n!!! SKIPPING tests: ${reason} !!!\n\n`);
+  return reason;
+}
