@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { jsonInString } from '../../../test/helpers/log-lines.ts';
 import { startAll } from '../../../test/helpers/process.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
-import { buildTestServer } from '../../../test/helpers/server.ts';
+import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 
 const limited = { ip: { rateLimit: '3/min' } };
@@ -184,7 +185,9 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
 
   it('fails open or closed when Redis goes away, and recovers when it returns', async () => {
     const prefix = `f${Date.now()}:`;
+    const logs = new LogCapture();
     const open = await buildTestServer({
+      logs,
       overrides: limited,
       env: { DEVUTIL_REDIS_URL: redis.url, DEVUTIL_REDIS_KEY_PREFIX: prefix },
     });
@@ -202,6 +205,12 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
       await new Promise((r) => setTimeout(r, 200));
       const o = await open.inject({ url: '/rest/api/v1/ip', remoteAddress: '192.0.2.77' });
       assert.equal(o.statusCode, 200);
+      // The store's failure is logged as an error object, not as JSON text inside the line.
+      const lines = logs.lines.map((l) => JSON.parse(l) as { msg?: string; err?: Record<string, unknown> });
+      const failed = lines.find((l) => l.msg === 'rate limit store failed; letting request through');
+      assert.equal(typeof failed?.err?.['type'], 'string', logs.text());
+      assert.equal(typeof failed?.err?.['message'], 'string', logs.text());
+      for (const l of lines) assert.equal(jsonInString(l), undefined, JSON.stringify(l));
       const c = await closed.inject({ url: '/rest/api/v1/ip', remoteAddress: '192.0.2.77' });
       assert.equal(c.statusCode, 503);
       assert.equal(c.json().status, 0);

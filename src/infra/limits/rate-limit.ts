@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import type { Logger } from 'pino';
 import { tooMany, unavailable } from '../../errors.ts';
 import type { Rate } from '../config/schema.ts';
+import { briefError } from '../observe/logger.ts';
 import type { SharedState } from '../state/state.ts';
 
 export interface Decision {
@@ -64,10 +65,7 @@ export class RateLimiter {
       } catch (err) {
         this.opts.onStoreError?.(err);
         if (this.opts.failMode === 'open') {
-          req.log.warn(
-            { err: { message: (err as Error).message }, bucket },
-            'rate limit store failed; letting request through',
-          );
+          req.log.warn({ err: briefError(err), bucket }, 'rate limit store failed; letting request through');
           return;
         }
         throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');

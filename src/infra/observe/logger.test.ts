@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { Logger } from 'pino';
+import { jsonInString } from '../../../test/helpers/log-lines.ts';
 import { registerSecret } from '../../../test/helpers/secrets.ts';
-import { createLogger, protectSecrets, redact, serializeError } from './logger.ts';
+import { briefError, createLogger, protectSecrets, redact, serializeError } from './logger.ts';
 
 // Built at run time so that no secret-shaped literal sits in the source.
 const BOT = registerSecret(`${'7'.repeat(10)}:AAH${'x'.repeat(8)}_-${'Q'.repeat(24)}`);
@@ -126,13 +127,40 @@ describe('log redaction through the real logger', () => {
     assert.equal(fields.url, signed);
   });
 
+  it('writes a thrown plain object as an object in the line, not JSON text in a string', () => {
+    const { log, text } = capture();
+    log.warn({ err: { message: 'store down', code: 'ECONNREFUSED', port: 6379 } }, 'x');
+    log.warn({ err: briefError(new Error('store down')) }, 'y');
+    for (const line of text().trim().split('\n')) {
+      const o = JSON.parse(line) as { err: Record<string, unknown> };
+      assert.equal(o.err['message'], 'store down', line);
+      assert.equal(typeof o.err['type'], 'string', line);
+      assert.equal(jsonInString(o), undefined, line);
+    }
+  });
+
   it('serialises any thrown value, not only Errors', () => {
     assert.deepEqual(serializeError(undefined), { type: 'undefined', message: 'undefined' });
-    assert.equal(serializeError({ a: 1 }).message, '{"a":1}');
+    // A plain object stays structured: no JSON text inside the JSON line.
+    assert.deepEqual(serializeError({ a: 1, message: 'redis down', code: 'ECONNREFUSED' }), {
+      type: 'object',
+      message: 'redis down',
+      code: 'ECONNREFUSED',
+      cause: undefined,
+      fields: { a: 1 },
+    });
+    assert.equal(serializeError({ a: 1 }).message, 'a thrown object without a message');
+    assert.deepEqual(serializeError({ apiKey: 'k'.repeat(30) })['fields'], { apiKey: '[redacted]' });
+    assert.deepEqual(serializeError(briefError(new TypeError('boom'))), {
+      type: 'TypeError',
+      message: 'boom',
+      code: undefined,
+      cause: undefined,
+    });
     const e = serializeError(new Error('outer', { cause: new Error('inner') }));
     assert.equal(e['cause'], 'inner');
     const cyclic: Record<string, unknown> = {};
     cyclic['self'] = cyclic;
-    assert.equal(serializeError(cyclic).message, '[object Object]');
+    assert.equal(serializeError(cyclic).message, 'a thrown object without a message');
   });
 });

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { canonicalIp } from '../http/client-ip.ts';
 import { prettyLine } from './log-pretty.ts';
-import { redact, redactFields } from './redact.ts';
+import { isSecretName, redact, redactFields } from './redact.ts';
 
 export { protectSecrets, redact } from './redact.ts';
 
@@ -44,25 +44,52 @@ export function loggerOptions(level: string): LoggerOptions {
   };
 }
 
-/** Any thrown value (not only Errors: libraries throw strings and plain objects) with secrets masked. */
+/**
+ * Any thrown value (not only Errors: libraries throw strings and plain objects) as a structured
+ * object with secrets masked: `{type, message, code?}`, never a JSON text inside the JSON line.
+ * A plain object keeps its scalar fields under `fields` (credential-named ones masked).
+ */
 export function serializeError(err: unknown): Record<string, unknown> {
-  if (!(err instanceof Error)) {
-    let text: string;
-    try {
-      text = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
-    } catch {
-      text = Object.prototype.toString.call(err); // cyclic or too deep to stringify
-    }
-    return { type: typeof err, message: redact(String(text).slice(0, 2000)) };
+  if (err instanceof Error) {
+    const e = err as Error & { code?: unknown };
+    return {
+      type: e.name,
+      message: redact(String(e.message)),
+      code: e.code,
+      stack: typeof e.stack === 'string' ? redact(e.stack) : undefined,
+      cause: causeText(e.cause),
+    };
   }
-  const e = err as Error & { code?: unknown };
+  if (typeof err !== 'object' || err === null) {
+    const text = typeof err === 'string' ? err : String(err);
+    return { type: err === null ? 'null' : typeof err, message: redact(text.slice(0, 2000)) };
+  }
+  const o = err as Record<string, unknown>;
+  const fields: Record<string, string | number | boolean> = {};
+  for (const k of Object.keys(o).slice(0, 20)) {
+    const v = o[k];
+    if (['type', 'message', 'code', 'stack', 'cause'].includes(k)) continue;
+    if (typeof v === 'string') fields[k] = isSecretName(k) ? '[redacted]' : redact(v.slice(0, 300));
+    else if (typeof v === 'number' || typeof v === 'boolean') fields[k] = v;
+  }
+  const ctor = (Object.getPrototypeOf(o) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  const named = typeof ctor === 'string' && ctor !== 'Object' ? ctor : 'object';
   return {
-    type: e.name,
-    message: redact(String(e.message)),
-    code: e.code,
-    stack: typeof e.stack === 'string' ? redact(e.stack) : undefined,
-    cause: causeText(e.cause),
+    type: typeof o['type'] === 'string' ? o['type'] : named,
+    message:
+      typeof o['message'] === 'string'
+        ? redact(o['message'].slice(0, 2000))
+        : `a thrown ${named} without a message`,
+    code: typeof o['code'] === 'string' || typeof o['code'] === 'number' ? o['code'] : undefined,
+    cause: typeof o['cause'] === 'string' ? redact(o['cause'].slice(0, 2000)) : causeText(o['cause']),
+    ...(Object.keys(fields).length ? { fields } : {}),
   };
+}
+
+/** An error as `{type, message, code}` without its stack, for a warn line about an outside fault. */
+export function briefError(err: unknown): Record<string, unknown> {
+  const { stack: _stack, ...rest } = serializeError(err);
+  return rest;
 }
 
 /** The cause chain's messages, outermost first (undici and the AWS SDK nest the useful one). */

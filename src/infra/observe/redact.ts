@@ -65,6 +65,9 @@ export function redact(s: string): string {
     .replace(BEARER, `$1 ${R}`);
 }
 
+/** True for a field name that holds a credential (apiKey, token, password, X-Amz-Signature...). */
+export const isSecretName = (name: string): boolean => SECRET_NAME.test(name);
+
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' &&
   v !== null &&

@@ -6,6 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { tooMany, unavailable } from '../../errors.ts';
 import type { Rate } from '../../infra/config/schema.ts';
+import { briefError } from '../../infra/observe/logger.ts';
 import type { TelegramMetrics } from './index.ts';
 import type { Pauses } from './pauses.ts';
 
@@ -36,10 +37,7 @@ export class Pacing {
       d = await this.ctx.limiter.take(bucket, id, rate);
     } catch (err) {
       if (this.ctx.config.redis.failMode === 'open') {
-        req.log.warn(
-          { err: { message: (err as Error).message }, bucket },
-          'rate limit store failed; letting request through',
-        );
+        req.log.warn({ err: briefError(err), bucket }, 'rate limit store failed; letting request through');
         return;
       }
       throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
