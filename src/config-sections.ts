@@ -107,12 +107,39 @@ export const logSection = {
   }),
 } satisfies Section;
 
+/** host:port, [v6]:port, or a host alone (the sentinel port 26379). */
+function sentinelItem(s: string): string | null {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::(\d{1,5}))?$/.exec(s);
+  if (!m) return 'expected host:port';
+  if (m[1] !== undefined && isIP(m[1]) !== 6) return 'expected an IPv6 address in brackets';
+  if (m[3] !== undefined && !(Number(m[3]) >= 1 && Number(m[3]) <= 65535)) return 'port out of range';
+  return null;
+}
+
 export const redisSection = {
   url: str('', {
     pattern: /^rediss?:\/\/\S+$/,
     hint: 'a redis:// or rediss:// URL',
     secret: true,
     doc: 'Redis for shared rate limits and caches across instances (empty = in-memory)',
+  }),
+  sentinels: list([], {
+    item: sentinelItem,
+    doc: 'Redis Sentinel addresses (host:port, port 26379 when left out), instead of redis.url: the primary named redis.sentinelName is asked of them and followed across failovers',
+  }),
+  sentinelName: str('mymaster', {
+    pattern: /^[A-Za-z0-9._-]{1,64}$/,
+    hint: 'the master name the sentinels monitor',
+    doc: 'the master name the sentinels monitor (SENTINEL MONITOR <name> ...)',
+  }),
+  username: str('', { doc: 'ACL user of the Redis primary and replicas, with redis.sentinels (with redis.url it is in the URL)' }),
+  password: str('', {
+    secret: true,
+    doc: 'password of the Redis primary and replicas, with redis.sentinels (with redis.url it is in the URL)',
+  }),
+  sentinelPassword: str('', {
+    secret: true,
+    doc: "password of the sentinels themselves (their requirepass), when they have one",
   }),
   keyPrefix: str('devutil:', { doc: 'prefix for every Redis key' }),
   failMode: oneOf('open', ['open', 'closed'] as const, {

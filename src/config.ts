@@ -208,6 +208,20 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
     problems.push(
       'DEVUTIL_STORAGE_S3_BUCKET: required when DEVUTIL_STORAGE_BACKEND=s3 (the bucket to store blobs in)',
     );
+  const redis = out['redis'];
+  const sentinels = Array.isArray(redis?.['sentinels']) ? redis['sentinels'].length : 0;
+  if (redis && redis['url'] && sentinels)
+    problems.push('DEVUTIL_REDIS_URL and DEVUTIL_REDIS_SENTINELS: give one of them (the sentinels find the primary)');
+  if (redis && !sentinels && redis['sentinels'] !== undefined)
+    for (const [k, env] of [
+      ['username', 'DEVUTIL_REDIS_USERNAME'],
+      ['password', 'DEVUTIL_REDIS_PASSWORD'],
+      ['sentinelPassword', 'DEVUTIL_REDIS_SENTINEL_PASSWORD'],
+    ] as const)
+      if (redis[k])
+        problems.push(
+          `${env}: only used with DEVUTIL_REDIS_SENTINELS (with DEVUTIL_REDIS_URL, credentials go in the URL)`,
+        );
   if (problems.length) throw new ConfigError(problems);
   const server = out['server'] as Record<string, unknown>;
   if (server['publicUrl'] === '')

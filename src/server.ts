@@ -27,7 +27,7 @@ import { opsPlugin } from './infra/observe/ops.ts';
 import { StateSink } from './infra/observe/usage/sink.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
-import { connectRedis } from './infra/state/redis.ts';
+import { connectRedis, redisConfigured } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
 import { Prelaunched } from './prelaunch.ts';
@@ -42,7 +42,7 @@ export interface BuildOptions {
   config: Config;
   /** A pino logger; default: one at the configured level writing to stdout. */
   logger?: Logger;
-  /** An existing Redis connection to share (tests); default: connect when redis.url is set. */
+  /** An existing Redis connection to share (tests); default: connect when redis.url or redis.sentinels is set. */
   redis?: Redis | null;
   /** Extra plugins registered after the services (embedders, test fixtures). */
   plugins?: FastifyPluginAsync<ServiceContext>[];
@@ -77,13 +77,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
 
-  const ownRedis = opts.redis === undefined && config.redis.url !== '';
-  const redis =
-    opts.redis !== undefined
-      ? opts.redis
-      : config.redis.url
-        ? await connectRedis(config.redis.url, logger, config.redis.commandTimeoutMs)
-        : null;
+  const ownRedis = opts.redis === undefined && redisConfigured(config.redis);
+  const redis = opts.redis !== undefined ? opts.redis : ownRedis ? await connectRedis(config.redis, logger) : null;
   const state = await createState(redis, config.redis.keyPrefix);
   const metrics = new Metrics();
   const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [

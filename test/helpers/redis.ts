@@ -63,3 +63,185 @@ export async function startRedis(): Promise<RedisHandle> {
     },
   };
 }
+
+export interface SentinelGroup {
+  /** The master name the sentinels monitor. */
+  name: string;
+  /** `127.0.0.1:port` of each sentinel (DEVUTIL_REDIS_SENTINELS). */
+  sentinels: string[];
+  /** requirepass of the data nodes, '' when none. */
+  password: string;
+  /** The primary's port as the first sentinel reports it. */
+  primaryPort(): Promise<number>;
+  /** Waits until every replica has applied everything the primary has written. */
+  synced(): Promise<void>;
+  /** SENTINEL FAILOVER; resolves once a replica answers as the new primary and the sentinels say so. */
+  failover(): Promise<{ from: number; to: number }>;
+  /** SIGKILLs the primary; resolves once the sentinels have promoted a replica. */
+  killPrimary(): Promise<{ from: number; to: number }>;
+  stop(): Promise<void>;
+}
+
+interface Proc {
+  port: number;
+  proc: ChildProcess;
+}
+
+const killed = (p: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve();
+    p.once('exit', () => resolve());
+    p.kill('SIGKILL');
+  });
+
+/**
+ * A primary, a replica and three sentinels (quorum 2) on loopback, for failover tests. Everything
+ * started is stopped by stop(), and by this function itself when a start fails.
+ */
+export async function startSentinels(o: { password?: string; sentinelPassword?: string } = {}): Promise<SentinelGroup> {
+  const { Redis } = await import('ioredis');
+  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const name = 'devutil-test';
+  const password = o.password ?? '';
+  const dir = await mkdtemp(join(tmpdir(), 'devutil-sentinel-'));
+  const procs: Proc[] = [];
+  const data: Proc[] = [];
+  const sentinels: Proc[] = [];
+  const admin: InstanceType<typeof Redis>[] = [];
+  const client = (port: number, pass: string) => {
+    const c = new Redis({ port, host: '127.0.0.1', password: pass || undefined, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    c.on('error', () => {});
+    admin.push(c);
+    return c;
+  };
+  const stop = async () => {
+    for (const c of admin) c.disconnect();
+    await Promise.all(procs.map((p) => killed(p.proc)));
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const auth = password ? ['--requirepass', password, '--masterauth', password] : [];
+    const node = async (args: string[]) => {
+      const port = await freePort();
+      const proc = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth, ...args],
+        { stdio: 'ignore' },
+      );
+      const p = { port, proc };
+      procs.push(p);
+      data.push(p);
+      await waitForPort(port);
+      return p;
+    };
+    const primary = await node([]);
+    await node(['--replicaof', '127.0.0.1', String(primary.port)]);
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const conf = join(dir, `sentinel-${i}.conf`);
+      const lines = [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 10000`,
+        ...(password ? [`sentinel auth-pass ${name} ${password}`] : []),
+        ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`] : []),
+      ];
+      await writeFile(conf, `${lines.join('\n')}\n`);
+      const proc = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
+      const p = { port, proc };
+      procs.push(p);
+      sentinels.push(p);
+      await waitForPort(port);
+    }
+    const sentinelClients = sentinels.map((s) => client(s.port, o.sentinelPassword ?? ''));
+    const ask = (i: number, ...args: string[]) =>
+      (sentinelClients[i] as InstanceType<typeof Redis>).call('SENTINEL', ...args) as Promise<unknown>;
+    const until = async (what: string, test: () => Promise<boolean>, ms = 20_000) => {
+      const end = Date.now() + ms;
+      for (;;) {
+        if (await test().catch(() => false)) return;
+        if (Date.now() > end) throw new Error(`sentinel test group: ${what} within ${ms} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const fields = (row: unknown): Record<string, string> => {
+      const out: Record<string, string> = {};
+      const a = row as string[];
+      for (let i = 0; i + 1 < a.length; i += 2) out[a[i] as string] = a[i + 1] as string;
+      return out;
+    };
+    const primaryPort = async () =>
+      Number(((await ask(0, 'get-master-addr-by-name', name)) as string[])[1]);
+    // Ready for a failover: each sentinel knows the replica (up, linked) and the two other sentinels.
+    await until('sentinels see the replica and each other', async () => {
+      for (let i = 0; i < 3; i++) {
+        const reps = ((await ask(i, 'replicas', name)) as unknown[]).map(fields);
+        if (!reps.some((r) => r['flags'] === 'slave' && r['master-link-status'] === 'ok')) return false;
+        if (((await ask(i, 'sentinels', name)) as unknown[]).length < 2) return false;
+      }
+      return true;
+    });
+    const dataClient = new Map<number, InstanceType<typeof Redis>>();
+    const dc = (port: number) => {
+      let c = dataClient.get(port);
+      if (!c) dataClient.set(port, (c = client(port, password)));
+      return c;
+    };
+    const info = async (port: number) => {
+      const out: Record<string, string> = {};
+      for (const line of (await dc(port).info('replication')).split('\r\n')) {
+        const [k, v] = line.split(':');
+        if (k && v !== undefined) out[k] = v;
+      }
+      return out;
+    };
+    const promoted = async (from: number) => {
+      let to = from;
+      await until('a replica promoted', async () => {
+        to = await primaryPort();
+        if (to === from) return false;
+        for (let i = 1; i < 3; i++) if (Number(((await ask(i, 'get-master-addr-by-name', name)) as string[])[1]) !== to) return false;
+        return (await info(to))['role'] === 'master';
+      });
+      return { from, to };
+    };
+    return {
+      name,
+      sentinels: sentinels.map((s) => `127.0.0.1:${s.port}`),
+      password,
+      primaryPort,
+      async synced() {
+        await until('replicas in sync', async () => {
+          const p = await info(await primaryPort());
+          const n = Number(p['connected_slaves'] ?? 0);
+          if (n < 1) return false;
+          for (let i = 0; i < n; i++) {
+            const r = Object.fromEntries((p[`slave${i}`] ?? '').split(',').map((kv) => kv.split('=')));
+            if (r['state'] !== 'online' || r['offset'] !== p['master_repl_offset']) return false;
+          }
+          return true;
+        });
+      },
+      async failover() {
+        const from = await primaryPort();
+        await ask(0, 'failover', name);
+        return promoted(from);
+      },
+      async killPrimary() {
+        const from = await primaryPort();
+        const p = data.find((d) => d.port === from);
+        if (p) await killed(p.proc);
+        return promoted(from);
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

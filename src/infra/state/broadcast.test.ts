@@ -7,7 +7,7 @@ import pino from 'pino';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { type Broadcast, createBroadcast } from './broadcast.ts';
-import { connectRedis, redisReady } from './redis.ts';
+import { connectRedis, redisReady, urlTarget } from './redis.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -38,7 +38,7 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
   const conns: Redis[] = [];
   const buses: Broadcast[] = [];
   const instance = async () => {
-    const redis = await connectRedis(server.url, log);
+    const redis = await connectRedis(urlTarget(server.url), log);
     conns.push(redis);
     await redisReady(redis);
     const bus = createBroadcast(redis, 'test:', log);
