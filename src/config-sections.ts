@@ -132,14 +132,16 @@ export const redisSection = {
     hint: 'the master name the sentinels monitor',
     doc: 'the master name the sentinels monitor (SENTINEL MONITOR <name> ...)',
   }),
-  username: str('', { doc: 'ACL user of the Redis primary and replicas, with redis.sentinels (with redis.url it is in the URL)' }),
+  username: str('', {
+    doc: 'ACL user of the Redis primary and replicas, with redis.sentinels (with redis.url it is in the URL)',
+  }),
   password: str('', {
     secret: true,
     doc: 'password of the Redis primary and replicas, with redis.sentinels (with redis.url it is in the URL)',
   }),
   sentinelPassword: str('', {
     secret: true,
-    doc: "password of the sentinels themselves (their requirepass), when they have one",
+    doc: 'password of the sentinels themselves (their requirepass), when they have one',
   }),
   keyPrefix: str('devutil:', { doc: 'prefix for every Redis key' }),
   failMode: oneOf('open', ['open', 'closed'] as const, {

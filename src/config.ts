@@ -211,7 +211,9 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
   const redis = out['redis'];
   const sentinels = Array.isArray(redis?.['sentinels']) ? redis['sentinels'].length : 0;
   if (redis && redis['url'] && sentinels)
-    problems.push('DEVUTIL_REDIS_URL and DEVUTIL_REDIS_SENTINELS: give one of them (the sentinels find the primary)');
+    problems.push(
+      'DEVUTIL_REDIS_URL and DEVUTIL_REDIS_SENTINELS: give one of them (the sentinels find the primary)',
+    );
   if (redis && !sentinels && redis['sentinels'] !== undefined)
     for (const [k, env] of [
       ['username', 'DEVUTIL_REDIS_USERNAME'],

@@ -78,7 +78,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   mkdirSync(dataDir, { recursive: true });
 
   const ownRedis = opts.redis === undefined && redisConfigured(config.redis);
-  const redis = opts.redis !== undefined ? opts.redis : ownRedis ? await connectRedis(config.redis, logger) : null;
+  const redis =
+    opts.redis !== undefined ? opts.redis : ownRedis ? await connectRedis(config.redis, logger) : null;
   const state = await createState(redis, config.redis.keyPrefix);
   const metrics = new Metrics();
   const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [

@@ -98,7 +98,9 @@ const killed = (p: ChildProcess) =>
  * A primary, a replica and three sentinels (quorum 2) on loopback, for failover tests. Everything
  * started is stopped by stop(), and by this function itself when a start fails.
  */
-export async function startSentinels(o: { password?: string; sentinelPassword?: string } = {}): Promise<SentinelGroup> {
+export async function startSentinels(
+  o: { password?: string; sentinelPassword?: string } = {},
+): Promise<SentinelGroup> {
   const { Redis } = await import('ioredis');
   const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
@@ -111,7 +113,14 @@ export async function startSentinels(o: { password?: string; sentinelPassword?: 
   const sentinels: Proc[] = [];
   const admin: InstanceType<typeof Redis>[] = [];
   const client = (port: number, pass: string) => {
-    const c = new Redis({ port, host: '127.0.0.1', password: pass || undefined, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const c = new Redis({
+      port,
+      host: '127.0.0.1',
+      password: pass || undefined,
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
     c.on('error', () => {});
     admin.push(c);
     return c;
@@ -149,7 +158,9 @@ export async function startSentinels(o: { password?: string; sentinelPassword?: 
         `sentinel down-after-milliseconds ${name} 1000`,
         `sentinel failover-timeout ${name} 10000`,
         ...(password ? [`sentinel auth-pass ${name} ${password}`] : []),
-        ...(o.sentinelPassword ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`] : []),
+        ...(o.sentinelPassword
+          ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`]
+          : []),
       ];
       await writeFile(conf, `${lines.join('\n')}\n`);
       const proc = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
@@ -175,8 +186,7 @@ export async function startSentinels(o: { password?: string; sentinelPassword?: 
       for (let i = 0; i + 1 < a.length; i += 2) out[a[i] as string] = a[i + 1] as string;
       return out;
     };
-    const primaryPort = async () =>
-      Number(((await ask(0, 'get-master-addr-by-name', name)) as string[])[1]);
+    const primaryPort = async () => Number(((await ask(0, 'get-master-addr-by-name', name)) as string[])[1]);
     // Ready for a failover: each sentinel knows the replica (up, linked) and the two other sentinels.
     await until('sentinels see the replica and each other', async () => {
       for (let i = 0; i < 3; i++) {
@@ -189,7 +199,10 @@ export async function startSentinels(o: { password?: string; sentinelPassword?: 
     const dataClient = new Map<number, InstanceType<typeof Redis>>();
     const dc = (port: number) => {
       let c = dataClient.get(port);
-      if (!c) dataClient.set(port, (c = client(port, password)));
+      if (!c) {
+        c = client(port, password);
+        dataClient.set(port, c);
+      }
       return c;
     };
     const info = async (port: number) => {
@@ -205,7 +218,8 @@ export async function startSentinels(o: { password?: string; sentinelPassword?: 
       await until('a replica promoted', async () => {
         to = await primaryPort();
         if (to === from) return false;
-        for (let i = 1; i < 3; i++) if (Number(((await ask(i, 'get-master-addr-by-name', name)) as string[])[1]) !== to) return false;
+        for (let i = 1; i < 3; i++)
+          if (Number(((await ask(i, 'get-master-addr-by-name', name)) as string[])[1]) !== to) return false;
         return (await info(to))['role'] === 'master';
       });
       return { from, to };

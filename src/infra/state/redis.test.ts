@@ -11,7 +11,14 @@ import { testSecret } from '../../../test/helpers/secrets.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, configSecrets, loadConfig } from '../../config.ts';
 import { createBroadcast } from './broadcast.ts';
-import { clientOptions, connectRedis, describeRedis, parseSentinel, redisConfigured, redisReady } from './redis.ts';
+import {
+  clientOptions,
+  connectRedis,
+  describeRedis,
+  parseSentinel,
+  redisConfigured,
+  redisReady,
+} from './redis.ts';
 import { RedisState } from './redis-state.ts';
 
 const problems = (env: Record<string, string>): string[] => {
@@ -67,13 +74,29 @@ describe('redis config', { timeout: 10_000 }, () => {
   });
 
   const bad: [string, Record<string, string>, RegExp][] = [
-    ['a URL and sentinels', { DEVUTIL_REDIS_URL: 'redis://h', DEVUTIL_REDIS_SENTINELS: 'h:1' }, /give one of them/],
-    ['a password without sentinels', { DEVUTIL_REDIS_PASSWORD: 'x' }, /DEVUTIL_REDIS_PASSWORD: only used with/],
+    [
+      'a URL and sentinels',
+      { DEVUTIL_REDIS_URL: 'redis://h', DEVUTIL_REDIS_SENTINELS: 'h:1' },
+      /give one of them/,
+    ],
+    [
+      'a password without sentinels',
+      { DEVUTIL_REDIS_PASSWORD: 'x' },
+      /DEVUTIL_REDIS_PASSWORD: only used with/,
+    ],
     ['a sentinel password without sentinels', { DEVUTIL_REDIS_SENTINEL_PASSWORD: 'x' }, /SENTINEL_PASSWORD/],
-    ['a port out of range', { DEVUTIL_REDIS_SENTINELS: 'h:70000' }, /DEVUTIL_REDIS_SENTINELS.*port out of range/],
+    [
+      'a port out of range',
+      { DEVUTIL_REDIS_SENTINELS: 'h:70000' },
+      /DEVUTIL_REDIS_SENTINELS.*port out of range/,
+    ],
     ['a URL as a sentinel', { DEVUTIL_REDIS_SENTINELS: 'redis://h:1' }, /DEVUTIL_REDIS_SENTINELS.*host:port/],
     ['a v6 address without brackets', { DEVUTIL_REDIS_SENTINELS: '::1:26379' }, /host:port/],
-    ['a master name with a space', { DEVUTIL_REDIS_SENTINELS: 'h', DEVUTIL_REDIS_SENTINEL_NAME: 'a b' }, /NAME/],
+    [
+      'a master name with a space',
+      { DEVUTIL_REDIS_SENTINELS: 'h', DEVUTIL_REDIS_SENTINEL_NAME: 'a b' },
+      /NAME/,
+    ],
   ];
   for (const [what, env, re] of bad)
     it(`refuses ${what} at start-up`, () => {

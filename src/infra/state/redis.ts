@@ -23,7 +23,15 @@ export interface RedisTarget {
 
 /** A plain URL target (tests, tools). */
 export function urlTarget(url: string, commandTimeoutMs = 3000): RedisTarget {
-  return { url, sentinels: [], sentinelName: '', username: '', password: '', sentinelPassword: '', commandTimeoutMs };
+  return {
+    url,
+    sentinels: [],
+    sentinelName: '',
+    username: '',
+    password: '',
+    sentinelPassword: '',
+    commandTimeoutMs,
+  };
 }
 
 export function redisConfigured(t: Pick<RedisTarget, 'url' | 'sentinels'>): boolean {

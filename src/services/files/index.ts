@@ -26,7 +26,9 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   await app.register(multipart, { throwFileSizeLimit: true });
 
   if (cfg.quotaBytes > 0 && !ctx.redis && cluster.isWorker)
-    log.warn('files quota without redis: each worker counts its own uploads; set redis.url or redis.sentinels to share it');
+    log.warn(
+      'files quota without redis: each worker counts its own uploads; set redis.url or redis.sentinels to share it',
+    );
   const store = new FileStore(ctx.blobs, cfg, log, {
     now: ctx.now,
     // Shared through Redis when configured, so Max-Downloads holds across instances.
