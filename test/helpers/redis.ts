@@ -136,7 +136,21 @@ export async function startSentinels(
       const port = await freePort();
       const proc = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth, ...args],
+        // --dir: a replica stores the snapshot it syncs from (dump.rdb) there, not in the checkout.
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          ...auth,
+          ...args,
+        ],
         { stdio: 'ignore' },
       );
       const p = { port, proc };
