@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { get as httpGet } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
@@ -8,6 +9,7 @@ import {
   badRequest,
   EnvelopeTable,
   installErrorHandling,
+  OnceLogController,
   tooMany,
   unavailable,
 } from './errors.ts';
@@ -152,7 +154,11 @@ describe('how failures are logged', () => {
       },
     });
     const logger = createLogger('info', { write: (s: string) => stream.write(s) });
-    const a = Fastify({ loggerInstance: logger as unknown as FastifyBaseLogger });
+    // The log controller of the real composition: a refusal is written with the request's one line.
+    const a = Fastify({
+      loggerInstance: logger as unknown as FastifyBaseLogger,
+      logController: new OnceLogController(),
+    });
     a.decorate('envelopes', new EnvelopeTable());
     installErrorHandling(a);
     a.envelopes.mount('/file', 'file');
@@ -176,6 +182,9 @@ describe('how failures are logged', () => {
       throw new TypeError('x is undefined');
     });
     a.post('/file/body', async () => 'ok');
+    a.get('/file/slow', (req, reply) => {
+      req.raw.once('close', () => reply.code(204).send());
+    });
     await a.ready();
     const failure = async (url: string, method: 'GET' | 'POST' = 'GET') => {
       const from = lines.length;
@@ -193,7 +202,7 @@ describe('how failures are logged', () => {
       assert.equal(mine.length, 1, JSON.stringify(mine));
       return { status: r.statusCode, line: mine[0] as Record<string, unknown> };
     };
-    return { a, failure };
+    return { a, failure, lines };
   }
 
   const stackOf = (l: Record<string, unknown>) => (l['err'] as { stack?: string } | undefined)?.stack;
@@ -247,5 +256,29 @@ describe('how failures are logged', () => {
       assert.match(String(stackOf(line)), /errors\.test\.ts/);
     }
     await a.close();
+  });
+
+  it('logs a request whose client left before the answer as one "request aborted" line', async () => {
+    const { a, lines } = await logged();
+    await a.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = a.server.address() as { port: number };
+    const gone = new Promise<void>((resolve) => {
+      const req = httpGet({
+        host: '127.0.0.1',
+        port,
+        path: '/file/slow',
+        headers: { 'x-request-id': 'gone-1' },
+      });
+      req.on('error', () => resolve());
+      setTimeout(() => req.destroy(), 100);
+    });
+    await gone;
+    const slow = (l: Record<string, unknown>) =>
+      (l['req'] as { url?: string } | undefined)?.url === '/file/slow';
+    for (let i = 0; i < 100 && !lines.some(slow); i++) await new Promise((r) => setTimeout(r, 20));
+    await a.close();
+    const mine = lines.filter(slow);
+    assert.equal(mine.length, 1, JSON.stringify(mine));
+    assert.equal(mine[0]?.['msg'], 'request aborted');
   });
 });

@@ -110,11 +110,18 @@ function logFailure(req: FastifyRequest, err: AppError): void {
   if (s < 500 || s === 502 || s === 504 || s === 507) {
     const cause = err.cause === undefined ? undefined : causeSummary(err.cause);
     const fields = { code: err.code, status: s, reason: err.message, ...(cause ? { cause } : {}) };
-    if (s < 500) req.log.info(fields, 'request refused');
+    if (s < 500) refuse(req, fields);
     else req.log.warn(fields, 'request failed');
     return;
   }
   req.log.error({ err, code: err.code }, 'request failed');
+}
+
+// A refusal's code and reason wait for the request's one line (OnceLogController.requestCompleted).
+const refusals = new WeakMap<object, Record<string, unknown>>();
+
+function refuse(req: FastifyRequest, fields: Record<string, unknown>): void {
+  refusals.set(req, fields);
 }
 
 /** A cause as one short line: its code and message, never its stack. */
@@ -125,25 +132,48 @@ function causeSummary(cause: unknown): string {
 }
 
 /**
- * Fastify's own request log lines, minus a second line for a stream failure a route logged. Below
- * info (warn, error) the two info lines of every request are skipped before Fastify builds their
- * arguments; a request that errored is still logged at error.
+ * One log line per request, written when it ends: method, URL (redacted), client, status and
+ * duration, with the reqId and `svc` of every line; a refused request's line is `request refused`
+ * with its code and reason. Fastify's separate "incoming request" line is kept at debug only (to
+ * find a request that never ends); a client that leaves first gets `request aborted`. Below info (warn, error) nothing is built for an ordinary request;
+ * a request that errored is still logged at error. A stream failure a route logged is not logged again.
  */
 export class OnceLogController extends LogController {
   private readonly info: boolean;
-  constructor(infoEnabled = true) {
+  private readonly debug: boolean;
+  constructor(infoEnabled = true, debugEnabled = false) {
     super();
     this.info = infoEnabled;
+    this.debug = debugEnabled;
   }
   override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
-    if (this.info) super.incomingRequest(request, reply);
+    if (this.debug) request.log.debug({ req: request }, 'incoming request');
+    // A client that leaves before the answer is finished gets no completion line: log it here,
+    // or the request would leave no trace at info.
+    if (!this.info) return;
+    let finished = false; // not writableFinished: injected requests (tests) do not set it
+    reply.raw.once('finish', () => {
+      finished = true;
+    });
+    reply.raw.once('close', () => {
+      if (finished || reply.raw.errored) return;
+      reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request aborted');
+    });
   }
   override requestCompleted(
     error: Error | null | undefined,
     request: FastifyRequest,
     reply: FastifyReply,
   ): void {
-    if (this.info || error) super.requestCompleted(error, request, reply);
+    if (!this.info && !error) return;
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
+    if (error) {
+      reply.log.error({ ...line, err: error }, 'request errored');
+      return;
+    }
+    const refused = refusals.get(request);
+    if (refused) reply.log.info({ ...refused, ...line }, 'request refused');
+    else reply.log.info(line, 'request completed');
   }
   override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
     if (isLogged(error)) return;
@@ -330,7 +360,7 @@ export function installErrorHandling(
       return sendError(req, reply, 500, 'internal error', 'INTERNAL');
     }
     const message = frameworkMessage(fe);
-    req.log.info({ code: fe.code, status, reason: message }, 'request refused');
+    refuse(req, { code: fe.code, status, reason: message });
     return sendError(req, reply, status, message, fe.code ?? 'BAD_REQUEST');
   });
 }

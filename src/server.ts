@@ -126,7 +126,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const app = Fastify({
     childLoggerFactory: lazyChildFactory() as ChildFactory,
     loggerInstance: logger as FastifyBaseLogger,
-    logController: new OnceLogController(logger.isLevelEnabled('info')),
+    logController: new OnceLogController(logger.isLevelEnabled('info'), logger.isLevelEnabled('debug')),
     trustProxy: false, // infra/http/client-ip.ts does the trusted-proxy walk (and Forwarded)
     bodyLimit: config.server.bodyLimit,
     requestTimeout: config.server.requestTimeoutMs,

@@ -77,7 +77,7 @@ describe('listening on IPv6 and IPv4 by default', {
     const line = p
       .output()
       .split('\n')
-      .find((l) => l.includes('"ds-v4"') && l.includes('incoming request'));
+      .find((l) => l.includes('"ds-v4"') && l.includes('request completed'));
     assert.match(line ?? '', /"remoteAddress":"127\.0\.0\.1"/);
   });
 

@@ -14,13 +14,48 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const PRETTY = /^\d\d:\d\d:\d\d\.\d{3} INFO {2}devutil \S+ serving on http:\/\/127\.0\.0\.1:\d+/m;
 
 describe('log format', () => {
-  it('writes one JSON object per line when stdout is not a terminal (the auto default)', async () => {
+  it('writes one JSON object per line when stdout is not a terminal (the auto default), one per request', async () => {
     const p = await startDevutilProcess();
-    await fetch(`${p.url}/api/ip`);
+    const token = `123456789:${'A'.repeat(35)}`;
+    // Answered, refused with a code (400), not found, a bot token in a path (never logged).
+    const paths = [
+      '/api/ip',
+      '/rest/api/v1/image?width=abc',
+      '/api/file/no-such-key',
+      `/api/file/${token}`,
+      '/api/ip?format=text',
+    ];
+    const statuses: number[] = [];
+    for (const [i, path] of paths.entries()) {
+      const r = await fetch(`${p.url}${path}`, { headers: { 'x-request-id': `one-${i}` } });
+      await r.arrayBuffer();
+      statuses.push(r.status);
+    }
+    assert.deepEqual(
+      statuses.map((s) => s < 400),
+      [true, false, false, false, true],
+    );
     assert.equal(await p.stop(), 0);
-    const lines = p.output().trim().split('\n');
-    assert.ok(lines.length > 3, p.output());
+    const out = p.output();
+    const lines = out.trim().split('\n');
+    assert.ok(lines.length > 3, out);
     for (const l of lines) assert.doesNotThrow(() => JSON.parse(l), l);
+    const objs = lines.map((l) => JSON.parse(l) as Record<string, Record<string, unknown>>);
+    for (const [i, path] of paths.entries()) {
+      const mine = objs.filter((o) => (o['reqId'] as unknown) === `one-${i}`);
+      assert.equal(mine.length, 1, `one line for ${path}: ${JSON.stringify(mine)}`);
+      const o = mine[0] ?? {};
+      const status = statuses[i] ?? 0;
+      assert.equal(o['msg'] as unknown, status < 400 ? 'request completed' : 'request refused');
+      assert.equal(o['req']?.['method'], 'GET');
+      assert.equal(o['req']?.['url'], path.replace(token, '[redacted]'));
+      assert.equal(o['req']?.['remoteAddress'], '127.0.0.1');
+      assert.equal(o['res']?.['statusCode'], status);
+      assert.equal(typeof (o['responseTime'] as unknown), 'number');
+      if (status >= 400) assert.equal(typeof (o['code'] as unknown), 'string', 'a refusal names its code');
+      assert.ok(!JSON.stringify(o).includes(token));
+    }
+    assert.equal(objs.filter((o) => (o['msg'] as unknown) === 'incoming request').length, 0);
   });
 
   it('writes readable lines with DEVUTIL_LOG_FORMAT=pretty, failures included', async () => {
@@ -44,8 +79,12 @@ describe('log format', () => {
       /WARN {2}\[proxy\] upstream failed {2}host=github\.com path=\/o\/r\/archive\/main\.zip status=502 .*reason="upstream connection failed" code=ECONNREFUSED/,
     );
     assert.match(out, PRETTY);
-    assert.match(out, /INFO {2}\[ip\] incoming request {2}GET \/api\/ip from 127\.0\.0\.1 reqId=pretty-1$/m);
-    assert.match(out, /INFO {2}\[ip\] request completed {2}-> 200 in \d+ ms reqId=pretty-1$/m);
+    const one = out.split('\n').filter((l) => l.includes('reqId=pretty-1'));
+    assert.equal(one.length, 1, out);
+    assert.match(
+      one[0] ?? '',
+      /INFO {2}\[ip\] request completed {2}GET \/api\/ip from 127\.0\.0\.1 -> 200 in \d+ ms reqId=pretty-1$/,
+    );
     assert.doesNotMatch(out, /^\{/m, 'no JSON lines');
     assert.doesNotMatch(out, /\u001b\[/, 'no colours when the output is not a terminal');
   });

@@ -43,6 +43,20 @@ describe('pretty log lines', () => {
       msg: 'request completed',
     });
     assert.equal(prettyLine(done, false), '03:04:05.006 INFO  request completed  -> 200 in 2 ms\n');
+    // The one line per request (errors.ts OnceLogController) carries both.
+    const both = JSON.stringify({
+      level: 30,
+      time: at,
+      reqId: 'r1',
+      req: { method: 'GET', url: '/api/ip', host: 'x', remoteAddress: '203.0.113.7' },
+      res: { statusCode: 200 },
+      responseTime: 1.6,
+      msg: 'request completed',
+    });
+    assert.equal(
+      prettyLine(both, false),
+      '03:04:05.006 INFO  request completed  GET /api/ip from 203.0.113.7 -> 200 in 2 ms reqId=r1\n',
+    );
   });
 
   it('shows an error as type and message, with its stack indented below', () => {
