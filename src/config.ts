@@ -224,6 +224,28 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
         problems.push(
           `${env}: only used with DEVUTIL_REDIS_SENTINELS (with DEVUTIL_REDIS_URL, credentials go in the URL)`,
         );
+  const admin = out['admin'];
+  if (admin && admin['oidcIssuer']) {
+    if (admin['oidcClientId'] === '')
+      problems.push('DEVUTIL_ADMIN_OIDC_CLIENT_ID: required when DEVUTIL_ADMIN_OIDC_ISSUER is set');
+    // Without a list every account at the provider (a whole Google, say) would be an operator.
+    if (
+      (admin['oidcAllowedUsers'] as string[]).length + (admin['oidcAllowedGroups'] as string[]).length ===
+      0
+    )
+      problems.push(
+        'DEVUTIL_ADMIN_OIDC_ALLOWED_USERS: set it or DEVUTIL_ADMIN_OIDC_ALLOWED_GROUPS when DEVUTIL_ADMIN_OIDC_ISSUER is set (who may sign in)',
+      );
+    // Plain http only for a provider the operator mapped to a known address (a local test provider).
+    const issuer = new URL(admin['oidcIssuer'] as string);
+    const mapped = ((out['egress']?.['resolve'] as string[] | undefined) ?? []).some((r) =>
+      r.toLowerCase().startsWith(`${issuer.hostname.toLowerCase()}=`),
+    );
+    if (issuer.protocol === 'http:' && !mapped)
+      problems.push(
+        'DEVUTIL_ADMIN_OIDC_ISSUER: must be https (http only for a host mapped by DEVUTIL_EGRESS_RESOLVE)',
+      );
+  }
   if (problems.length) throw new ConfigError(problems);
   const server = out['server'] as Record<string, unknown>;
   if (server['publicUrl'] === '')

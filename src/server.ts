@@ -31,7 +31,7 @@ import { connectRedis, redisConfigured } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore } from './infra/storage/blob-store.ts';
 import { Prelaunched } from './prelaunch.ts';
-import { adminToken } from './services/admin/config.ts';
+import { adminEnabled } from './services/admin/config.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
@@ -105,7 +105,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })), ['files', 'avatar', 'telegram']);
 
   // Counted only when the admin dashboard is on; with Redis every instance adds to the same buckets.
-  const adminCfg = adminToken(config) ? config.admin : null;
+  const adminCfg = adminEnabled(config) ? config.admin : null;
   const usage = adminCfg
     ? new UsageRecorder({
         sink: new StateSink(state, adminCfg.topEntries),

@@ -333,18 +333,25 @@ export function initAdmin(): void {
     }
   };
 
+  // Signed in through single sign-on: the session cookie opens the figures, no token is asked.
+  const sso = document.body.dataset['session'] === 'oidc';
   const load = async () => {
-    const token = sessionStorage.getItem(KEY);
-    if (!token) return show(false);
+    const token = sso ? null : sessionStorage.getItem(KEY);
+    if (!sso && !token) return show(false);
     let res: Response;
     try {
       res = await fetch(`/rest/api/v1/admin/stats?window=${span}`, {
-        headers: { authorization: `Bearer ${token}` },
+        headers: token ? { authorization: `Bearer ${token}` } : {},
         cache: 'no-store',
-        credentials: 'omit',
+        credentials: sso ? 'same-origin' : 'omit',
       });
     } catch {
       return setStatus('admin-status', 'The server did not answer; retrying.', 'error');
+    }
+    if (res.status === 401 && sso) {
+      // The session ended (signed out elsewhere, expired): sign in again.
+      location.assign('/admin');
+      return;
     }
     if (res.status === 401) {
       sessionStorage.removeItem(KEY);
@@ -366,7 +373,7 @@ export function initAdmin(): void {
 
   const refresh = () => {
     clearInterval(timer);
-    if (!sessionStorage.getItem(KEY)) return;
+    if (!sso && !sessionStorage.getItem(KEY)) return;
     timer = setInterval(() => {
       if (!document.hidden) void load();
     }, REFRESH_MS);
@@ -381,11 +388,13 @@ export function initAdmin(): void {
     setStatus('admin-login-status', '');
     void load().then(refresh);
   });
-  signout.addEventListener('click', () => {
-    sessionStorage.removeItem(KEY);
-    show(false);
-    input.focus();
-  });
+  // With single sign-on Sign out is the page's form (POST /admin/logout): nothing to do here.
+  if (!sso)
+    signout.addEventListener('click', () => {
+      sessionStorage.removeItem(KEY);
+      show(false);
+      input.focus();
+    });
   for (const b of Array.from(document.querySelectorAll<HTMLButtonElement>('[data-window]'))) {
     b.addEventListener('click', () => {
       span = b.dataset['window'] === 'day' ? 'day' : 'hour';
@@ -394,6 +403,6 @@ export function initAdmin(): void {
       void load();
     });
   }
-  if (sessionStorage.getItem(KEY)) void load().then(refresh);
+  if (sso || sessionStorage.getItem(KEY)) void load().then(refresh);
   else show(false);
 }

@@ -23,6 +23,8 @@ const PROXY_PREFIX = /(^|\/proxy)\/t\/[^/?#\s"]+/g;
 const UPLOAD_ID = /(\/api\/upload\/)[0-9a-f]{32}\b/g;
 // A delete link carries the owner token: /delete/<keys>/<token>.
 const DELETE_LINK = /(\/delete\/[^/?#\s"]+\/)[^/?#\s"]+/g;
+// The admin's single sign-on callback carries the authorization code and state in its query.
+const OIDC_CALLBACK = /(\/admin\/oidc\/callback\?)[^\s"#]+/g;
 // Cheap pre-check: text without any of these characters holds none of the shapes above.
 const MAYBE = /[:=@/]|bearer|tgr_/i;
 
@@ -56,6 +58,7 @@ export function redact(s: string): string {
     .replace(PROXY_PREFIX, `$1/t/${R}`)
     .replace(UPLOAD_ID, `$1${R}`)
     .replace(DELETE_LINK, `$1${R}`)
+    .replace(OIDC_CALLBACK, `$1${R}`)
     .replace(PARAM, (all, lead: string, name: string) =>
       SECRET_NAME.test(decodeSafe(name)) ? `${lead}${name}=${R}` : all,
     )

@@ -1,10 +1,14 @@
 // The admin page: a shell with the sign-in form and an empty dashboard the page script fills from
 // GET /rest/api/v1/admin/stats. It carries no figures itself, so it is served without the token.
+// With single sign-on (oidc.ts) it is served to signed-in operators only, names them, has no token
+// form, and its script reads the figures with the session cookie; Sign out posts /admin/logout.
 import { html } from '../../page/html.ts';
 
 export interface AdminPageInput {
   version: string;
   assets: { js: string; css: string; icon: string } | null;
+  /** The operator signed in through single sign-on (e-mail or subject), or absent. */
+  signedIn?: string;
 }
 
 export function renderAdminPage(p: AdminPageInput): string {
@@ -19,17 +23,21 @@ export function renderAdminPage(p: AdminPageInput): string {
 <title>devutil: admin</title>
 ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.icon}" type="image/svg+xml"><script type="module" src="${a.js}"></script>` : ''}
 </head>
-<body data-page="admin">
+<body data-page="admin"${p.signedIn === undefined ? '' : html` data-session="oidc"`}>
 <a class="skip" href="#main">Skip to the dashboard</a>
 <header class="top"><div class="wrap">
 <a class="brand" href="/" aria-label="devutil home">${a ? html`<img class="logo" src="${a.icon}" alt="" width="28" height="28">` : ''}devutil</a>
 <nav aria-label="Dashboard"><ul><li><a href="#traffic">Traffic</a></li><li><a href="#clients">Clients</a></li><li><a href="#proxied">Proxied</a></li><li><a href="#resources">Resources</a></li></ul></nav>
-<button type="button" id="admin-signout" class="secondary" hidden>Sign out</button>
+${
+  p.signedIn === undefined
+    ? html`<button type="button" id="admin-signout" class="secondary" hidden>Sign out</button>`
+    : html`<form method="post" action="/admin/logout" class="admin-logout"><span class="small">${p.signedIn}</span> <button type="submit" id="admin-signout" class="secondary">Sign out</button></form>`
+}
 </div></header>
 <main id="main" class="wrap admin">
 <h1>Operator dashboard</h1>
 <noscript><p class="note">The dashboard needs JavaScript: its figures come from GET /rest/api/v1/admin/stats with the admin token.</p></noscript>
-<section id="admin-login" class="card" aria-labelledby="admin-login-h">
+<section id="admin-login" class="card" aria-labelledby="admin-login-h"${p.signedIn === undefined ? '' : html` hidden`}>
 <h2 id="admin-login-h">Sign in</h2>
 <form id="admin-login-form" method="post" action="/admin" autocomplete="off">
 <div class="field"><label for="admin-token">Admin token (DEVUTIL_ADMIN_TOKEN)</label>

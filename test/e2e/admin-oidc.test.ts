@@ -1,0 +1,320 @@
+// Single sign-on to /admin against a real OpenID Connect provider (oidc-provider on loopback, its
+// development sign-in form), walked by a cookie-keeping HTTP client as a browser would: an allowed
+// user (by e-mail, and another by group through the userinfo answer) reaches the dashboard, a user
+// outside the lists gets 403 in admin's envelope, a browser without a session is sent to the
+// provider, logout ends the session everywhere, the bearer token keeps working for scripts, and the
+// callback answers hostile input (missing, repeated or foreign parameters, replays, forged codes,
+// open redirects) with a clear 400/401/403 and no stack. Nothing secret reaches the logs.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startProvider, type TestProvider } from '../fixtures/oidc/provider.ts';
+import { type Answer, CookieClient } from '../helpers/cookie-client.ts';
+import { freePort } from '../helpers/ports.ts';
+import { testSecret } from '../helpers/secrets.ts';
+import { LogCapture, type Running, startTestServer } from '../helpers/server.ts';
+
+const TOKEN = testSecret('admin-oidc-token-');
+const CLIENT_SECRET = testSecret('oidc-client-secret-');
+const CLIENT_ID = 'devutil-admin';
+const STATS = '/rest/api/v1/admin/stats';
+const SESSION = 'devutil-admin';
+const LOGIN = 'devutil-admin-login';
+
+const ACCOUNTS = [
+  { id: 'alice', email: 'alice@example.com', groups: ['staff'] },
+  { id: 'bob', email: 'bob@example.com', groups: ['staff'] },
+  { id: 'carol', email: 'carol@example.com', groups: ['ops'] },
+  // Claims an allowed address the provider did not verify: not admitted by it.
+  { id: 'mallory', email: 'alice@example.com', emailVerified: false, groups: [] },
+];
+
+/** A form's action in the provider's development pages. */
+function formAction(html: string): string {
+  const m = /<form[^>]*action="([^"]+)"/.exec(html);
+  assert.ok(m?.[1], `no form in: ${html.slice(0, 300)}`);
+  return m[1].replace(/&amp;/g, '&');
+}
+
+/**
+ * Signs `account` in at the provider from `start` (a devutil URL that redirects there), answering
+ * the login and consent forms, and returns the callback URL the provider sends the browser to
+ * (not yet visited).
+ */
+async function signInAtProvider(c: CookieClient, start: string, account: string, base: string): Promise<URL> {
+  let res: Answer = await c.send('GET', start);
+  for (let step = 0; step < 20; step++) {
+    if (res.status >= 300 && res.status < 400) {
+      const next = new URL(String(res.headers['location']), res.url);
+      if (next.origin === base && next.pathname === '/admin/oidc/callback') return next;
+      res = await c.send('GET', next.href);
+      continue;
+    }
+    assert.equal(res.status, 200, `${res.url}: ${res.body.slice(0, 300)}`);
+    const action = new URL(formAction(res.body), res.url).href;
+    const body = /name="prompt" value="login"/.test(res.body)
+      ? `prompt=login&login=${account}&password=any`
+      : 'prompt=consent';
+    res = await c.send('POST', action, { body });
+  }
+  throw new Error('the provider never sent the browser back');
+}
+
+describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 }, () => {
+  const logs = new LogCapture();
+  let idp: TestProvider;
+  let dev: Running;
+  let base: string;
+  const browser = () => new CookieClient({ [idp.host]: `127.0.0.1:${idp.port}` });
+
+  before(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    idp = await startProvider({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      redirectUri: `${base}/admin/oidc/callback`,
+      accounts: ACCOUNTS,
+    });
+    try {
+      dev = await startTestServer({
+        logs,
+        overrides: {
+          server: { port },
+          egress: { resolve: [idp.resolve] },
+          admin: {
+            token: TOKEN,
+            rateLimit: '1000/min',
+            oidcIssuer: idp.issuer,
+            oidcClientId: CLIENT_ID,
+            oidcClientSecret: CLIENT_SECRET,
+            oidcScopes: ['openid', 'email', 'groups'],
+            oidcAllowedUsers: ['Alice@Example.com'],
+            oidcAllowedGroups: ['ops'],
+          },
+        },
+      });
+    } catch (err) {
+      await idp.close();
+      throw err;
+    }
+  });
+  after(async () => {
+    await dev?.close();
+    await idp?.close();
+  });
+
+  it('sends a browser without a session to the provider with PKCE (S256), state and nonce', async () => {
+    const c = browser();
+    const r = await c.send('GET', `${base}/admin`);
+    assert.equal(r.status, 302);
+    const to = new URL(String(r.headers['location']));
+    assert.equal(to.origin, idp.issuer);
+    assert.equal(to.searchParams.get('client_id'), CLIENT_ID);
+    assert.equal(to.searchParams.get('response_type'), 'code');
+    assert.equal(to.searchParams.get('redirect_uri'), `${base}/admin/oidc/callback`);
+    assert.equal(to.searchParams.get('code_challenge_method'), 'S256');
+    assert.match(to.searchParams.get('code_challenge') ?? '', /^[A-Za-z0-9_-]{43}$/);
+    assert.ok((to.searchParams.get('state') ?? '').length >= 32);
+    assert.ok((to.searchParams.get('nonce') ?? '').length >= 32);
+    assert.deepEqual(to.searchParams.get('scope')?.split(' '), ['openid', 'email', 'groups']);
+    const set = String(r.headers['set-cookie']);
+    assert.match(
+      set,
+      /^devutil-admin-login=[A-Za-z0-9_-]{43}; Max-Age=600; Path=\/admin\/oidc; HttpOnly; SameSite=Lax$/,
+    );
+    assert.equal(c.cookie('127.0.0.1', SESSION), undefined);
+  });
+
+  it('lets an allowed user (by verified e-mail) reach the dashboard, and read the stats with the session', async () => {
+    const c = browser();
+    const cb = await signInAtProvider(c, `${base}/admin`, 'alice', base);
+    const back = await c.send('GET', cb.href);
+    assert.equal(back.status, 303, back.body);
+    assert.equal(back.headers['location'], '/admin');
+    const cookies = ([] as string[]).concat(back.headers['set-cookie'] ?? []);
+    assert.ok(
+      cookies.some((l) =>
+        /^devutil-admin=[A-Za-z0-9_-]{43}; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/.test(l),
+      ),
+      cookies.join('\n'),
+    );
+    const page = await c.send('GET', `${base}/admin`);
+    assert.equal(page.status, 200);
+    assert.match(page.body, /<body data-page="admin" data-session="oidc">/);
+    assert.match(page.body, /alice@example\.com/);
+    assert.match(page.body, /<form method="post" action="\/admin\/logout"/);
+    const stats = await c.send('GET', `${base}${STATS}`);
+    assert.equal(stats.status, 200, stats.body);
+    assert.equal((JSON.parse(stats.body) as { status: number }).status, 1);
+  });
+
+  it('lets a member of an allowed group in (groups from the userinfo answer)', async () => {
+    const c = browser();
+    const cb = await signInAtProvider(
+      c,
+      `${base}/admin/oidc/login?return_to=%2Fadmin%3Fwindow%3Dday`,
+      'carol',
+      base,
+    );
+    const back = await c.send('GET', cb.href);
+    assert.equal(back.status, 303, back.body);
+    assert.equal(back.headers['location'], '/admin?window=day');
+    const page = await c.send('GET', `${base}/admin`);
+    assert.equal(page.status, 200);
+    assert.match(page.body, /carol@example\.com/);
+  });
+
+  for (const [who, why] of [
+    ['bob', 'bob@example.com'],
+    ['mallory', 'mallory'],
+  ] as const) {
+    it(`refuses ${who} (not on the allowed lists${who === 'mallory' ? ', unverified allowed e-mail' : ''}) with 403 in admin's envelope`, async () => {
+      const c = browser();
+      const cb = await signInAtProvider(c, `${base}/admin`, who, base);
+      const back = await c.send('GET', cb.href);
+      assert.equal(back.status, 403);
+      assert.match(String(back.headers['content-type']), /^text\/plain/);
+      assert.equal(back.body, `${why} may not use this dashboard\n`);
+      assert.equal(c.cookie('127.0.0.1', SESSION), undefined, 'no session cookie');
+      const page = await c.send('GET', `${base}/admin`);
+      assert.equal(page.status, 302, 'still no session: back to the provider');
+      const stats = await c.send('GET', `${base}${STATS}`);
+      assert.equal(stats.status, 401);
+    });
+  }
+
+  it('ends the session at logout, on the server side too (the old cookie no longer works)', async () => {
+    const c = browser();
+    await c.send('GET', (await signInAtProvider(c, `${base}/admin`, 'alice', base)).href);
+    const sid = c.cookie('127.0.0.1', SESSION);
+    assert.ok(sid);
+    assert.equal((await c.send('GET', `${base}${STATS}`)).status, 200);
+    const foreign = await c.send('POST', `${base}/admin/logout`, {
+      body: '',
+      headers: { origin: 'https://evil.example' },
+    });
+    assert.equal(foreign.status, 403, 'a form on another site cannot sign the operator out');
+    const out = await c.send('POST', `${base}/admin/logout`, { body: '', headers: { origin: base } });
+    assert.equal(out.status, 303);
+    assert.equal(out.headers['location'], '/');
+    assert.equal(c.cookie('127.0.0.1', SESSION), undefined, 'the cookie is cleared');
+    // The same id replayed by someone who kept it.
+    const replay = new CookieClient();
+    replay.setCookie('127.0.0.1', SESSION, sid);
+    assert.equal((await replay.send('GET', `${base}${STATS}`)).status, 401);
+    assert.equal((await replay.send('GET', `${base}/admin`)).status, 302);
+  });
+
+  it('keeps the bearer token working for scripts, and a wrong token is refused even with a session', async () => {
+    const ok = await new CookieClient().send('GET', `${base}${STATS}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(ok.status, 200);
+    assert.equal((await new CookieClient().send('GET', `${base}${STATS}`)).status, 401);
+    const c = browser();
+    await c.send('GET', (await signInAtProvider(c, `${base}/admin`, 'carol', base)).href);
+    const wrong = await c.send('GET', `${base}${STATS}`, { headers: { authorization: `Bearer ${TOKEN}x` } });
+    assert.equal(wrong.status, 401);
+  });
+
+  describe('hostile callbacks', () => {
+    /** A sign-in started here (login cookie set) whose callback the test then forges. */
+    async function started(): Promise<{ c: CookieClient; state: string }> {
+      const c = browser();
+      const r = await c.send('GET', `${base}/admin/oidc/login`);
+      assert.equal(r.status, 302);
+      const state = new URL(String(r.headers['location'])).searchParams.get('state');
+      assert.ok(state);
+      return { c, state };
+    }
+    const noStack = (r: Answer) => {
+      assert.match(String(r.headers['content-type']), /^text\/plain/);
+      assert.doesNotMatch(r.body, /\n\s+at |Error:|node_modules|\/src\//);
+      assert.equal(r.body.split('\n').length, 2, 'one line');
+    };
+
+    for (const [name, query, status] of [
+      ['no parameters', '', 400],
+      ['no code', 'state=STATE', 400],
+      ['no state', 'code=abc', 400],
+      ['a repeated state', 'code=abc&state=STATE&state=STATE', 400],
+      ['a repeated code', 'code=abc&code=def&state=STATE', 400],
+      ['a foreign state', 'code=abc&state=not-this-sign-in', 400],
+      ['a forged code with the right state', 'code=forged-code&state=STATE', 401],
+      ['the provider refusing (access_denied)', 'error=access_denied&state=STATE', 401],
+      ['an error with markup', 'error=%3Cscript%3E&state=STATE', 401],
+    ] as const) {
+      it(`answers ${status} to ${name}`, async () => {
+        const { c, state } = await started();
+        const r = await c.send('GET', `${base}/admin/oidc/callback?${query.replaceAll('STATE', state)}`);
+        assert.equal(r.status, status, r.body);
+        noStack(r);
+        assert.doesNotMatch(r.body, /<script>/);
+        assert.equal(c.cookie('127.0.0.1', SESSION), undefined);
+      });
+    }
+
+    it('answers 400 to a callback from a browser that started no sign-in (or a forged login cookie)', async () => {
+      const { c, state } = await started();
+      const url = `${base}/admin/oidc/callback?code=abc&state=${state}`;
+      const other = new CookieClient();
+      const r1 = await other.send('GET', url);
+      assert.equal(r1.status, 400);
+      noStack(r1);
+      other.setCookie('127.0.0.1', LOGIN, 'A'.repeat(43), '/admin/oidc');
+      assert.equal((await other.send('GET', url)).status, 400);
+      other.setCookie('127.0.0.1', LOGIN, '../../etc/passwd', '/admin/oidc');
+      assert.equal((await other.send('GET', url)).status, 400);
+      assert.ok(c.cookie('127.0.0.1', LOGIN));
+    });
+
+    it('answers 400 to a replayed callback (the same code and state again), and the first one signed in', async () => {
+      const c = browser();
+      const cb = await signInAtProvider(c, `${base}/admin`, 'alice', base);
+      const login = c.cookie('127.0.0.1', LOGIN);
+      assert.ok(login);
+      assert.equal((await c.send('GET', cb.href)).status, 303);
+      // An attacker who saw the URL and the login cookie (or the same browser going back).
+      const again = new CookieClient();
+      again.setCookie('127.0.0.1', LOGIN, login, '/admin/oidc');
+      const r = await again.send('GET', cb.href);
+      assert.equal(r.status, 400);
+      noStack(r);
+      assert.equal(again.cookie('127.0.0.1', SESSION), undefined);
+    });
+
+    for (const target of [
+      '//evil.example/admin',
+      'https://evil.example/admin',
+      '/\\evil.example',
+      '/admin/../evil',
+      '/admin//evil.example',
+      '/adminx',
+      'javascript:alert(1)',
+      '/admin\r\nSet-Cookie: x=y',
+      '',
+    ]) {
+      it(`refuses return_to=${JSON.stringify(target)} with 400 (no open redirect)`, async () => {
+        const r = await browser().send(
+          'GET',
+          `${base}/admin/oidc/login?return_to=${encodeURIComponent(target)}`,
+        );
+        assert.equal(r.status, 400, r.body);
+        assert.equal(r.headers['location'], undefined);
+        assert.equal(r.body, 'return_to must be a path under /admin on this server\n');
+      });
+    }
+  });
+
+  it('never logs the client secret, codes, tokens, state or cookies', async () => {
+    const text = logs.text();
+    assert.match(text, /oidc sign-in refused/, 'the refusal is logged (without secrets)');
+    assert.match(text, /"user":"alice@example.com".*oidc sign-in|oidc sign-in.*"user":"alice@example.com"/);
+    assert.doesNotMatch(text, new RegExp(CLIENT_SECRET));
+    assert.doesNotMatch(text, new RegExp(TOKEN));
+    assert.doesNotMatch(text, /code=[A-Za-z0-9_-]{20,}/);
+    assert.doesNotMatch(text, /state=[A-Za-z0-9_-]{20,}/);
+    assert.doesNotMatch(text, /devutil-admin(-login)?=[A-Za-z0-9_-]{43}/);
+    assert.doesNotMatch(text, /eyJ[A-Za-z0-9_-]{10,}\.eyJ/, 'no JWT');
+  });
+});
