@@ -197,6 +197,10 @@ export const storageSection = {
     formerly: 'files.s3TimeoutMs',
     doc: 'S3 socket inactivity timeout; a down or hung store answers 503 after about twice this',
   }),
+  s3AbortIncompleteAfterSec: duration(0, {
+    unit: 's',
+    doc: "incomplete S3 multipart uploads under devutil's namespaces (files/, file-limits/, uploads/, avatars/, telegram/, .staging/) older than this are aborted at start-up and by the files sweeper; 0 = derived: server.requestTimeoutMs plus 15 minutes (files.uploadExpirySec plus 15 minutes when requestTimeoutMs is 0), at least 1 hour",
+  }),
   s3PresignedDownloads: bool(false, {
     doc: 'answer file downloads with a 302 to a short-lived presigned S3 URL (same name, type, Range) when the client can take the stored bytes; the client must reach the S3 endpoint',
   }),

@@ -29,7 +29,7 @@ import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
 import { connectRedis, redisConfigured } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
-import { createBlobStore } from './infra/storage/blob-store.ts';
+import { createBlobStore, incompleteUploadAgeMs } from './infra/storage/blob-store.ts';
 import { Prelaunched } from './prelaunch.ts';
 import { adminEnabled } from './services/admin/config.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
@@ -100,7 +100,16 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       async () => ({ ok: (await redis.ping()) === 'PONG' }),
       config.redis.failMode === 'closed' ? 'all' : ['files'],
     );
-  const blobs = await createBlobStore({ ...config.storage, dataDir });
+  const blobs = await createBlobStore({
+    ...config.storage,
+    dataDir,
+    s3IncompleteUploadAgeMs: incompleteUploadAgeMs({
+      explicitSec: config.storage.s3AbortIncompleteAfterSec,
+      requestTimeoutMs: config.server.requestTimeoutMs,
+      uploadExpirySec: config.files.uploadExpirySec,
+    }),
+    logger: logger.child({ svc: 'storage' }),
+  });
   // Stored files, uploaded avatars (generated ones need no store) and Telegram recipient tokens.
   readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })), ['files', 'avatar', 'telegram']);
 

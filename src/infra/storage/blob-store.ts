@@ -4,6 +4,7 @@
 // that travel with the object (S3 user metadata / a sidecar written atomically on disk).
 
 import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import { AppError } from '../../errors.ts';
 
 export interface BlobInfo {
@@ -80,6 +81,11 @@ export interface BlobStore {
   list(prefix: string): AsyncIterable<BlobEntry>;
   /** Releases connections and timers. */
   close(): Promise<void>;
+  /**
+   * Removes what crashed writers left (s3: stale staging objects, incomplete multipart uploads
+   * under BLOB_NAMESPACES); never throws. The files sweeper calls it; it also runs at start-up.
+   */
+  sweepAbandoned?(): Promise<{ removed: number; aborted: number }>;
   /** s3 only: a short-lived URL that lets its holder GET the blob directly (a secret: never log it). */
   presign?(key: string, o: PresignOptions): Promise<string>;
 }
@@ -103,6 +109,33 @@ export function checkMeta(meta: Record<string, string>): void {
   }
 }
 
+/**
+ * The top-level namespaces devutil writes blobs under (files and their limit markers, resumable uploads, avatars, Telegram
+ * recipients). Cleanup of what crashed writers leave in a possibly shared bucket touches these and
+ * nothing else: a service that writes under a new namespace adds it here.
+ */
+export const BLOB_NAMESPACES = ['files/', 'file-limits/', 'uploads/', 'avatars/', 'telegram/'] as const;
+
+/** Margin over the longest request: the store's timeouts after the body ends, and clock skew. */
+const INCOMPLETE_MARGIN_MS = 15 * 60_000;
+const INCOMPLETE_FLOOR_MS = 3600_000;
+
+/**
+ * How old an incomplete multipart upload must be before it is aborted: an explicit setting, else
+ * longer than any upload may legitimately run. Every multipart upload devutil makes lives inside
+ * one request (a file upload, one tus PATCH, an avatar), so the whole-request timeout bounds it;
+ * without one, the resumable-upload expiry (an upload idle that long is abandoned anyway).
+ */
+export function incompleteUploadAgeMs(o: {
+  explicitSec: number;
+  requestTimeoutMs: number;
+  uploadExpirySec: number;
+}): number {
+  if (o.explicitSec > 0) return o.explicitSec * 1000;
+  const longest = o.requestTimeoutMs > 0 ? o.requestTimeoutMs : o.uploadExpirySec * 1000;
+  return Math.max(INCOMPLETE_FLOOR_MS, longest + INCOMPLETE_MARGIN_MS);
+}
+
 /** Blob keys: "/"-separated segments of `A-Z a-z 0-9 . _ -`, none empty, none starting with ".". */
 export const BLOB_KEY = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/){0,7}[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
@@ -117,6 +150,9 @@ export interface BlobStoreConfig {
   s3SecretAccessKey: string;
   s3ForcePathStyle: boolean;
   s3TimeoutMs?: number;
+  /** s3: incomplete multipart uploads older than this are aborted (default 6 h). */
+  s3IncompleteUploadAgeMs?: number;
+  logger?: Pick<Logger, 'info' | 'warn' | 'debug'>;
 }
 
 /**
@@ -143,6 +179,8 @@ export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> 
       secretAccessKey: cfg.s3SecretAccessKey,
       forcePathStyle: cfg.s3ForcePathStyle,
       timeoutMs: cfg.s3TimeoutMs ?? 10_000,
+      incompleteUploadAgeMs: cfg.s3IncompleteUploadAgeMs,
+      logger: cfg.logger,
     });
     await store.init();
     return store;

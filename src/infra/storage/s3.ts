@@ -16,8 +16,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Logger } from 'pino';
 import {
   BLOB_KEY,
+  BLOB_NAMESPACES,
   type BlobEntry,
   BlobExistsError,
   type BlobInfo,
@@ -27,6 +29,7 @@ import {
   type PresignOptions,
   type PutOptions,
 } from './blob-store.ts';
+import { abortIncompleteUploads, MultipartListingUnsupported } from './s3-incomplete.ts';
 
 export interface S3Options {
   endpoint: string;
@@ -37,6 +40,12 @@ export interface S3Options {
   forcePathStyle: boolean;
   /** Socket inactivity timeout per request. */
   timeoutMs?: number;
+  /**
+   * Incomplete multipart uploads under devutil's namespaces initiated longer ago than this are
+   * aborted (at start-up and by sweepAbandoned): longer than any upload may legitimately run.
+   */
+  incompleteUploadAgeMs?: number;
+  logger?: Pick<Logger, 'info' | 'warn' | 'debug'>;
 }
 
 const STAGING = '.staging/';
@@ -68,6 +77,12 @@ export class S3BlobStore implements BlobStore {
   private readonly bucket: string;
   /** Serialises the create-only check-and-publish per key inside this process. */
   private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly incompleteAgeMs: number;
+  private readonly log: Pick<Logger, 'info' | 'warn' | 'debug'> | undefined;
+  /** The store has no ListMultipartUploads (s3rver): said once, then not asked again. */
+  private multipartListing = true;
+  /** A failing sweep is logged as a warning once, then at debug until one succeeds. */
+  private sweepFailing = false;
 
   constructor(o: S3Options) {
     if (!o.bucket)
@@ -106,21 +121,56 @@ export class S3BlobStore implements BlobStore {
       { step: 'initialize', name: 'devutilUnavailable' },
     );
     this.bucket = o.bucket;
+    this.incompleteAgeMs = o.incompleteUploadAgeMs ?? STALE_MS;
+    this.log = o.logger;
   }
 
-  /** Removes staging objects left by crashed writers; best effort (the bucket may be down). */
-  async init(): Promise<{ removed: number }> {
+  /** What crashed writers left, removed at start-up; best effort (the bucket may be down). */
+  async init(): Promise<{ removed: number; aborted: number }> {
+    return this.sweepAbandoned();
+  }
+
+  /**
+   * Removes staging objects and aborts incomplete multipart uploads that crashed writers left under
+   * devutil's namespaces, each only past its safe age. Never throws: an unreachable bucket is
+   * readiness's business, and a failure is logged once.
+   */
+  async sweepAbandoned(): Promise<{ removed: number; aborted: number }> {
     let removed = 0;
+    let aborted = 0;
     try {
       for await (const e of this.list(STAGING)) {
         if (Date.now() - e.lastModified.getTime() < STALE_MS) continue;
         await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: e.key }));
         removed++;
       }
-    } catch {
-      // readiness reports an unreachable bucket; start-up goes on
+      if (this.multipartListing) {
+        const r = await abortIncompleteUploads({
+          client: this.client,
+          bucket: this.bucket,
+          prefixes: [STAGING, ...BLOB_NAMESPACES],
+          olderThanMs: this.incompleteAgeMs,
+        });
+        aborted = r.aborted;
+        if (r.aborted || r.young)
+          this.log?.info(
+            { aborted: r.aborted, inFlight: r.young, olderThanSec: Math.round(this.incompleteAgeMs / 1000) },
+            'incomplete s3 multipart uploads swept',
+          );
+      }
+      this.sweepFailing = false;
+    } catch (err) {
+      if (err instanceof MultipartListingUnsupported) {
+        this.multipartListing = false;
+        this.log?.info(
+          'the s3 store has no ListMultipartUploads: incomplete uploads are not aborted by devutil (use a bucket lifecycle rule)',
+        );
+      } else {
+        this.log?.[this.sweepFailing ? 'debug' : 'warn']({ err }, 's3 cleanup of abandoned uploads failed');
+        this.sweepFailing = true;
+      }
     }
-    return { removed };
+    return { removed, aborted };
   }
 
   private check(key: string): string {

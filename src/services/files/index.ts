@@ -99,6 +99,8 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       if (n) log.info({ removed: n }, 'expired files removed');
       const u = await uploads.sweep(store.now(), cfg.uploadExpirySec * 1000);
       if (u) log.info({ removed: u }, 'expired resumable uploads removed');
+      // What crashed writers left in the store (s3: incomplete multipart uploads); logs for itself.
+      await ctx.blobs.sweepAbandoned?.();
     } catch (err) {
       log.warn({ err }, 'file sweep failed');
     } finally {
