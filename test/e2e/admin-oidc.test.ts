@@ -4,14 +4,17 @@
 // outside the lists gets 403 in admin's envelope, a browser without a session is sent to the
 // provider, logout ends the session everywhere, the bearer token keeps working for scripts, and the
 // callback answers hostile input (missing, repeated or foreign parameters, replays, forged codes,
-// open redirects) with a clear 400/401/403 and no stack. Nothing secret reaches the logs.
+// open redirects) with a clear 400/401/403 and no stack. Nothing secret reaches the logs. Two nodes
+// on one real Redis share sign-ins and sessions: begun on one, finished on the other, ended anywhere.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startProvider, type TestProvider } from '../fixtures/oidc/provider.ts';
 import { type Answer, CookieClient } from '../helpers/cookie-client.ts';
 import { freePort } from '../helpers/ports.ts';
+import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { testSecret } from '../helpers/secrets.ts';
 import { LogCapture, type Running, startTestServer } from '../helpers/server.ts';
+import { toolSkip } from '../helpers/tools.ts';
 
 const TOKEN = testSecret('admin-oidc-token-');
 const CLIENT_SECRET = testSecret('oidc-client-secret-');
@@ -72,7 +75,7 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
     idp = await startProvider({
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
-      redirectUri: `${base}/admin/oidc/callback`,
+      redirectUris: [`${base}/admin/oidc/callback`],
       accounts: ACCOUNTS,
     });
     try {
@@ -316,5 +319,85 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
     assert.doesNotMatch(text, /state=[A-Za-z0-9_-]{20,}/);
     assert.doesNotMatch(text, /devutil-admin(-login)?=[A-Za-z0-9_-]{43}/);
     assert.doesNotMatch(text, /eyJ[A-Za-z0-9_-]{10,}\.eyJ/, 'no JWT');
+  });
+});
+
+describe('admin single sign-on across two nodes on one Redis', {
+  timeout: 60_000,
+  skip: toolSkip('redis-server'),
+}, () => {
+  let redis: RedisHandle;
+  let idp: TestProvider;
+  const nodes: Running[] = [];
+  const urls: string[] = [];
+
+  before(async () => {
+    const ports = [await freePort(), await freePort()];
+    for (const p of ports) urls.push(`http://127.0.0.1:${p}`);
+    redis = await startRedis();
+    try {
+      // Like a balancer sending the provider's redirect to another node: both nodes name node B's
+      // callback, so every sign-in begun on A is finished on B.
+      const callback = `${urls[1]}/admin/oidc/callback`;
+      idp = await startProvider({
+        clientId: CLIENT_ID,
+        clientSecret: CLIENT_SECRET,
+        redirectUris: [callback],
+        accounts: ACCOUNTS,
+      });
+      for (const port of ports)
+        nodes.push(
+          await startTestServer({
+            overrides: {
+              server: { port },
+              redis: { url: redis.url },
+              egress: { resolve: [idp.resolve] },
+              admin: {
+                rateLimit: '1000/min',
+                oidcIssuer: idp.issuer,
+                oidcClientId: CLIENT_ID,
+                oidcClientSecret: CLIENT_SECRET,
+                oidcRedirectUrl: callback,
+                oidcAllowedUsers: ['alice@example.com'],
+              },
+            },
+          }),
+        );
+    } catch (err) {
+      for (const n of nodes) await n.close();
+      await idp?.close();
+      await redis.stop();
+      throw err;
+    }
+  });
+  after(async () => {
+    for (const n of nodes) await n.close();
+    await idp?.close();
+    await redis?.stop();
+  });
+
+  it('finishes on node B a sign-in begun on node A, and both know the session until logout on either', async () => {
+    const [a, b] = urls as [string, string];
+    const c = new CookieClient({ [idp.host]: `127.0.0.1:${idp.port}` });
+    const cb = await signInAtProvider(c, `${a}/admin`, 'alice', b);
+    const login = c.cookie('127.0.0.1', LOGIN);
+    assert.ok(login);
+    assert.equal(cb.origin, b);
+    const back = await c.send('GET', cb.href);
+    assert.equal(back.status, 303, back.body);
+    // Browsers keep cookies per host name, not per port: both nodes get the session cookie.
+    assert.equal((await c.send('GET', `${a}/admin`)).status, 200);
+    assert.equal((await c.send('GET', `${a}${STATS}`)).status, 200);
+    assert.equal((await c.send('GET', `${b}${STATS}`)).status, 200);
+    // The same callback replayed on node A: the sign-in was used on B.
+    const again = new CookieClient();
+    again.setCookie('127.0.0.1', LOGIN, login, '/admin/oidc');
+    assert.equal((await again.send('GET', `${a}/admin/oidc/callback${cb.search}`)).status, 400);
+    const sid = c.cookie('127.0.0.1', SESSION);
+    assert.ok(sid);
+    assert.equal((await c.send('POST', `${b}/admin/logout`, { body: '' })).status, 303);
+    const old = new CookieClient();
+    old.setCookie('127.0.0.1', SESSION, sid);
+    assert.equal((await old.send('GET', `${a}${STATS}`)).status, 401, 'ended on node A too');
   });
 });

@@ -4,6 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import { CLOSED_PORT } from '../../../test/helpers/ports.ts';
+import { testSecret } from '../../../test/helpers/secrets.ts';
+import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Egress } from '../../infra/egress/client.ts';
@@ -150,5 +153,40 @@ describe('admin single sign-on rules', { timeout: 30_000 }, () => {
       assert.equal(await login.session('y'.repeat(43)), null);
       await login.end('y'.repeat(43));
     });
+  });
+
+  it('answers 502 in plain text while the provider cannot be reached, and logs neither secret', async () => {
+    const logs = new LogCapture();
+    const secret = testSecret('oidc-secret-');
+    const token = testSecret('admin-token-');
+    const app = await buildTestServer({
+      logs,
+      env: {
+        DEVUTIL_ADMIN_TOKEN: token,
+        DEVUTIL_ADMIN_OIDC_ISSUER: 'http://idp.test',
+        DEVUTIL_EGRESS_RESOLVE: `idp.test=127.0.0.1:${CLOSED_PORT}`,
+        DEVUTIL_ADMIN_OIDC_CLIENT_ID: 'devutil',
+        DEVUTIL_ADMIN_OIDC_CLIENT_SECRET: secret,
+        DEVUTIL_ADMIN_OIDC_ALLOWED_USERS: 'a@example.com',
+      },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await app.inject({ url: '/admin' });
+        assert.equal(r.statusCode, 502);
+        assert.match(r.headers['content-type'] as string, /^text\/plain/);
+        assert.equal(r.body, 'the identity provider could not be reached; try again shortly\n');
+      }
+      // The token still opens the figures while the provider is away.
+      const s = await app.inject({
+        url: '/rest/api/v1/admin/stats',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(s.statusCode, 200);
+      assert.match(logs.text(), /oidc discovery failed/);
+      assert.doesNotMatch(logs.text(), new RegExp(`${secret}|${token}`));
+    } finally {
+      await app.close();
+    }
   });
 });
