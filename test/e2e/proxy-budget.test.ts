@@ -32,7 +32,7 @@ function assertRefused(r: Awaited<ReturnType<typeof curl>>): void {
   assert.match(r.headers['content-type'] ?? '', /^text\/plain/);
   assert.equal(
     r.body.toString(),
-    `your address has used its proxy byte budget (${BUDGET}); retry in ${retry}s\n`,
+    `your address has used its proxy byte budget (500 KiB per day); retry in ${retry}s\n`,
   );
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bytes, duration, type Field, rate } from './schema.ts';
+import { budget, budgetText, bytes, duration, type Field, humanBytes, rate } from './schema.ts';
 
 function value<T>(f: Field<T>, raw: unknown): T {
   const r = f.parse(raw);
@@ -65,5 +65,45 @@ describe('config field types', () => {
     for (const raw of ['30/min', '5/5s', '20/2min', '1/d', 'off']) roundTrips(r, value(r, raw));
     // A zero budget is unlimited whatever its window, so it prints and reads back as off.
     assert.deepEqual(value(r, '0/10s'), value(r, 'off'));
+  });
+});
+
+describe('sizes in messages', () => {
+  const rows: [number, string][] = [
+    [0, '0 bytes'],
+    [1, '1 byte'],
+    [1023, '1023 bytes'],
+    [1024, '1 KiB'],
+    [1536, '1.5 KiB'],
+    [10_000, '9.77 KiB (10000 bytes)'],
+    [16 * 1024 ** 2, '16 MiB'],
+    [16 * 1024 ** 2 + 1, '16 MiB (16777217 bytes)'],
+    [2 * 1024 ** 3, '2 GiB'],
+    [3 * 1024 ** 4, '3 TiB'],
+  ];
+  for (const [n, text] of rows)
+    it(`writes ${n} as ${text}`, () => {
+      assert.equal(humanBytes(n), text);
+    });
+
+  it('names a budget in units and its window', () => {
+    const f = budget('off', { doc: '' });
+    const text = (raw: string) => {
+      const r = f.parse(raw);
+      assert.ok(r.ok, raw);
+      return budgetText(r.value);
+    };
+    assert.equal(text('524288/day'), '512 KiB per day');
+    assert.equal(text('500MiB/12h'), '500 MiB per 12 hours');
+    assert.equal(text('off'), 'off');
+  });
+
+  it('gives the minimum of a size in units when a value is below it', () => {
+    const f = bytes(65_536, { doc: '', min: 1024 });
+    for (const raw of ['5', 5, '0.5KiB']) {
+      const r = f.parse(raw);
+      assert.equal(r.ok, false);
+      assert.match(r.ok ? '' : r.error, /is below the minimum of 1 KiB$/);
+    }
   });
 });

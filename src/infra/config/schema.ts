@@ -76,13 +76,17 @@ export function bytes(def: number, o: Opts & { min?: number }): Field<number> {
     default: def,
     ...o,
     parse(raw) {
-      if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= (o.min ?? 0)) return ok(raw);
-      const m = typeof raw === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw) : null;
-      const u = m?.[2]?.toLowerCase() ?? '';
-      const unit = m && Object.hasOwn(SIZE_UNITS, u) ? SIZE_UNITS[u] : undefined;
-      if (!m || unit === undefined) return bad(`expected a size like 1048576 or 512MiB, got ${show(raw)}`);
-      const n = Math.floor(Number(m[1]) * unit);
-      if (!Number.isSafeInteger(n) || n < (o.min ?? 0)) return bad(`size out of range: ${show(raw)}`);
+      let n: number;
+      if (typeof raw === 'number' && Number.isSafeInteger(raw)) n = raw;
+      else {
+        const m = typeof raw === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw) : null;
+        const u = m?.[2]?.toLowerCase() ?? '';
+        const unit = m && Object.hasOwn(SIZE_UNITS, u) ? SIZE_UNITS[u] : undefined;
+        if (!m || unit === undefined) return bad(`expected a size like 1048576 or 512MiB, got ${show(raw)}`);
+        n = Math.floor(Number(m[1]) * unit);
+      }
+      if (!Number.isSafeInteger(n) || n < 0) return bad(`size out of range: ${show(raw)}`);
+      if (n < (o.min ?? 0)) return bad(`size ${show(raw)} is below the minimum of ${humanBytes(o.min ?? 0)}`);
       return ok(n);
     },
     format: formatBytes,
@@ -100,6 +104,19 @@ const BINARY: [string, number][] = [
 export function formatBytes(n: number): string | number {
   const unit = BINARY.find(([, size]) => n >= size && n % size === 0);
   return unit ? `${n / unit[1]}${unit[0]}` : n;
+}
+
+/**
+ * A byte count for people, in messages and logs: 16777216 -> "16 MiB", 1536 -> "1.5 KiB",
+ * 10000 -> "9.77 KiB (10000 bytes)" (the exact count is kept when the unit rounds), 1 -> "1 byte".
+ * formatBytes above is for values written back into config (it must parse again).
+ */
+export function humanBytes(n: number): string {
+  const unit = BINARY.find(([, size]) => Math.abs(n) >= size);
+  if (!unit) return `${n} ${Math.abs(n) === 1 ? 'byte' : 'bytes'}`;
+  const v = n / unit[1];
+  const shown = Number(v.toFixed(2));
+  return shown * unit[1] === n ? `${shown} ${unit[0]}` : `${shown} ${unit[0]} (${n} bytes)`;
 }
 
 type TimeUnit = 'ms' | 's';
@@ -374,6 +391,12 @@ export function budget(def: string, o: Opts): Field<Budget> {
   const d = f.parse(def);
   if (!d.ok) throw new Error(`bad default budget ${def}`);
   return { ...f, default: d.value };
+}
+
+/** A budget for people: `500 KiB per day`, `3 TiB per month`, `500 MiB per 12 hours`. */
+export function budgetText(b: Budget): string {
+  if (b.bytes <= 0) return 'off';
+  return `${humanBytes(b.bytes)} per ${b.count > 1 ? `${b.count} ${b.unit}s` : b.unit}`;
 }
 
 function show(v: unknown): string {

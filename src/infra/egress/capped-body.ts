@@ -2,12 +2,13 @@
 // diagram text): never holds more than the cap in memory, and refuses with a typed error as soon as
 // a declared length or the bytes actually sent pass it, closing the source instead of draining it.
 import { pipeline, type Readable, Transform } from 'node:stream';
+import { humanBytes } from '../config/schema.ts';
 
 /** The body passed its cap; `limit` is that cap in bytes. */
 export class BodyTooLarge extends Error {
   readonly limit: number;
   constructor(limit: number, what = 'body') {
-    super(`${what} exceeds ${limit} bytes`);
+    super(`${what} exceeds ${humanBytes(limit)}`);
     this.name = 'BodyTooLarge';
     this.limit = limit;
   }

@@ -61,7 +61,7 @@ describe('byte budget values', () => {
     ['20GiB/fortnight', /expected a budget like/],
     ['20XB/day', /expected a size/],
     ['-1GiB/day', /expected a size/],
-    ['0GiB/day', /size out of range/],
+    ['0GiB/day', /below the minimum of 1 byte/],
     ['1GiB/0day', /window count/],
     ['1GiB/5000h', /window count/],
     ['99999999TiB/day', /size out of range/],
@@ -184,7 +184,7 @@ describe('byte budget counting (memory)', () => {
     const d = await b.check('10.0.0.3');
     assert.equal(d.allowed, false);
     assert.equal(d.scope, 'total');
-    assert.match(b.reason(d), /the test byte budget \(1500\/month\) is spent; retry in \d+s/);
+    assert.match(b.reason(d), /the test byte budget \(1\.46 KiB \(1500 bytes\) per month\) is spent; retry in \d+s/);
     assert.equal(b.usage()?.used, 1600);
     await b.close();
   });

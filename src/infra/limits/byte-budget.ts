@@ -5,7 +5,7 @@
 // CUT_MARGIN is cut (over()), and the next one is refused with 429 until the window ends.
 import type { Logger } from 'pino';
 import { Counter, Gauge } from 'prom-client';
-import type { Budget } from '../config/schema.ts';
+import { type Budget, budgetText } from '../config/schema.ts';
 import { addressGroup } from '../http/client-ip.ts';
 import type { Metrics } from '../observe/metrics.ts';
 import type { SharedState } from '../state/state.ts';
@@ -262,8 +262,8 @@ export class ByteBudget {
   /** A one-line reason for a refusal, naming the budget but not the client. */
   reason(d: BudgetDecision): string {
     return d.scope === 'total'
-      ? `the ${this.name} byte budget (${this.total.text}) is spent; retry in ${d.retryAfterSec}s`
-      : `your address has used its ${this.name} byte budget (${this.client.text}); retry in ${d.retryAfterSec}s`;
+      ? `the ${this.name} byte budget (${budgetText(this.total)}) is spent; retry in ${d.retryAfterSec}s`
+      : `your address has used its ${this.name} byte budget (${budgetText(this.client)}); retry in ${d.retryAfterSec}s`;
   }
 
   async close(): Promise<void> {

@@ -1,16 +1,7 @@
 // The File storage section of the home page: examples built from the configured public URLs.
+import { humanBytes } from '../../infra/config/schema.ts';
 import { copyField, example, html } from '../../page/html.ts';
 import type { PageSection } from '../../page/section.ts';
-
-function humanBytes(n: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1 && n % 1024 === 0) {
-    n /= 1024;
-    i++;
-  }
-  return `${n} ${units[i]}`;
-}
 
 export const filesPage: PageSection = {
   nav: 'Files',

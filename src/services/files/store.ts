@@ -4,6 +4,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
+import { humanBytes } from '../../infra/config/schema.ts';
 import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/limits/quota.ts';
 import { MemoryState } from '../../infra/state/memory.ts';
 import {
@@ -418,7 +419,8 @@ export class FileStore {
     const stream = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         original += chunk.length;
-        if (original > maxBytes) return cb(tooLarge(`file exceeds the upload limit of ${maxBytes} bytes`));
+        if (original > maxBytes)
+          return cb(tooLarge(`file exceeds the upload limit of ${humanBytes(maxBytes)}`));
         hash.update(chunk);
         if (!res) return cb(null, chunk);
         res.ensure(original).then(
@@ -436,7 +438,7 @@ export class FileStore {
     if (err instanceof QuotaFullError) return insufficientStorage();
     // @fastify/multipart's per-file limit (FST_REQ_FILE_TOO_LARGE) and friends carry 413.
     if ((err as { statusCode?: number } | null)?.statusCode === 413)
-      return tooLarge(`file exceeds the upload limit of ${this.o.maxBytes} bytes`);
+      return tooLarge(`file exceeds the upload limit of ${humanBytes(this.o.maxBytes)}`);
     return err;
   }
 

@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, badRequest, tooLarge } from '../../errors.ts';
+import { humanBytes } from '../../infra/config/schema.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
 import { type KeyReq, keyOf, params, tokenOf, uploadAnswer } from './http.ts';
@@ -106,7 +107,7 @@ export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: Fi
         throw badRequest('expected multipart/form-data with one file part named "file"');
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > cfg.maxBytes + FRAMING_SLACK)
-        throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
+        throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
       // busboy only truncates at its limit (the error would surface when the body ends): one byte more
       // lets the store's own meter see the excess as it arrives and answer 413 at once.
       const parts = req.parts({

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { humanBytes } from '../../infra/config/schema.ts';
 import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { REDIRECT_STATUSES, type RedirectFault, redirectTarget } from '../../infra/egress/redirect.ts';
@@ -72,7 +73,7 @@ const REDIRECT_FAULTS: Record<RedirectFault, string> = {
 
 /** `src` passed through, failing with a 413 once more than `max` bytes went by. */
 function capped(src: Readable, max: number, what: string): Readable {
-  return capStream(src, max, () => new ProxyError(413, `${what} exceeds ${max} bytes`));
+  return capStream(src, max, () => new ProxyError(413, `${what} exceeds ${humanBytes(max)}`));
 }
 
 export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Upstream> {
@@ -84,7 +85,8 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
     // undici destroys a failed request's body with the error; the failure is reported once, below.
     r.body.on('error', () => {});
     const len = Number(headers['content-length'] ?? Number.NaN);
-    if (len > o.maxRequestBytes) throw new ProxyError(413, `request body exceeds ${o.maxRequestBytes} bytes`);
+    if (len > o.maxRequestBytes)
+      throw new ProxyError(413, `request body exceeds ${humanBytes(o.maxRequestBytes)}`);
     body = Number.isNaN(len) ? capped(r.body, o.maxRequestBytes, 'request body') : r.body;
   }
   // r.url is never changed here: without a path mapping it is used as is, not parsed again.
@@ -196,7 +198,7 @@ async function finish(
   const len = Number(h['content-length'] ?? Number.NaN);
   if (len > o.maxResponseBytes) {
     if (up.body) discard(up.body);
-    throw new ProxyError(413, `upstream response exceeds ${o.maxResponseBytes} bytes`);
+    throw new ProxyError(413, `upstream response exceeds ${humanBytes(o.maxResponseBytes)}`);
   }
   const types = r.route.rewriteTypes;
   const rewriting = r.route.rewrite && (!types || types.some((t) => type.startsWith(t)));
@@ -235,7 +237,7 @@ async function readIndex(body: Readable, max: number): Promise<Buffer> {
   try {
     return await readCapped(body, max);
   } catch (err) {
-    if (err instanceof BodyTooLarge) throw new ProxyError(502, `upstream index exceeds ${max} bytes`);
+    if (err instanceof BodyTooLarge) throw new ProxyError(502, `upstream index exceeds ${humanBytes(max)}`);
     throw err;
   }
 }

@@ -19,6 +19,7 @@ import {
   unauthorized,
   unavailable,
 } from '../../errors.ts';
+import { humanBytes } from '../../infra/config/schema.ts';
 import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
 import { type FairQueue, QueueFull } from '../../infra/limits/fair-queue.ts';
@@ -383,7 +384,7 @@ export class BotApiGateway {
         if (declared > this.cfg.maxFileBytes) {
           discard(res.body);
           throw badGateway(
-            `the file is larger than this server relays (DEVUTIL_TELEGRAM_MAX_FILE_BYTES, ${this.cfg.maxFileBytes} bytes)`,
+            `the file is larger than this server relays (DEVUTIL_TELEGRAM_MAX_FILE_BYTES, ${humanBytes(this.cfg.maxFileBytes)})`,
             'FILE_TOO_LARGE',
           );
         }
@@ -420,7 +421,7 @@ export class BotApiGateway {
 
   private uploadTooLarge(): AppError {
     return tooLarge(
-      `a multipart call may carry at most ${this.cfg.maxUploadBytes} bytes (DEVUTIL_TELEGRAM_MAX_UPLOAD_BYTES)`,
+      `a multipart call may carry at most ${humanBytes(this.cfg.maxUploadBytes)} (DEVUTIL_TELEGRAM_MAX_UPLOAD_BYTES)`,
       'UPLOAD_TOO_LARGE',
     );
   }
@@ -494,7 +495,7 @@ async function readSmallBody(req: FastifyRequest, max: number, ms: number): Prom
   } catch (err) {
     if (err instanceof BodyTooLarge)
       throw tooLarge(
-        `a Bot API call's body may be at most ${max} bytes (DEVUTIL_TELEGRAM_API_MAX_BODY_BYTES)`,
+        `a Bot API call's body may be at most ${humanBytes(max)} (DEVUTIL_TELEGRAM_API_MAX_BODY_BYTES)`,
       );
     throw err;
   } finally {

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter } from 'prom-client';
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, forbidden, notFound, tooLarge } from '../../../errors.ts';
+import { humanBytes } from '../../../infra/config/schema.ts';
 import { multipartError } from '../../../infra/http/multipart.ts';
 import { html } from '../../../page/html.ts';
 import type { Admission, DownloadLimits } from '../downloads.ts';
@@ -54,7 +55,9 @@ function totalCap(max: number) {
       transform(chunk: Buffer, _e, cb) {
         total += chunk.length;
         if (total > max)
-          return cb(tooLarge(`the files of one upload exceed ${max} bytes together`, 'BUNDLE_TOO_LARGE'));
+          return cb(
+            tooLarge(`the files of one upload exceed ${humanBytes(max)} together`, 'BUNDLE_TOO_LARGE'),
+          );
         cb(null, chunk);
       },
     });
@@ -130,7 +133,7 @@ export async function transferRoutes(
     const headerLimits = readLimits(req.headers, new Map(), cfg);
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > cfg.maxBytes)
-      throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
+      throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
     const filename = sanitizeFilename(req.params.name, 'file');
     const token = newOwnerToken();
     const { key } = await store(req, reply, {
@@ -181,7 +184,7 @@ export async function transferRoutes(
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > cfg.bundleMaxBytes + FRAMING_SLACK)
       throw tooLarge(
-        `the files of one upload exceed ${cfg.bundleMaxBytes} bytes together`,
+        `the files of one upload exceed ${humanBytes(cfg.bundleMaxBytes)} together`,
         'BUNDLE_TOO_LARGE',
       );
     const parts = req.parts({
@@ -272,7 +275,7 @@ export async function transferRoutes(
 <title>Delete ${found.length === 1 ? 'a file' : `${found.length} files`}</title>
 <body style="font:16px system-ui,sans-serif;max-width:40em;margin:2em auto;padding:0 1em">
 <h1>Delete ${found.length === 1 ? 'this file' : `these ${found.length} files`}?</h1>
-<ul>${found.map((f) => html`<li>${f.filename} (${f.size} bytes)</li>`)}</ul>
+<ul>${found.map((f) => html`<li>${f.filename} (${humanBytes(f.size)})</li>`)}</ul>
 <form method="post"><button type="submit">Delete</button></form>
 <p>With curl: <code>curl -X DELETE &lt;this address&gt;</code></p></body></html>
 `.value;
@@ -306,7 +309,7 @@ export async function transferRoutes(
     const total = found.reduce((n, f) => n + f.size, 0);
     if (total > cfg.bundleMaxBytes)
       throw tooLarge(
-        `these files exceed ${cfg.bundleMaxBytes} bytes together: download them one by one`,
+        `these files exceed ${humanBytes(cfg.bundleMaxBytes)} together: download them one by one`,
         'BUNDLE_TOO_LARGE',
       );
     // A zip download is a download of each file: Max-Downloads counts it (HEAD counts nothing).

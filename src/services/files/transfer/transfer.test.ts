@@ -210,7 +210,7 @@ for (const backend of ['fs', 's3'] as const)
         ['3.bin', part],
       ]);
       assert.equal(res.status, 413);
-      assert.match(text, /exceed 102400 bytes together/);
+      assert.match(text, /exceed 100 KiB together/);
       assert.equal(await countStored(), before);
     });
 

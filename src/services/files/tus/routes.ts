@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
+import { humanBytes } from '../../../infra/config/schema.ts';
 import { QuotaFullError, type Reservation } from '../../../infra/limits/quota.ts';
 import type { HeldLease, Leases } from '../../../infra/state/lease.ts';
 import { tokenOf, uploadAnswer } from '../http.ts';
@@ -153,7 +154,7 @@ export async function tusRoutes(
       throw badRequest('send the bytes with PATCH (creation-with-upload is not offered)', 'TUS_UNSUPPORTED');
     const length = offsetHeader('Upload-Length', req.headers['upload-length']);
     if (length === null) throw badRequest('Upload-Length is required', 'NO_LENGTH');
-    if (length > cfg.maxBytes) throw tooLarge(`file exceeds the upload limit of ${cfg.maxBytes} bytes`);
+    if (length > cfg.maxBytes) throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
     const meta = parseMetadata(req.headers['upload-metadata']);
     const fields = new Map([...meta].map(([k, v]) => [k.toLowerCase(), [v]]));
     const limits = readLimits(req.headers, fields, cfg);

@@ -4,6 +4,7 @@
 // down when the pipe closes. A message over `maxMessage` bytes ends the connection (a page cannot
 // make the server buffer without bound).
 import type { Readable, Writable } from 'node:stream';
+import { humanBytes } from '../../../infra/config/schema.ts';
 
 export class CdpClosed extends Error {}
 /** The browser answered a command with an error. */
@@ -81,7 +82,7 @@ export class Cdp {
       this.chunks.push(b.subarray(start));
       this.size += b.length - start;
       if (this.size > this.maxMessage)
-        this.fail(new CdpClosed(`a DevTools message over ${this.maxMessage} bytes`));
+        this.fail(new CdpClosed(`a DevTools message over ${humanBytes(this.maxMessage)}`));
     }
   }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Spool } from '../../../../infra/cache/spool.ts';
+import { humanBytes } from '../../../../infra/config/schema.ts';
 import type { ConditionalHeaders } from '../../../../infra/http/conditional.ts';
 import { evaluate } from '../../../../infra/http/conditional.ts';
 import { contentRange, rangeOf } from '../../../../infra/http/range.ts';
@@ -191,7 +192,7 @@ export class Blobs {
     const size = stated !== undefined && /^\d+$/.test(stated) ? Number(stated) : null;
     if (size !== null && size > this.maxBytes) {
       res.body.destroy();
-      throw ociError(413, 'SIZE_INVALID', `${what} exceeds ${this.maxBytes} bytes`);
+      throw ociError(413, 'SIZE_INVALID', `${what} exceeds ${humanBytes(this.maxBytes)}`);
     }
     const path = (await this.store?.tempFile()) ?? join(this.spoolDir, randomUUID());
     let spool: Spool;
@@ -220,7 +221,8 @@ export class Blobs {
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         if (spool.written + chunk.length > (size ?? this.maxBytes)) {
-          problem = size === null ? `longer than ${this.maxBytes} bytes` : 'longer than its stated length';
+          problem =
+            size === null ? `longer than ${humanBytes(this.maxBytes)}` : 'longer than its stated length';
           body.destroy();
           break;
         }

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { SingleFlight } from '../../../../infra/cache/single-flight.ts';
+import { humanBytes } from '../../../../infra/config/schema.ts';
 import { BodyTooLarge, readCapped } from '../../../../infra/egress/capped-body.ts';
 import type { ProxyStore } from '../../cache.ts';
 import { ociError } from './errors.ts';
@@ -161,7 +162,7 @@ export class Manifests {
       body = await readCapped(r.body, this.o.maxBytes, { declared: r.headers['content-length'] });
     } catch (err) {
       if (err instanceof BodyTooLarge)
-        throw ociError(413, 'SIZE_INVALID', `${what} exceeds ${this.o.maxBytes} bytes`);
+        throw ociError(413, 'SIZE_INVALID', `${what} exceeds ${humanBytes(this.o.maxBytes)}`);
       throw err;
     }
     // The digest asked for, else the one the registry states: the body must hash to it.
