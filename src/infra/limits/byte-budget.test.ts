@@ -184,7 +184,10 @@ describe('byte budget counting (memory)', () => {
     const d = await b.check('10.0.0.3');
     assert.equal(d.allowed, false);
     assert.equal(d.scope, 'total');
-    assert.match(b.reason(d), /the test byte budget \(1\.46 KiB \(1500 bytes\) per month\) is spent; retry in \d+s/);
+    assert.match(
+      b.reason(d),
+      /the test byte budget \(1\.46 KiB \(1500 bytes\) per month\) is spent; retry in \d+s/,
+    );
     assert.equal(b.usage()?.used, 1600);
     await b.close();
   });
