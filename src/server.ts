@@ -100,6 +100,12 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       async () => ({ ok: (await redis.ping()) === 'PONG' }),
       config.redis.failMode === 'closed' ? 'all' : ['files'],
     );
+  const abortAfter = config.storage.s3AbortIncompleteAfterSec * 1000;
+  if (config.storage.backend === 's3' && abortAfter > 0 && abortAfter <= config.server.requestTimeoutMs)
+    logger.warn(
+      { abortAfterSec: abortAfter / 1000, requestTimeoutMs: config.server.requestTimeoutMs },
+      'storage.s3AbortIncompleteAfterSec is not longer than a request may run: an upload still in flight on another node may be aborted',
+    );
   const blobs = await createBlobStore({
     ...config.storage,
     dataDir,

@@ -28,6 +28,8 @@ describe('incomplete multipart uploads after kill -9', { skip: radosgwSkip(), ti
     ...rgw.env,
     DEVUTIL_STORAGE_S3_ABORT_INCOMPLETE_AFTER_SEC: String(AGE_SEC),
     DEVUTIL_FILES_SWEEP_INTERVAL_SEC: '1',
+    // The sweeps' log lines are read below.
+    DEVUTIL_LOG_FORMAT: 'json',
   });
   before(async () => {
     rgw = await startRadosgw();
@@ -82,6 +84,8 @@ describe('incomplete multipart uploads after kill -9', { skip: radosgwSkip(), ti
 
   it('aborts the uploads a killed process left, and only those', async () => {
     dev = await startDevutilProcess(env());
+    // A safe age shorter than the request timeout is this test's choice, and devutil says it is risky.
+    assert.match(dev.output(), /s3AbortIncompleteAfterSec is not longer than a request may run/);
     // A large upload the transfer.sh way, and a tus PATCH: both cut with more than one 8 MiB part sent.
     const big = hanging(`${dev.url}/big.bin`, 'PUT', {}, 20 * MiB, 64 * MiB);
     const made = await create(dev.url, 64 * MiB, { filename: 'resumable.bin' });
