@@ -53,6 +53,11 @@ export const adminSection = {
     hint: 'a claim name (letters, digits, _ . : / -)',
     doc: 'claim holding the user groups, in the ID token or the userinfo answer (Keycloak: groups with a mapper; Authentik: groups)',
   }),
+  oidcPendingLogins: int(10_000, {
+    min: 10,
+    max: 1_000_000,
+    doc: 'sign-ins begun and not finished that all instances together keep per 10 minutes (each holds a few hundred bytes of shared state); past it /admin answers 429 (the per-client share is admin.rateLimit)',
+  }),
   oidcSessionTtlMs: duration(8 * 3_600_000, {
     unit: 'ms',
     min: 60_000,

@@ -196,6 +196,7 @@ async function singleSignOn(
       allowedGroups: cfg.oidcAllowedGroups,
       groupsClaim: cfg.oidcGroupsClaim,
       sessionTtlMs: cfg.oidcSessionTtlMs,
+      pendingLogins: cfg.oidcPendingLogins,
       allowHttp: new URL(cfg.oidcIssuer).protocol === 'http:',
     },
     http,

@@ -116,6 +116,7 @@ describe('admin single sign-on rules', { timeout: 30_000 }, () => {
       allowedGroups: [],
       groupsClaim: 'groups',
       sessionTtlMs: 60_000,
+      pendingLogins: 100,
       allowHttp: false,
     };
     // Never reached: every case below is decided before the provider is asked.
@@ -155,7 +156,7 @@ describe('admin single sign-on rules', { timeout: 30_000 }, () => {
     });
   });
 
-  it('answers 502 in plain text while the provider cannot be reached, and logs neither secret', async () => {
+  it('answers 502 in plain text while the provider cannot be reached, 429 past the cap of sign-ins in progress, and logs neither secret', async () => {
     const logs = new LogCapture();
     const secret = testSecret('oidc-secret-');
     const token = testSecret('admin-token-');
@@ -168,6 +169,8 @@ describe('admin single sign-on rules', { timeout: 30_000 }, () => {
         DEVUTIL_ADMIN_OIDC_CLIENT_ID: 'devutil',
         DEVUTIL_ADMIN_OIDC_CLIENT_SECRET: secret,
         DEVUTIL_ADMIN_OIDC_ALLOWED_USERS: 'a@example.com',
+        DEVUTIL_ADMIN_OIDC_PENDING_LOGINS: '10',
+        DEVUTIL_ADMIN_RATE_LIMIT: 'off',
       },
     });
     try {
@@ -177,6 +180,12 @@ describe('admin single sign-on rules', { timeout: 30_000 }, () => {
         assert.match(r.headers['content-type'] as string, /^text\/plain/);
         assert.equal(r.body, 'the identity provider could not be reached; try again shortly\n');
       }
+      // The total cap of sign-ins in progress (10 here, 2 used above): then 429 with Retry-After.
+      for (let i = 2; i < 10; i++) assert.equal((await app.inject({ url: '/admin' })).statusCode, 502);
+      const capped = await app.inject({ url: '/admin' });
+      assert.equal(capped.statusCode, 429);
+      assert.equal(capped.body, 'too many sign-ins in progress; try again later\n');
+      assert.ok(Number(capped.headers['retry-after']) >= 1);
       // The token still opens the figures while the provider is away.
       const s = await app.inject({
         url: '/rest/api/v1/admin/stats',

@@ -6,7 +6,7 @@
 // wherever it appears). Framework-free: index.ts maps these calls to routes and cookies.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { AppError, badGateway, badRequest, forbidden, unauthorized } from '../../errors.ts';
+import { AppError, badGateway, badRequest, forbidden, tooMany, unauthorized } from '../../errors.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { type EgressFetch, egressFetch } from '../../infra/egress/fetch.ts';
 import type { SharedState } from '../../infra/state/state.ts';
@@ -22,6 +22,8 @@ export interface OidcSettings {
   allowedGroups: readonly string[];
   groupsClaim: string;
   sessionTtlMs: number;
+  /** Sign-ins begun per LOGIN_TTL_MS window, all instances together. */
+  pendingLogins: number;
   /** http issuers are accepted only for a host the operator mapped (DEVUTIL_EGRESS_RESOLVE). */
   allowHttp: boolean;
 }
@@ -144,6 +146,17 @@ export class OidcLogin {
 
   /** Starts a sign-in: the provider's authorization URL and the id of the browser's sign-in cookie. */
   async begin(returnTo: string): Promise<{ url: string; loginId: string }> {
+    // The total cap of sign-ins in progress (the per-client share is the admin rate limit).
+    // A window that starts with its first sign-in, so a burst is never split by the clock.
+    const begun = await this.state.count('admin:oidc:begun', 1, {
+      ttlMs: LOGIN_TTL_MS,
+      max: this.s.pendingLogins,
+    });
+    if (!begun.ok)
+      throw tooMany(
+        'too many sign-ins in progress; try again later',
+        Math.max(1, Math.ceil(begun.ttlMs / 1000)),
+      );
     const conf = await this.config();
     const c = await this.client!;
     const p: Pending = {
