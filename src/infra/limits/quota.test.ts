@@ -180,14 +180,26 @@ describe('files quota when its store fails', () => {
     const s = new MemoryState();
     // down: calls fail and do nothing; late: calls run on the store but the caller gets a timeout
     // (a frozen Redis that works off its queued commands when it wakes).
-    const ctl = { down: false, late: false };
+    // lost: calls answer but land on another store (the old primary of a failover, whose writes
+    // are gone once the client reconnects to the new one: reconnect()).
+    const old = new MemoryState();
+    const listeners: (() => void)[] = [];
+    const ctl = {
+      down: false,
+      late: false,
+      lost: false,
+      reconnect: () => {
+        for (const f of listeners) f();
+      },
+    };
     const wrap = new Proxy(s, {
       get(target, prop, recv) {
+        if (prop === 'onReconnect') return (fn: () => void) => void listeners.push(fn);
         const v = Reflect.get(target, prop, recv);
         if (typeof v !== 'function') return v;
         return (...args: unknown[]) => {
           if (ctl.down) return Promise.reject(new Error('ECONNREFUSED'));
-          const out = (v as (...a: unknown[]) => unknown).apply(target, args);
+          const out = (v as (...a: unknown[]) => unknown).apply(ctl.lost ? old : target, args);
           return ctl.late
             ? Promise.resolve(out).then(() => Promise.reject(new Error('Command timed out')))
             : out;
@@ -220,6 +232,27 @@ describe('files quota when its store fails', () => {
     ctl.down = false;
     for (let i = 0; i < 100 && (await q.usage()).used !== stored(); i++)
       await new Promise((res) => setTimeout(res, 50));
+    assert.deepEqual(await q.usage(), { used: 5000, reserved: 0 });
+    q.close();
+  });
+
+  it('writes again what a failover lost (a dropped reservation, a ledger line) once the client reconnects', async () => {
+    const { state, ctl } = flaky();
+    const { store, qs } = setup([state], 1_000_000);
+    const q = qs[0]!;
+    await q.reconcile();
+    const r = await q.reserve(5000);
+    const unused = await q.reserve(3000);
+    ctl.lost = true;
+    store.set('x', 5000);
+    await r.settle('x');
+    await unused.release();
+    ctl.lost = false;
+    // What the new primary holds: both reservations, no line for x.
+    assert.deepEqual(await q.usage(), { used: 0, reserved: 8000 });
+    ctl.reconnect();
+    for (let i = 0; i < 100 && (await q.usage()).reserved !== 0; i++)
+      await new Promise((res) => setTimeout(res, 20));
     assert.deepEqual(await q.usage(), { used: 5000, reserved: 0 });
     q.close();
   });

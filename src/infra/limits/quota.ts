@@ -37,6 +37,9 @@ export interface QuotaOptions {
   retryMs?: number;
 }
 
+/** Dropped reservations remembered for a reconnection at most (beyond, the oldest lapse by ttl). */
+const MAX_REMEMBERED = 10_000;
+
 const quotaUnavailable = (cause?: unknown) =>
   unavailable('storage quota unavailable, try again shortly', 5, 'QUOTA_UNAVAILABLE', { cause });
 
@@ -57,6 +60,8 @@ export class SpaceQuota {
   private counting: Promise<void> | null = null;
   private failing = false;
   private closed = false;
+  /** Reservations dropped lately, with when: dropped again after a reconnection (see remember()). */
+  private readonly dropped = new Map<string, number>();
   private readonly tag = randomBytes(6).toString('base64url');
   private seq = 0;
 
@@ -66,6 +71,42 @@ export class SpaceQuota {
     this.ttlMs = o.ttlMs ?? 60_000;
     this.step = o.stepBytes ?? Math.min(8 * 1024 ** 2, Math.max(64 * 1024, Math.floor(o.limit / 64)));
     this.leases = new Leases(o.state);
+    o.state.onReconnect(() => void this.recover());
+  }
+
+  /**
+   * After a Sentinel failover the last writes this process made on the old primary may be gone
+   * (replication is asynchronous, and the client moves only once the sentinels announce the new
+   * one): a dropped reservation would come back and hold its space until its ttl (every upload got
+   * 507 for a minute in test/e2e/redis-failover.test.ts), a ledger line would go back to what it
+   * was. So the reservations dropped within the last ttl are dropped again (idempotent: ids are
+   * never reused) and the ledger is checked against the store.
+   */
+  private async recover(): Promise<void> {
+    if (this.closed) return;
+    this.o.logger.info(
+      { reservations: this.dropped.size },
+      'files quota store reconnected; dropping again and counting the store',
+    );
+    for (const id of [...this.dropped.keys()]) {
+      try {
+        await this.o.state.settle(this.o.pool, id, []);
+      } catch {
+        this.unreleased.add(id);
+        this.scheduleRetry();
+      }
+    }
+    await this.reconcile().catch(() => {});
+  }
+
+  /** Notes a reservation whose drop landed; forgets those older than the ttl (they lapsed anyway). */
+  private remember(id: string): void {
+    const now = Date.now();
+    this.dropped.set(id, now);
+    for (const [k, at] of this.dropped) {
+      if (now - at <= this.ttlMs && this.dropped.size <= MAX_REMEMBERED) break;
+      this.dropped.delete(k);
+    }
   }
 
   /**
@@ -168,6 +209,7 @@ export class SpaceQuota {
         for (const r of rs) {
           waiting.delete(r);
           this.untrack(r);
+          this.remember(r.id);
         }
         if (waiting.size === 0) this.pending.delete(key);
         return true;
@@ -193,6 +235,7 @@ export class SpaceQuota {
         try {
           await this.o.state.settle(this.o.pool, id, []);
           this.unreleased.delete(id);
+          this.remember(id);
         } catch {
           this.scheduleRetry();
           return;
@@ -211,6 +254,7 @@ export class SpaceQuota {
     this.untrack(r);
     try {
       await this.o.state.settle(this.o.pool, r.id, []);
+      this.remember(r.id);
     } catch {
       this.unreleased.add(r.id);
       this.scheduleRetry();

@@ -242,6 +242,8 @@ export class MemoryState implements SharedState {
     for (const p of this.pools.values()) this.reservedBy(p, now);
   }
 
+  onReconnect(): void {} // nothing to lose: the state lives and dies with the process
+
   async close(): Promise<void> {
     clearInterval(this.timer);
   }

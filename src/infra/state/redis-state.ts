@@ -120,10 +120,22 @@ export class RedisState implements SharedState {
   private readonly redis: Redis & Scripts;
   private readonly prefix: string;
 
+  private readonly reconnected: (() => void)[] = [];
+
   constructor(redis: Redis, keyPrefix: string) {
     for (const [name, numberOfKeys, lua] of SCRIPTS) redis.defineCommand(name, { numberOfKeys, lua });
     this.redis = redis as Redis & Scripts;
     this.prefix = keyPrefix;
+    // The first 'ready' of a client still connecting is its first connection, not a reconnection.
+    let connected = redis.status === 'ready';
+    redis.on('ready', () => {
+      if (connected) for (const fn of this.reconnected) fn();
+      connected = true;
+    });
+  }
+
+  onReconnect(fn: () => void): void {
+    this.reconnected.push(fn);
   }
 
   private c = (key: string) => `${this.prefix}c:${key}`;

@@ -145,6 +145,8 @@ describe('redis through Sentinel', { skip: toolSkip('redis-sentinel'), timeout: 
     conns.push(redis);
     await redisReady(redis, 10_000);
     const state = new RedisState(redis, 'st:');
+    let reconnects = 0;
+    state.onReconnect(() => reconnects++);
     for (let i = 0; i < 5; i++) await state.count('hits', 1, { ttlMs: 60_000 });
     const bus = createBroadcast(redis, 'st:', log);
     const got: string[] = [];
@@ -175,6 +177,7 @@ describe('redis through Sentinel', { skip: toolSkip('redis-sentinel'), timeout: 
       if (wrote === null) await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(wrote, 6);
+    assert.ok(reconnects >= 1, 'the state layer told its users that it reconnected');
     assert.equal(Number(((await redis.config('GET', 'port')) as string[])[1]), to);
 
     // The subscriber connection (a duplicate of the client) followed too.

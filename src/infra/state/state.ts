@@ -102,6 +102,13 @@ export interface SharedState {
   /** The `n` highest members of each ranking with their scores, highest first. */
   rankTop(keys: readonly { key: string; n: number }[]): Promise<[string, number][][]>;
 
+  /**
+   * Calls `fn` each time the shared store is reached again after its connection was lost or moved
+   * (a Sentinel failover): the last writes made before may be gone (Redis replicates
+   * asynchronously), so a policy that cannot afford that writes them again. Never for memory.
+   */
+  onReconnect(fn: () => void): void;
+
   close(): Promise<void>;
 }
 
