@@ -159,6 +159,66 @@ export const metricsSection = {
   token: str('', { secret: true, doc: 'if set, /metrics requires Authorization: Bearer <token>' }),
 } satisfies Section;
 
+// OpenTelemetry traces (infra/observe/tracing.ts), off until a collector URL is set. The env names
+// are OpenTelemetry's own (what collectors' and platforms' deploy templates set), not DEVUTIL_*.
+export const tracingSection = {
+  endpoint: url('', {
+    optional: true,
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    doc: 'OTLP/HTTP collector base URL: traces go to <url>/v1/traces; empty (and no tracesEndpoint) = tracing off',
+  }),
+  tracesEndpoint: url('', {
+    optional: true,
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    doc: 'full OTLP/HTTP traces URL, used as is (wins over endpoint)',
+  }),
+  protocol: oneOf('http/protobuf', ['http/protobuf', 'http/json'] as const, {
+    env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    doc: 'OTLP encoding over HTTP (gRPC is not supported)',
+  }),
+  headers: str('', {
+    secret: true,
+    env: 'OTEL_EXPORTER_OTLP_HEADERS',
+    pattern: /^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/,
+    hint: 'name=value pairs separated by commas',
+    doc: 'headers sent with every export, name=value,... (a collector API key)',
+  }),
+  serviceName: str('devutil', { env: 'OTEL_SERVICE_NAME', doc: 'service.name of every span' }),
+  sampler: oneOf(
+    'parentbased_always_on',
+    [
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ] as const,
+    {
+      env: 'OTEL_TRACES_SAMPLER',
+      doc: "which requests are traced (parentbased_* follow the caller's traceparent)",
+    },
+  ),
+  samplerArg: str('', {
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    pattern: /^\s*(0(\.\d+)?|1(\.0+)?|\.\d+)\s*$/,
+    hint: 'a ratio from 0 to 1',
+    doc: 'the share of traces kept by the traceidratio samplers (empty = 1)',
+  }),
+  scheduleDelayMs: int(5000, {
+    env: 'OTEL_BSP_SCHEDULE_DELAY',
+    min: 1,
+    max: 600_000,
+    doc: 'milliseconds between two exports of finished spans',
+  }),
+  exportTimeoutMs: int(10_000, {
+    env: 'OTEL_EXPORTER_OTLP_TIMEOUT',
+    min: 1,
+    max: 600_000,
+    doc: 'milliseconds one export may take before it is dropped',
+  }),
+} satisfies Section;
+
 export const egressSection = {
   resolve: list([], {
     item: resolveItem,

@@ -11,6 +11,7 @@ import {
   redisSection,
   serverSection,
   storageSection,
+  tracingSection,
 } from './config-sections.ts';
 import type { Field, Section, SectionValue } from './infra/config/schema.ts';
 import type { ServiceDef } from './services/define.ts';
@@ -21,6 +22,7 @@ const CORE = {
   log: logSection,
   redis: redisSection,
   metrics: metricsSection,
+  tracing: tracingSection,
   egress: egressSection,
   storage: storageSection,
 } as const;

@@ -24,12 +24,14 @@ import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/observe/logger.ts';
 import { Metrics } from './infra/observe/metrics.ts';
 import { opsPlugin } from './infra/observe/ops.ts';
+import { Tracing } from './infra/observe/tracing.ts';
 import { StateSink } from './infra/observe/usage/sink.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
 import { createBroadcast } from './infra/state/broadcast.ts';
 import { connectRedis, redisConfigured } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore, incompleteUploadAgeMs } from './infra/storage/blob-store.ts';
+import { tracedBlobs } from './infra/storage/traced.ts';
 import { Prelaunched } from './prelaunch.ts';
 import { adminEnabled } from './services/admin/config.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
@@ -77,6 +79,9 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
 
+  // Off unless a collector is configured; then the SDK is loaded here, before anything is traced.
+  const tracing = await Tracing.start(config.tracing, VERSION, logger);
+
   const ownRedis = opts.redis === undefined && redisConfigured(config.redis);
   const redis =
     opts.redis !== undefined ? opts.redis : ownRedis ? await connectRedis(config.redis, logger) : null;
@@ -106,7 +111,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       { abortAfterSec: abortAfter / 1000, requestTimeoutMs: config.server.requestTimeoutMs },
       'storage.s3AbortIncompleteAfterSec is not longer than a request may run: an upload still in flight on another node may be aborted',
     );
-  const blobs = await createBlobStore({
+  const store = await createBlobStore({
     ...config.storage,
     dataDir,
     s3IncompleteUploadAgeMs: incompleteUploadAgeMs({
@@ -116,6 +121,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     }),
     logger: logger.child({ svc: 'storage' }),
   });
+  const blobs = tracing ? tracedBlobs(store) : store;
   // Stored files, uploaded avatars (generated ones need no store) and Telegram recipient tokens.
   readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })), ['files', 'avatar', 'telegram']);
 
@@ -165,6 +171,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       : {}),
   });
   app.server.headersTimeout = config.server.headersTimeoutMs;
+  tracing?.instrument(app.server);
   const drain = new Drain();
   drain.track(app.server);
   // One budget for every listener of this process (the relay takes it from ctx): fds are per process.
@@ -234,6 +241,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     const svc = route.svc ?? 'core';
     const status = reply.statusCode;
     metrics.http.record(svc, route.url ?? 'unmatched', req.method, status, reply.elapsedTime / 1000);
+    tracing?.routed(req.raw, { route: route.url, clientIp: req.clientIp, svc });
     if (usage) {
       const b = socketBytes(req.raw.socket);
       usage.record(svc, req.clientIp, status, b.bytesIn, b.bytesOut, req.usageSubjects);
@@ -247,6 +255,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     await broadcast.close();
     await state.close();
     if (ownRedis && redis) redis.disconnect();
+    await tracing?.close();
   });
 
   installErrorHandling(app, { preParsing: deadline });

@@ -12,7 +12,9 @@ import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Dispatcher } from 'undici';
+import { tracingActive } from '../observe/tracing.ts';
 import { isBlockedAddress, isLoopback, parseResolve } from './netguard.ts';
+import { tracedRequest } from './trace.ts';
 
 /** The target resolves (or is overridden) to an address outbound requests may not reach. */
 export class BlockedAddressError extends Error {
@@ -92,7 +94,8 @@ export function createEgress(o: EgressOptions): Egress {
   return {
     async request(options) {
       if (closed && !made) throw new (await loadUndici()).errors.ClientClosedError();
-      return (await dispatcher()).request(options);
+      const d = await dispatcher();
+      return tracingActive() ? tracedRequest(d, options) : d.request(options);
     },
     async close() {
       closed = true;

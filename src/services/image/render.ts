@@ -2,6 +2,7 @@
 // (EXIF, XMP, ICC) is dropped because sharp only keeps it when asked to.
 import type { Metadata, Sharp } from 'sharp';
 import { loadSharp, type SharpFn } from '../../infra/media/sharp.ts';
+import { inSpan } from '../../infra/observe/tracing.ts';
 import { type Format, type ImageOptions, type Limits, outputSize } from './params.ts';
 import { rngFrom } from './rng.ts';
 import { type Loaded, SourceError } from './source.ts';
@@ -96,7 +97,11 @@ function fromArt(
   return [img, w, h];
 }
 
-export async function render(loaded: Loaded, o: ImageOptions, c: RenderConfig): Promise<Rendered> {
+export function render(loaded: Loaded, o: ImageOptions, c: RenderConfig): Promise<Rendered> {
+  return inSpan('render image', { 'devutil.render.format': o.format }, () => renderImage(loaded, o, c));
+}
+
+async function renderImage(loaded: Loaded, o: ImageOptions, c: RenderConfig): Promise<Rendered> {
   const sharp = await loadSharp();
   let [img, width, height] =
     loaded.kind === 'bytes' ? await fromBytes(sharp, loaded.data, o, c) : fromArt(sharp, loaded, o, c);

@@ -8,6 +8,7 @@ import type { Cache } from '../../infra/cache/cache.ts';
 import { ByteLru } from '../../infra/cache/lru.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../infra/limits/fair-queue.ts';
+import { inSpan } from '../../infra/observe/tracing.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from './cache.ts';
 import { ClassArchive } from './cds.ts';
 import { encode64 } from './encoding.ts';
@@ -372,8 +373,20 @@ export class PlantumlEngine {
     return this.includes ? this.includes.current(hit.includes) : false;
   }
 
-  /** Renders for `client` (its addressGroup); a render already running for the same key is shared. */
-  async render(r: RenderRequest, client: string): Promise<RenderResult> {
+  /**
+   * Renders for `client` (its addressGroup); a render already running for the same key is shared.
+   * Traced as a `render plantuml` span.
+   */
+  render(r: RenderRequest, client: string): Promise<RenderResult> {
+    const attrs = { 'devutil.render.language': 'plantuml', 'devutil.render.format': r.format };
+    return inSpan('render plantuml', attrs, async (span) => {
+      const out = await this.renderOnce(r, client);
+      span?.set({ 'devutil.render.cached': out.cached });
+      return out;
+    });
+  }
+
+  private async renderOnce(r: RenderRequest, client: string): Promise<RenderResult> {
     const key = this.key(r);
     const hit = await this.cache.get(key);
     if (hit && (await this.fresh(hit.entry.meta))) {

@@ -10,6 +10,7 @@ import type { Cache } from '../../../infra/cache/cache.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { loadSharp } from '../../../infra/media/sharp.ts';
+import { inSpan } from '../../../infra/observe/tracing.ts';
 import type { RenderedMeta } from '../cache.ts';
 import { BrowserUnavailable } from '../engines/browser-pool.ts';
 import { commandAvailability, runCommand } from '../engines/commands.ts';
@@ -167,8 +168,17 @@ export class DiagramRenderer {
     return hit ? fromMeta(hit.entry.meta, hit.body, true) : undefined;
   }
 
-  /** Renders `j` for `client` (its addressGroup). */
-  async render(j: DiagramJob, client: string): Promise<Outcome> {
+  /** Renders `j` for `client` (its addressGroup), in a `render <type>` span when traced. */
+  render(j: DiagramJob, client: string): Promise<Outcome> {
+    const attrs = { 'devutil.render.language': j.lang.type, 'devutil.render.format': j.format };
+    return inSpan(`render ${j.lang.type}`, attrs, async (span) => {
+      const out = await this.renderOnce(j, client);
+      span?.set({ 'devutil.render.cached': out.cached, 'devutil.render.ok': out.ok });
+      return out;
+    });
+  }
+
+  private async renderOnce(j: DiagramJob, client: string): Promise<Outcome> {
     const a = this.availability(j.lang);
     if (!a.available) throw new EngineMissing(`${j.lang.type} is not available on this server: ${a.reason}`);
     const key = this.key(j, j.format);
