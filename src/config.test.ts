@@ -42,7 +42,9 @@ describe('config', () => {
     ]) {
       assert.ok(names.includes(fixed), `${fixed} missing`);
     }
-    for (const n of names) assert.match(n, /^DEVUTIL_[A-Z0-9_]+$/);
+    // Tracing takes OpenTelemetry's own names (OTEL_EXPORTER_OTLP_ENDPOINT...), as every OTel service does.
+    for (const r of configReference())
+      assert.match(r.env, r.section === 'tracing' ? /^OTEL_[A-Z0-9_]+$/ : /^DEVUTIL_[A-Z0-9_]+$/);
   });
 
   it('documents every key in the README configuration reference (npm run docs:config)', () => {
