@@ -110,7 +110,9 @@ try {
       const c0 = treeCpuSeconds(t.p.pid);
       const r = wrk(`${t.p.url}/rest/api/v1/ip`, { durationSec, connections, watch: { [t.name]: t.p.pid } });
       const usPerReq = ((treeCpuSeconds(t.p.pid) - c0) / Math.max(1, r.requests)) * 1e6;
-      (runs[t.name] ??= []).push({ ...r, usPerReq });
+      const list = runs[t.name] ?? [];
+      list.push({ ...r, usPerReq });
+      runs[t.name] = list;
     }
   }
   const rs = (name: string) => runs[name] ?? [];
