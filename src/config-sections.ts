@@ -224,6 +224,12 @@ export const egressSection = {
     item: resolveItem,
     doc: 'host=address:port overrides (curl --resolve) for every outbound request; the only way an upstream may be on loopback (fixtures, a local Bot API server)',
   }),
+  dnsNegativeTtlMs: duration(10_000, {
+    unit: 'ms',
+    min: 0,
+    max: 3_600_000,
+    doc: 'how long a name that failed to resolve (offline, no such name) fails at once without a new lookup (0 = look up every time)',
+  }),
 } satisfies Section;
 
 export const storageSection = {

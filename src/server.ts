@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
 import { Readiness, type ServiceContext } from './context.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
+import { setDnsNegativeTtl } from './infra/egress/client.ts';
 import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { Drain } from './infra/http/drain.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
@@ -75,6 +76,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const { config } = opts;
   const services = opts.services ?? SERVICES;
   protectSecrets(configSecrets(config, services));
+  setDnsNegativeTtl(config.egress.dnsNegativeTtlMs);
   const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });

@@ -8,8 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { errors } from 'undici';
 import {
+  type AddressLookup,
   BlockedAddressError,
   createEgress,
+  createGuardedLookup,
   type Egress,
   guardedLookup,
   isBlocked,
@@ -197,5 +199,69 @@ describe('egress client', () => {
     assert.deepEqual(r.get('github.com'), { address: '127.0.0.1', port: 8443 });
     assert.deepEqual(r.get('pypi.org'), { address: '::1', port: 9443 });
     assert.equal(r.size, 2);
+  });
+});
+
+describe('failed name lookups (negative cache)', () => {
+  /** A resolver that counts its lookups and answers `answer` (an error code, or addresses). */
+  function counting(answer: string | dns.LookupAddress[]) {
+    const calls: string[] = [];
+    const lookup: AddressLookup = (host, _o, cb) => {
+      calls.push(host);
+      setTimeout(() => {
+        if (typeof answer === 'string')
+          cb(Object.assign(new Error(`getaddrinfo ${answer} ${host}`), { code: answer }), []);
+        else cb(null, answer);
+      }, 20);
+    };
+    return { lookup, calls };
+  }
+  const ask = (l: ReturnType<typeof createGuardedLookup>, host: string) =>
+    new Promise<{ err: NodeJS.ErrnoException | null; addr: unknown }>((resolve) =>
+      l(host, { all: true }, (err, addr) => resolve({ err, addr })),
+    );
+
+  for (const code of ['ENOTFOUND', 'EAI_AGAIN'])
+    it(`remembers ${code} for its time-to-live: later and parallel askers fail without a lookup`, async () => {
+      let t = 1_000_000;
+      const r = counting(code);
+      const l = createGuardedLookup({ lookup: r.lookup, negativeTtlMs: 5000, now: () => t });
+      const first = await Promise.all([1, 2, 3].map(() => ask(l, 'offline.test')));
+      for (let i = 0; i < 5; i++) first.push(await ask(l, 'OFFLINE.test'));
+      for (const g of first) assert.equal(g.err?.code, code);
+      assert.deepEqual(r.calls, ['offline.test'], 'one lookup for 8 askers');
+      t += 5001;
+      assert.equal((await ask(l, 'offline.test')).err?.code, code);
+      assert.equal(r.calls.length, 2, 'asked again once the time-to-live passed');
+    });
+
+  it('does not remember answers, other names, or failures when the time-to-live is 0', async () => {
+    const ok = counting([{ address: '140.82.112.3', family: 4 }]);
+    const l = createGuardedLookup({ lookup: ok.lookup, negativeTtlMs: 5000 });
+    assert.equal((await ask(l, 'public.test')).err, null);
+    assert.equal((await ask(l, 'public.test')).err, null);
+    assert.equal(ok.calls.length, 2);
+    const off = counting('ENOTFOUND');
+    const l0 = createGuardedLookup({ lookup: off.lookup, negativeTtlMs: 0 });
+    await ask(l0, 'a.test');
+    await ask(l0, 'a.test');
+    assert.equal(off.calls.length, 2);
+  });
+
+  it('makes N requests through the egress to a name that does not resolve cost one lookup', async () => {
+    const r = counting('ENOTFOUND');
+    const d = createEgress({ timeoutMs: 5000, lookup: r.lookup });
+    try {
+      for (let i = 0; i < 6; i++) {
+        const hash = i.toString(16).padStart(32, '0');
+        await assert.rejects(
+          d.request({ origin: 'http://avatars.offline.test', path: `/avatar/${hash}`, method: 'GET' }),
+          (e: NodeJS.ErrnoException) => e.code === 'ENOTFOUND',
+        );
+      }
+    } finally {
+      await d.close();
+    }
+    assert.deepEqual(r.calls, ['avatars.offline.test']);
   });
 });

@@ -25,19 +25,89 @@ export class BlockedAddressError extends Error {
   }
 }
 
-/** A net.connect lookup that refuses names resolving to any non-public address. */
-export const guardedLookup: LookupFunction = (hostname, options, cb) => {
-  const family = typeof options.family === 'number' ? options.family : 0;
-  dnsLookup(hostname, { all: true, family }, (err, addrs: LookupAddress[]) => {
-    if (err) return cb(err, []);
-    const bad = addrs.find((a) => isBlockedAddress(a.address));
-    if (bad || addrs.length === 0)
-      return cb(new BlockedAddressError(`${hostname} resolves to a non-public address`), []);
-    if (options.all) return cb(null, addrs);
-    const a = addrs[0]!;
-    cb(null, a.address, a.family);
+/** The shape of dns.lookup with `all: true` that the guard calls (a test passes a counting one). */
+export type AddressLookup = (
+  hostname: string,
+  options: { all: true; family: number },
+  cb: (err: NodeJS.ErrnoException | null, addrs: LookupAddress[]) => void,
+) => void;
+
+// Failures that mean "this name does not resolve now" (offline, no such name, resolver down). A
+// lookup of an unreachable resolver can take seconds and holds one of libuv's four threadpool
+// threads (file I/O shares them), so one failure per name is remembered for a short time and every
+// request for that name meanwhile fails at once; lookups of one name in flight are shared.
+const NEGATIVE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'ENODATA', 'ESERVFAIL', 'ETIMEOUT']);
+const NEGATIVE_MAX = 1000; // remembered names; the oldest goes first
+let negativeTtlMs = 10_000;
+
+/** Sets how long a failed name lookup is remembered (config egress.dnsNegativeTtlMs; 0 = not at all). */
+export function setDnsNegativeTtl(ms: number): void {
+  negativeTtlMs = ms;
+}
+
+export interface GuardedLookupOptions {
+  /** Default: node:dns lookup (looked up at call time). */
+  lookup?: AddressLookup;
+  /** Default: the process-wide setting (setDnsNegativeTtl). */
+  negativeTtlMs?: number;
+  now?: () => number;
+}
+
+/** A net.connect lookup that refuses names resolving to any non-public address (see above for its cache). */
+export function createGuardedLookup(o: GuardedLookupOptions = {}): LookupFunction {
+  const now = o.now ?? Date.now;
+  const failed = new Map<string, { until: number; err: NodeJS.ErrnoException }>();
+  const inFlight = new Map<string, ((err: NodeJS.ErrnoException | null, addrs: LookupAddress[]) => void)[]>();
+  const resolveAll = (
+    hostname: string,
+    family: number,
+    cb: (e: NodeJS.ErrnoException | null, a: LookupAddress[]) => void,
+  ) => {
+    const key = `${family}:${hostname.toLowerCase()}`;
+    const known = failed.get(key);
+    if (known && known.until > now()) return process.nextTick(cb, copyError(known.err), []);
+    if (known) failed.delete(key);
+    const waiting = inFlight.get(key);
+    if (waiting) return void waiting.push(cb);
+    const waiters = [cb];
+    inFlight.set(key, waiters);
+    (o.lookup ?? (dnsLookup as AddressLookup))(hostname, { all: true, family }, (err, addrs) => {
+      inFlight.delete(key);
+      const ttl = o.negativeTtlMs ?? negativeTtlMs;
+      if (err && ttl > 0 && NEGATIVE.has(String(err.code))) {
+        if (failed.size >= NEGATIVE_MAX) failed.delete(failed.keys().next().value as string);
+        failed.set(key, { until: now() + ttl, err });
+      }
+      for (const w of waiters) w(err ? copyError(err) : null, err ? [] : addrs);
+    });
+  };
+  return (hostname, options, cb) => {
+    const family = typeof options.family === 'number' ? options.family : 0;
+    resolveAll(hostname, family, (err, addrs) => {
+      if (err) return cb(err, []);
+      const bad = addrs.find((a) => isBlockedAddress(a.address));
+      if (bad || addrs.length === 0)
+        return cb(new BlockedAddressError(`${hostname} resolves to a non-public address`), []);
+      if (options.all) return cb(null, addrs);
+      const a = addrs[0]!;
+      cb(null, a.address, a.family);
+    });
+  };
+}
+
+/** A fresh error per caller (undici and the routes attach their own fields to what they get). */
+function copyError(e: NodeJS.ErrnoException): NodeJS.ErrnoException {
+  return Object.assign(new Error(e.message), {
+    name: e.name,
+    code: e.code,
+    errno: e.errno,
+    syscall: e.syscall,
+    hostname: (e as { hostname?: string }).hostname,
   });
-};
+}
+
+/** The process-wide guarded lookup every egress client uses. */
+export const guardedLookup: LookupFunction = createGuardedLookup();
 
 export interface EgressOptions {
   /** `host=address:port` overrides (config `egress.resolve`, plus any the utility adds). */
@@ -66,6 +136,8 @@ export interface EgressOptions {
    * target that comes from a request or from an upstream.
    */
   guard?: boolean;
+  /** The name lookup behind the guard (tests); default: the process-wide guardedLookup. */
+  lookup?: AddressLookup;
 }
 
 /** undici, loaded once. The first outbound request pays for it (30-70 ms on Node 26) within its own deadline. */
@@ -121,7 +193,8 @@ function build(
   if (o.proxyUrl) return new ProxyAgent({ uri: o.proxyUrl, ...common, connect: { timeout: connectTimeout } });
   const base = buildConnector({ timeout: connectTimeout, ...tls });
   if (o.guard === false) return new Agent({ ...common, connect: base });
-  const guarded = buildConnector({ timeout: connectTimeout, lookup: guardedLookup, ...tls });
+  const lookup = o.lookup ? createGuardedLookup({ lookup: o.lookup }) : guardedLookup;
+  const guarded = buildConnector({ timeout: connectTimeout, lookup, ...tls });
   const resolve = parseResolve(o.resolve ?? []);
   return new Agent({
     ...common,
