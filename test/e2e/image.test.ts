@@ -131,8 +131,6 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
       1_200_000,
     );
     process.stdout.write(`# image: podman build took ${seconds(t)} s\n`);
-    // The image this tag had before is now unnamed: drop it (the layers the build reuses stay).
-    await podman(['image', 'prune', '--force']);
 
     data = tempDir('devutil-image-data-');
     const port = await freePort();
