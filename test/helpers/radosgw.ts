@@ -1,7 +1,8 @@
 // A throwaway single-node Ceph with radosgw on loopback (Debian's ceph-mon, ceph-osd, radosgw), for
 // what s3rver does not implement (ListMultipartUploads, AbortMultipartUpload). One monitor, one OSD
 // on memstore (objects in RAM, nothing to format), no cephx, radosgw's beast frontend on a free port,
-// one S3 user and one bucket. Start-up is a few seconds: share one per test file.
+// one S3 user and one bucket. Start-up is a few seconds: share one per test file. A failed start
+// prints each daemon's last log lines; DEVUTIL_CEPH_KEEP=<dir> also copies the cluster's directory there.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -110,12 +111,31 @@ async function waitHttp(url: string, until: number, procs: ChildProcess[], what:
   }
 }
 
-export async function startRadosgw(bucket = 'devutil-test', startTimeoutMs = 90_000): Promise<RadosgwHandle> {
+/**
+ * Starts the cluster; a start that fails (a port taken between the check and the bind by a server of
+ * another test file, a daemon that died) is stopped whole and made once more from scratch.
+ */
+export async function startRadosgw(
+  bucket = 'devutil-test',
+  attemptTimeoutMs = 60_000,
+): Promise<RadosgwHandle> {
+  try {
+    return await startOnce(bucket, attemptTimeoutMs);
+  } catch (err) {
+    process.stderr.write(`radosgw fixture: first start failed, trying again: ${(err as Error).message}\n`);
+    return startOnce(bucket, attemptTimeoutMs);
+  }
+}
+
+async function startOnce(bucket: string, startTimeoutMs: number): Promise<RadosgwHandle> {
   const dir = tempDir('devutil-ceph-');
   const procs: ChildProcess[] = [];
   let stopping = false;
+  // Kills the one-shot commands (ceph, radosgw-admin) still waiting on a cluster being torn down.
+  const commands = new AbortController();
   const stop = async () => {
     stopping = true;
+    commands.abort();
     // radosgw first (it holds client sessions), then the OSD and the monitor; SIGKILL: nothing here
     // is worth a clean shutdown, and memstore has nothing to flush.
     await Promise.all(
@@ -136,6 +156,7 @@ export async function startRadosgw(bucket = 'devutil-test', startTimeoutMs = 90_
   process.once('exit', onExit);
   const until = Date.now() + startTimeoutMs;
   const timeout = Math.max(1000, until - Date.now());
+  const opts = { timeout, signal: commands.signal };
   try {
     const [monPort, rgwPort] = [await freePort(), await freePort()];
     const fsid = randomUUID();
@@ -153,17 +174,27 @@ export async function startRadosgw(bucket = 'devutil-test', startTimeoutMs = 90_
     await run(
       'monmaptool',
       ['--create', '--fsid', fsid, '--addv', 'a', `[v1:127.0.0.1:${monPort}]`, join(dir, 'monmap')],
-      { timeout },
+      opts,
     );
-    await run('ceph-mon', [...c, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap')], { timeout });
-    daemon('ceph-mon', ['-i', 'a']);
+    await run('ceph-mon', [...c, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap')], opts);
+    const mon = daemon('ceph-mon', ['-i', 'a']);
+    // Everything after this waits on the monitor: if it dies (its port taken), fail now, not at the timeout.
+    const monGone = new Promise<never>((_, reject) =>
+      mon.once('exit', (code, sig) => reject(new Error(`ceph-mon exited (${code ?? sig})`))),
+    );
+    monGone.catch(() => {});
     const osdUuid = randomUUID();
     // `ceph osd new` waits for the monitor to answer; the OSD's store is made while it does.
-    const [id] = await Promise.all([
-      run('ceph', [...c, '--connect-timeout', String(Math.ceil(timeout / 1000)), 'osd', 'new', osdUuid], {
-        timeout,
-      }).then((r) => r.stdout.trim()),
-      run('ceph-osd', [...c, '-i', '0', '--mkfs', '--osd-uuid', osdUuid], { timeout }),
+    const [id] = await Promise.race([
+      monGone,
+      Promise.all([
+        run(
+          'ceph',
+          [...c, '--connect-timeout', String(Math.ceil(timeout / 1000)), 'osd', 'new', osdUuid],
+          opts,
+        ).then((r) => r.stdout.trim()),
+        run('ceph-osd', [...c, '-i', '0', '--mkfs', '--osd-uuid', osdUuid], opts),
+      ]),
     ]);
     if (id !== '0') throw new Error(`ceph osd new gave id ${JSON.stringify(id)}, expected 0`);
     // Under load a starting OSD sometimes sends its first monitor command before it has the monitor
@@ -180,23 +211,26 @@ export async function startRadosgw(bucket = 'devutil-test', startTimeoutMs = 90_
     const accessKeyId = `AK${randomUUID().replaceAll('-', '').slice(0, 18).toUpperCase()}`;
     const secretAccessKey = randomUUID().replaceAll('-', '') + randomUUID().replaceAll('-', '');
     // radosgw-admin makes radosgw's pools, which wait for the OSD to be up.
-    await run(
-      'radosgw-admin',
-      [
-        ...c,
-        'user',
-        'create',
-        '--uid',
-        'devutil',
-        '--display-name',
-        'devutil',
-        '--access-key',
-        accessKeyId,
-        '--secret',
-        secretAccessKey,
-      ],
-      { timeout },
-    );
+    await Promise.race([
+      monGone,
+      run(
+        'radosgw-admin',
+        [
+          ...c,
+          'user',
+          'create',
+          '--uid',
+          'devutil',
+          '--display-name',
+          'devutil',
+          '--access-key',
+          accessKeyId,
+          '--secret',
+          secretAccessKey,
+        ],
+        opts,
+      ),
+    ]);
     daemon('radosgw', ['-n', 'client.rgw']);
     const endpoint = `http://127.0.0.1:${rgwPort}`;
     await waitHttp(
