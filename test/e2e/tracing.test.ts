@@ -162,6 +162,17 @@ describe('traces over OTLP', { timeout: 120_000, skip: toolSkip('openssl', ['ver
     assert.equal(render.attributes['devutil.render.cached'], false);
   });
 
+  it('gives a generated avatar its render span', async () => {
+    const hash = 'a'.repeat(32);
+    const res = await fetch(`${on!.url}/avatar/${hash}?d=identicon&s=64&f=y`);
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const get = await recv!.waitFor('avatar request span', serverSpan(`/avatar/${hash}`));
+    assert.equal(get.name, 'GET /avatar/:file');
+    const render = await recv!.waitFor('avatar render span', childOf(get, 'render avatar'));
+    assert.equal(render.attributes['devutil.render.size'], 64);
+  });
+
   it('exports OTLP protobuf by default, to a full traces URL', async () => {
     const other = await OtlpReceiver.start();
     let proto: Running | undefined;

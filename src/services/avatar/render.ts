@@ -2,6 +2,7 @@
 // requested format. Outputs carry no metadata (sharp strips EXIF/ICC unless asked to keep it).
 import type { Sharp } from 'sharp';
 import { loadSharp } from '../../infra/media/sharp.ts';
+import { inSpan } from '../../infra/observe/tracing.ts';
 import type { Art } from './gen/art.ts';
 
 export type Format = 'png' | 'jpeg' | 'webp' | 'gif';
@@ -28,7 +29,12 @@ function encode(img: Sharp, format: Format): Promise<Buffer> {
 }
 
 /** Renders generator art drawn for `size` (SVG at 72 dpi is 1 user px = 1 px). */
-export async function renderArt(art: Art, size: number, format: Format): Promise<Buffer> {
+export function renderArt(art: Art, size: number, format: Format): Promise<Buffer> {
+  const attrs = { 'devutil.render.format': format, 'devutil.render.size': size };
+  return inSpan('render avatar', attrs, () => rasterise(art, size, format));
+}
+
+async function rasterise(art: Art, size: number, format: Format): Promise<Buffer> {
   const sharp = await loadSharp();
   const img =
     art.kind === 'svg'
