@@ -15,6 +15,7 @@ import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { testSecret } from '../helpers/secrets.ts';
 import { LogCapture, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+import { launch } from './web-browser.ts';
 
 const TOKEN = testSecret('admin-oidc-token-');
 const CLIENT_SECRET = testSecret('oidc-client-secret-');
@@ -197,6 +198,11 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
       headers: { origin: 'https://evil.example' },
     });
     assert.equal(foreign.status, 403, 'a form on another site cannot sign the operator out');
+    const hidden = await c.send('POST', `${base}/admin/logout`, {
+      body: '',
+      headers: { origin: 'null', 'sec-fetch-site': 'cross-site' },
+    });
+    assert.equal(hidden.status, 403, 'nor one that hides its origin');
     const out = await c.send('POST', `${base}/admin/logout`, { body: '', headers: { origin: base } });
     assert.equal(out.status, 303);
     assert.equal(out.headers['location'], '/');
@@ -218,6 +224,56 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
     await c.send('GET', (await signInAtProvider(c, `${base}/admin`, 'carol', base)).href);
     const wrong = await c.send('GET', `${base}${STATS}`, { headers: { authorization: `Bearer ${TOKEN}x` } });
     assert.equal(wrong.status, 401);
+  });
+
+  it('signs in and out in real Chromium: the page draws the figures with the session cookie alone', {
+    skip: toolSkip('chromium'),
+  }, async () => {
+    const browser = await launch({ args: [`--host-resolver-rules=MAP ${idp.host} 127.0.0.1`] });
+    try {
+      const page = await browser.context.newPage();
+      page.setDefaultTimeout(30_000);
+      // Errors of devutil's pages only (the provider's development pages ask for web fonts).
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+      page.on('response', (r) => {
+        if (r.url().startsWith(base) && r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
+      });
+      await page.goto(`${base}/admin`);
+      // The provider's development sign-in form, then its consent form.
+      await page.waitForURL((u) => u.host === `${idp.host}:${idp.port}`);
+      await page.fill('input[name=login]', 'alice');
+      await page.fill('input[name=password]', 'any');
+      await page.click('button[type=submit]');
+      await page.waitForSelector('input[name=prompt][value=consent]', { state: 'attached' });
+      await page.click('button[type=submit]');
+      await page.waitForURL(`${base}/admin`);
+      await page.locator('svg.chart[data-chart="requests"] rect').first().waitFor();
+      assert.equal(await page.locator('#admin-dash').isVisible(), true);
+      assert.equal(await page.locator('#admin-login').isVisible(), false, 'no token form');
+      assert.match((await page.textContent('header')) ?? '', /alice@example\.com/);
+      assert.equal(await page.evaluate(() => sessionStorage.length), 0, 'no token kept');
+      const cookies = await browser.context.cookies(base);
+      const session = cookies.find((c) => c.name === SESSION);
+      assert.ok(session);
+      assert.equal(session.httpOnly, true);
+      assert.equal(session.sameSite, 'Lax');
+      assert.equal(await page.evaluate(() => document.cookie), '', 'the page script cannot read it');
+      assert.deepEqual(errors, []);
+      // Sign out: the page's own form (Origin: null under its no-referrer policy, Sec-Fetch-Site
+      // same-origin), then the home page.
+      await page.click('#admin-signout');
+      await page.waitForURL(`${base}/`);
+      assert.equal(
+        (await browser.context.cookies(base)).some((c) => c.name === SESSION),
+        false,
+      );
+      const old = new CookieClient();
+      old.setCookie('127.0.0.1', SESSION, session.value);
+      assert.equal((await old.send('GET', `${base}${STATS}`)).status, 401);
+    } finally {
+      await browser.close();
+    }
   });
 
   describe('hostile callbacks', () => {

@@ -269,9 +269,15 @@ async function singleSignOn(
     '/admin/logout',
     { schema: { summary: 'Ends the single sign-on session of this browser' }, preHandler: limit },
     async (req, reply) => {
-      // A form on another site may not sign the operator out (SameSite=Lax covers the cookie too).
+      // A form on another site may not sign the operator out (SameSite=Lax keeps the cookie from it
+      // too). The page's own form says Origin: null (its Referrer-Policy is no-referrer), so the
+      // browser's Sec-Fetch-Site decides then.
       const origin = req.headers.origin;
-      if (origin !== undefined && origin !== own)
+      const site = req.headers['sec-fetch-site'];
+      if (
+        (origin !== undefined && origin !== own && origin !== 'null') ||
+        (site !== undefined && site !== 'same-origin' && site !== 'none')
+      )
         throw forbidden("sign-out must come from this server's own page", 'OIDC_ORIGIN');
       await login.end(cookieOf(req, SESSION));
       setCookie(reply, SESSION, '', 0, '/');
