@@ -77,8 +77,8 @@ export interface SentinelGroup {
   synced(): Promise<void>;
   /** SENTINEL FAILOVER; resolves once a replica answers as the new primary and the sentinels say so. */
   failover(): Promise<{ from: number; to: number }>;
-  /** SIGKILLs the primary; resolves once the sentinels have promoted a replica. */
-  killPrimary(): Promise<{ from: number; to: number }>;
+  /** SIGKILLs the primary; resolves once it is dead, with a promise of the replica's promotion. */
+  killPrimary(): Promise<{ from: number; promoted: Promise<{ from: number; to: number }> }>;
   stop(): Promise<void>;
 }
 
@@ -264,7 +264,9 @@ export async function startSentinels(
         const from = await primaryPort();
         const p = data.find((d) => d.port === from);
         if (p) await killed(p.proc);
-        return promoted(from);
+        const done = promoted(from);
+        done.catch(() => {}); // awaited by the caller; not unhandled if the caller failed first
+        return { from, promoted: done };
       },
       stop,
     };

@@ -198,4 +198,54 @@ describe('redis through Sentinel', { skip: toolSkip('redis-sentinel'), timeout: 
     assert.equal(all.includes(password), false, 'the data password is never logged');
     assert.equal(all.includes(sentinelPassword), false, 'the sentinel password is never logged');
   });
+
+  it('follows a primary that was killed: writes fail fast meanwhile, then land on the promoted replica', async () => {
+    // A group of its own: the first test's old primary is reconfigured as a replica only seconds later.
+    const g = await startSentinels({ password, sentinelPassword });
+    try {
+      const { config } = loadConfig({
+        env: {
+          DEVUTIL_REDIS_SENTINELS: g.sentinels.join(','),
+          DEVUTIL_REDIS_SENTINEL_NAME: g.name,
+          DEVUTIL_REDIS_PASSWORD: password,
+          DEVUTIL_REDIS_SENTINEL_PASSWORD: sentinelPassword,
+        },
+      });
+      const redis = await connectRedis(config.redis, log);
+      conns.push(redis);
+      await redisReady(redis, 10_000);
+      const state = new RedisState(redis, 'kill:');
+      for (let i = 0; i < 3; i++) await state.count('hits', 1, { ttlMs: 60_000 });
+      await g.synced();
+      const { promoted } = await g.killPrimary();
+      const killedAt = Date.now();
+      // While there is no primary every command fails at once (nothing queued, nothing hangs).
+      let failed = 0;
+      let value: number | null = null;
+      const end = Date.now() + 45_000;
+      while (value === null && Date.now() < end) {
+        const t = Date.now();
+        value = await state.count('hits', 1, { ttlMs: 60_000 }).then(
+          (r) => r.value,
+          () => null,
+        );
+        if (value === null) {
+          failed++;
+          assert.ok(Date.now() - t < 10_000, 'a command without a primary fails instead of hanging');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      const { to } = await promoted;
+      process.stdout.write(
+        `killed primary: ${failed} commands failed, the client wrote to the new one after ${Date.now() - killedAt} ms\n`,
+      );
+      // At least 4: the counts made before the kill reached the replica (a failed command may still
+      // have run on the new primary if only its answer was late, so not exactly 4).
+      assert.ok(value !== null && value >= 4, `the count made before the kill is there: ${value}`);
+      assert.ok(failed > 0, 'commands failed while there was no primary');
+      assert.equal(Number(((await redis.config('GET', 'port')) as string[])[1]), to);
+    } finally {
+      await g.stop();
+    }
+  });
 });
