@@ -480,7 +480,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       );
       await page.goto(`http://localhost:${port}/`, { waitUntil: 'domcontentloaded' });
       // Any outcome ends the wait; a failure then says what the page showed. The page gives each
-      // check 8-10 s, which a machine running Chromium beside other suites can pass (seen in CI at
+      // check 8-30 s, which a machine running Chromium beside other suites can pass (seen in CI at
       // load 20: "signal timed out"): then the page's own Refresh button asks again, up to twice.
       const settled = () =>
         page.waitForFunction(() =>

@@ -59,7 +59,8 @@ function show(d: IpData): void {
 
 async function check(): Promise<void> {
   try {
-    show(await ask('', 10_000));
+    // The first details request may load the address data, seconds on a busy server.
+    show(await ask('', 30_000));
     setStatus('ip-status', `Checked at ${new Date().toLocaleTimeString()}.`, 'ok');
   } catch (err) {
     setStatus('ip-status', `Could not check: ${(err as Error).message}`, 'error');
