@@ -6,7 +6,7 @@
 // in the container is no user of the host), on a read-only root file system with a data volume and
 // tmpfs for /tmp, and every utility answers through ports published on loopback.
 // The image carries its own Node, so the host's runtime does not matter: the test runs in one CI leg,
-// the one whose runtime strips types (Node 26), and says so loudly in the other.
+// the Node 26 one, and says so loudly in the other.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -14,11 +14,10 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { NATIVE_TS } from '../../scripts/ts-loader.js';
 import { run } from '../fixtures/proxy/run.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDir } from '../helpers/server.ts';
-import { missing, toolSkip } from '../helpers/tools.ts';
+import { missing, onlyOnNode, toolSkip } from '../helpers/tools.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 /** Its own podman storage, kept between runs: the layer cache makes a rebuild after a source change quick. */
@@ -27,11 +26,8 @@ const IMAGE = 'localhost/devutil:ci';
 const NAME = `devutil-image-test-${process.pid}`;
 
 function skip(): false | string {
-  if (!NATIVE_TS) {
-    const reason = 'the container image test runs in the Node 26 leg only (the image carries its own Node)';
-    process.stderr.write(`\n!!! SKIPPING ${reason} !!!\n\n`);
-    return reason;
-  }
+  const leg = onlyOnNode(26, 'the container image carries its own Node');
+  if (leg) return leg;
   if (process.getuid?.() !== 0)
     return missing('the container image test needs root (mmdebstrap, podman storage)');
   return toolSkip('podman') || toolSkip('runc', ['--version']) || toolSkip('mmdebstrap', ['--version']);
