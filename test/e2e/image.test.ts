@@ -57,10 +57,6 @@ function containersConf(): string {
   return path;
 }
 
-function npmCache(): string {
-  return execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
-}
-
 function podman(args: string[], timeoutMs = 120_000) {
   return run('podman', ['--root', join(STORE, 'root'), '--runroot', join(STORE, 'run'), ...args], {
     timeoutMs,
@@ -111,11 +107,6 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
       [
         'build',
         '--layers',
-        // npm in the build finds the packages in this machine's npm cache (filled by the npm ci
-        // before the tests, same lockfile) and downloads nothing. An overlay: what the build
-        // writes there (npm cache clean included) is thrown away, and none of it enters a layer.
-        '--volume',
-        `${npmCache()}:/root/.npm:O`,
         '--build-arg',
         `NODE_IMAGE=${baseTag}`,
         '-f',
