@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -13,8 +13,15 @@ import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
 import { relayBackground } from '../../src/services/relay/background.ts';
+import { photo } from '../fixtures/image/images.ts';
 import { freePort } from '../helpers/ports.ts';
-import { buildTestServer, type Overrides, type Running, startTestServer } from '../helpers/server.ts';
+import {
+  buildTestServer,
+  type Overrides,
+  type Running,
+  startTestServer,
+  tempDir,
+} from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { cuttingRelay, sample } from '../helpers/tus.ts';
 import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.ts';
@@ -78,7 +85,22 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
     // Files over 4 MiB go through tus (the 3 MiB upload below stays a multipart POST).
     overrides.files = { resumableOverBytes: 4 * 1024 * 1024 } as Overrides['files'];
+    // An image directory with two categories (subfolders) for the image tool's selector.
+    const images = tempDir('devutil-web-images-');
+    mkdirSync(join(images, 'cats'));
+    mkdirSync(join(images, 'dogs'));
+    writeFileSync(join(images, 'cats', 'tabby.jpg'), await photo(800, 600, [230, 30, 30]));
+    writeFileSync(join(images, 'dogs', 'rex.jpg'), await photo(800, 600, [30, 30, 230]));
+    overrides.image = { dir: images } as Overrides['image'];
     srv = await startTestServer({ overrides });
+    // The directory is scanned in the background: the page lists what the catalogue has.
+    for (let i = 0; i < 100; i++) {
+      const list = (await (await fetch(`${srv.url}/rest/api/v1/image/list?limit=1`)).json()) as {
+        data: { categories: unknown[] };
+      };
+      if (list.data.categories.length === 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     relay = await relayBackground.start(srv.app.ctx);
     browser = await launch();
   });
@@ -288,6 +310,19 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
     );
     const back = await fetch(`${srv.url}/api/file/web-e2e-notes.txt`);
     assert.deepEqual(Buffer.from(await back.arrayBuffer()), content);
+    // The shown download command, run where the uploaded notes.txt is: it saves a copy under the
+    // original name beside it and leaves the user's file alone (curl -OJ alone would meet it).
+    const download = ((await page.textContent('#upload-cmds')) ?? '').split('\n')[0] ?? '';
+    const dir = tempDir('devutil-web-dl-');
+    writeFileSync(join(dir, 'notes.txt'), content);
+    utimesSync(join(dir, 'notes.txt'), new Date(2001, 0, 1), new Date(2001, 0, 1));
+    await promisify(execFile)('bash', ['-c', download], { cwd: dir });
+    assert.deepEqual(readFileSync(join(dir, 'downloads', 'notes.txt')), content, download);
+    assert.equal(
+      statSync(join(dir, 'notes.txt')).mtime.getFullYear(),
+      2001,
+      'the uploaded file is untouched',
+    );
     assert.deepEqual(errors, []);
     await page.close();
   });
@@ -433,6 +468,26 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       await page.inputValue('#image-url'),
       `${srv.url}/rest/api/v1/image?width=300&height=200&id=web-e2e&grayscale=1`,
     );
+    // The category selector lists the image directory's subfolders and narrows the preview to one.
+    await page.waitForFunction(
+      () => (document.getElementById('image-category') as HTMLSelectElement | null)?.options.length === 3,
+    );
+    assert.deepEqual(
+      await page
+        .locator('#image-category option')
+        .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)),
+      ['', 'cats', 'dogs'],
+    );
+    await page.selectOption('#image-category', 'dogs');
+    await page.waitForFunction(() => {
+      const img = document.getElementById('image-preview') as HTMLImageElement;
+      return img.complete && img.naturalWidth === 300 && img.src.includes('category=dogs');
+    });
+    assert.equal(
+      await page.inputValue('#image-url'),
+      `${srv.url}/rest/api/v1/image?width=300&height=200&id=web-e2e&category=dogs&grayscale=1`,
+    );
+    await page.selectOption('#image-category', '');
     await page.fill('#image-width', '0');
     await page.waitForFunction(() => document.getElementById('image-status')?.dataset['kind'] === 'error');
     assert.match((await page.textContent('#image-status')) ?? '', /width/i);

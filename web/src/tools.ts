@@ -11,6 +11,8 @@ export function initImage(cfg: PageConfig): void {
   const update = () => {
     const q = new URLSearchParams();
     for (const k of ['width', 'height', 'id']) if (val(`image-${k}`)) q.set(k, val(`image-${k}`));
+    const category = byId<HTMLSelectElement>('image-category')?.value;
+    if (category) q.set('category', category);
     if (byId<HTMLInputElement>('image-gray')?.checked) q.set('grayscale', '1');
     const blur = val('image-blur');
     const out = byId('image-blur-out');
@@ -32,13 +34,30 @@ export function initImage(cfg: PageConfig): void {
     const body = r ? ((await r.json().catch(() => ({}))) as { message?: string }) : {};
     setStatus('image-status', body.message ?? 'The image could not be loaded.', 'error');
   });
+  loadCategories(byId<HTMLSelectElement>('image-category'));
   form.addEventListener('input', debounce(update, 400));
+  form.addEventListener('change', (e) => {
+    if ((e.target as Element | null)?.id === 'image-category') update();
+  });
   form.addEventListener('submit', (e) => e.preventDefault());
   byId('image-shuffle')?.addEventListener('click', () => {
     const id = byId<HTMLInputElement>('image-id');
     if (id) id.value = Math.random().toString(36).slice(2, 10);
     update();
   });
+}
+
+/** The categories (subfolders of the image directory) from the catalogue; none leaves "Any" alone. */
+function loadCategories(select: HTMLSelectElement | null): void {
+  if (!select) return;
+  fetch('/rest/api/v1/image/list?limit=1')
+    .then((r) => (r.ok ? r.json() : null))
+    .then((body: { data?: { categories?: { name: string; total: number }[] } } | null) => {
+      const cats = body?.data?.categories ?? [];
+      for (const c of cats) select.append(new Option(`${c.name} (${c.total})`, c.name));
+      select.disabled = cats.length === 0;
+    })
+    .catch(() => {});
 }
 
 export function initProxy(cfg: PageConfig): void {

@@ -257,7 +257,8 @@ function showResult(
     const url = `${cfg.base}${path}`;
     const tok = owner ? `'X-Owner-Token: ${owner}'` : `'X-Owner-Token: <TOKEN>'`;
     cmds.textContent = [
-      `curl -fOJ ${url}`,
+      // Into downloads/: in the folder of the uploaded file, -OJ would meet a file of the same name.
+      `curl -fOJ --output-dir downloads --create-dirs ${url}`,
       `curl -f -H ${tok} -F file=@<new file> ${url}`,
       `curl -f -X DELETE -H ${tok} ${url}`,
     ].join('\n');

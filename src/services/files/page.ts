@@ -12,7 +12,7 @@ export const filesPage: PageSection = {
     const b = p.urls.base;
     return html`<div class="split"><div class="examples">
 ${example('Upload, keeping the owner token (the X-Owner-Token response header, shown once) in TOKEN', `TOKEN=$(curl -fsS -D - -o /dev/null -F file=@report.txt ${b}/api/file/report.txt \\\n  | awk 'tolower($1) == "x-owner-token:" { print $2 }' | tr -d '\\r')`)}
-${example('Download under the original name (-f: an error is not saved as the file)', `curl -fOJ ${b}/api/file/report.txt`)}
+${example('Download under the original name into downloads/, not over the report.txt you uploaded (-f: an error is not saved as the file)', `curl -fOJ --output-dir downloads --create-dirs ${b}/api/file/report.txt`)}
 ${example('Replace or delete with the owner token', `curl -f -H "X-Owner-Token: $TOKEN" -F file=@report.txt ${b}/api/file/report.txt\ncurl -f -X DELETE -H "X-Owner-Token: $TOKEN" ${b}/api/file/report.txt`)}
 ${example('The transfer.sh way: the server picks the key, the answer is the link (the delete link is in X-Url-Delete)', `curl -T report.txt ${b}/\ncurl -F file=@a.log -F file=@b.log ${b}/   # a link each, then one zip of both`)}
 ${example('Flameshot, or any program that writes to standard output', `flameshot gui --raw | curl -fsS -T - ${b}/screenshot.png`)}

@@ -20,6 +20,7 @@ ${example('In HTML', `<img src="${b}/rest/api/v1/image?id=team&width=300&height=
 <div class="field"><label for="image-height">Height</label><input id="image-height" type="number" min="1" max="4096" value="360" inputmode="numeric"></div>
 <div class="field"><label for="image-id">Id</label><input id="image-id" type="text" value="devutil" maxlength="64" spellcheck="false"></div>
 <div class="field"><label for="image-blur">Blur <output id="image-blur-out" for="image-blur">0</output></label><input id="image-blur" type="range" min="0" max="10" value="0"></div>
+<div class="field"><label for="image-category">Category</label><select id="image-category" disabled title="The subfolders of the image directory (DEVUTIL_IMAGE_DIR)"><option value="">Any</option></select></div>
 <div class="field"><label for="image-format">Format</label><select id="image-format"><option>webp</option><option>jpeg</option><option>png</option><option>avif</option></select></div>
 <div class="field check"><input id="image-gray" type="checkbox"><label for="image-gray">Grayscale</label></div>
 </div>

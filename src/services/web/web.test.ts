@@ -177,7 +177,10 @@ describe('home page (server side)', () => {
     assert.doesNotMatch(body, /evil\.example/);
     assert.match(body, /curl https:\/\/dev\.example\.com\/rest\/api\/v1\/ip/);
     assert.match(body, /-F file=@report\.txt https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
-    assert.match(body, /curl -fOJ https:\/\/dev\.example\.com\/api\/file\/report\.txt/);
+    assert.match(
+      body,
+      /curl -fOJ --output-dir downloads --create-dirs https:\/\/dev\.example\.com\/api\/file\/report\.txt/,
+    );
     assert.match(body, /git clone https:\/\/gh\.example\.net\/github\.com\//);
     assert.match(body, /deb https:\/\/gh\.example\.net\/deb\.debian\.org\/debian bookworm main/);
     assert.match(body, /pip install --index-url https:\/\/gh\.example\.net\/pypi\.org\/simple/);
