@@ -13,7 +13,7 @@ import { type Answer, CookieClient } from '../helpers/cookie-client.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { testSecret } from '../helpers/secrets.ts';
-import { LogCapture, type Running, startTestServer } from '../helpers/server.ts';
+import { buildTestServer, LogCapture, type Running, startTestServer } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { launch } from './web-browser.ts';
 
@@ -23,6 +23,8 @@ const CLIENT_ID = 'devutil-admin';
 const STATS = '/rest/api/v1/admin/stats';
 const SESSION = 'devutil-admin';
 const LOGIN = 'devutil-admin-login';
+/** The public URL of a node behind TLS (reached here through inject()). */
+const HTTPS_BASE = 'https://admin.example.com';
 
 const ACCOUNTS = [
   { id: 'alice', email: 'alice@example.com', groups: ['staff'] },
@@ -76,7 +78,7 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
     idp = await startProvider({
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
-      redirectUris: [`${base}/admin/oidc/callback`],
+      redirectUris: [`${base}/admin/oidc/callback`, `${HTTPS_BASE}/admin/oidc/callback`],
       accounts: ACCOUNTS,
     });
     try {
@@ -273,6 +275,51 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
       assert.equal((await old.send('GET', `${base}${STATS}`)).status, 401);
     } finally {
       await browser.close();
+    }
+  });
+
+  it('marks its cookies Secure with the __Secure-/__Host- prefixes when the public URL is https', async () => {
+    const app = await buildTestServer({
+      overrides: {
+        server: { publicUrl: HTTPS_BASE },
+        egress: { resolve: [idp.resolve] },
+        admin: {
+          oidcIssuer: idp.issuer,
+          oidcClientId: CLIENT_ID,
+          oidcClientSecret: CLIENT_SECRET,
+          oidcAllowedUsers: ['alice@example.com'],
+        },
+      },
+    });
+    try {
+      const r = await app.inject({ url: '/admin' });
+      assert.equal(r.statusCode, 302);
+      const m =
+        /^__Secure-devutil-admin-login=([A-Za-z0-9_-]{43}); Max-Age=600; Path=\/admin\/oidc; HttpOnly; Secure; SameSite=Lax$/.exec(
+          String(r.headers['set-cookie']),
+        );
+      assert.ok(m, String(r.headers['set-cookie']));
+      assert.equal(
+        new URL(String(r.headers['location'])).searchParams.get('redirect_uri'),
+        `${HTTPS_BASE}/admin/oidc/callback`,
+      );
+      const cb = await signInAtProvider(browser(), String(r.headers['location']), 'alice', HTTPS_BASE);
+      const back = await app.inject({
+        url: `${cb.pathname}${cb.search}`,
+        headers: { cookie: `__Secure-devutil-admin-login=${m[1]}` },
+      });
+      assert.equal(back.statusCode, 303, back.body);
+      const set = ([] as string[]).concat(back.headers['set-cookie'] ?? []);
+      assert.ok(
+        set.some((l) =>
+          /^__Host-devutil-admin=[A-Za-z0-9_-]{43}; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Lax$/.test(
+            l,
+          ),
+        ),
+        set.join('\n'),
+      );
+    } finally {
+      await app.close();
     }
   });
 
