@@ -106,9 +106,26 @@ function killGroup(child, signal) {
 const { NODE_TEST_CONTEXT: _ctx, ...inherited } = process.env;
 const childEnv = { ...inherited, NODE_ENV: 'test', DEVUTIL_TEST_OUTPUT: outDir };
 
+/**
+ * A file's time budget: the run's, or longer where the file's opening lines declare one with
+ * `// test-file-timeout: <seconds> s` (a test that builds a container image on a cold cache). A
+ * declaration never shortens the run's budget.
+ */
+function budgetSec(file) {
+  let head = '';
+  try {
+    head = readFileSync(file, 'utf8').slice(0, 4000);
+  } catch {
+    /* the runner reports the file's own failure */
+  }
+  const m = /^\/\/ test-file-timeout: (\d+) s$/m.exec(head);
+  return Math.max(fileTimeoutSec, m ? Number(m[1]) : 0);
+}
+
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
+    const budget = budgetSec(file);
     const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--test', '--test-reporter=spec', file], {
       cwd: root,
       detached: true, // its own process group: a timeout stops the file and everything it started
@@ -129,7 +146,7 @@ function runFile(file) {
         /* gone */
       }
       killer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
-    }, fileTimeoutSec * 1000);
+    }, budget * 1000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       clearTimeout(killer);
@@ -138,7 +155,7 @@ function runFile(file) {
       running.delete(file);
       const ms = Date.now() - t0;
       const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
-      resolve({ file, status, ms, output: Buffer.concat(chunks).toString('utf8') });
+      resolve({ file, status, ms, budget, output: Buffer.concat(chunks).toString('utf8') });
     });
   });
 }
@@ -146,7 +163,7 @@ function runFile(file) {
 function report(r) {
   const head =
     r.status === 'timed out'
-      ? `✖ ${r.file} TIMED OUT after ${secs(r.ms)} (per-file timeout ${fileTimeoutSec} s): stopped with everything it started`
+      ? `✖ ${r.file} TIMED OUT after ${secs(r.ms)} (per-file timeout ${r.budget} s): stopped with everything it started`
       : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}`;
   process.stdout.write(`\n── ${head}\n${r.output.trimEnd()}\n`);
   if (r.status === 'timed out') process.stdout.write(`✖ ${r.file} TIMED OUT\n`);

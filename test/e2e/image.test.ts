@@ -1,3 +1,6 @@
+// test-file-timeout: 1500 s
+// (Its own time budget for the test runner: on a cold cache the build installs every dependency
+// layer, about 5 minutes on a busy machine.)
 // The container image, built and run here although no image registry is reachable: the base of
 // deploy/Dockerfile (node:26-bookworm-slim for users) is swapped, through its NODE_IMAGE build
 // argument only, for a stand-in assembled from Debian packages and the Node binary of the npm

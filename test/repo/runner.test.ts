@@ -1,5 +1,6 @@
 // `npm test` itself (scripts/test.js): a file that hangs is stopped at the per-file timeout together
-// with what it started, the run goes on with the other files and fails, and failures are listed.
+// with what it started, the run goes on with the other files and fails, and failures are listed; a
+// file may declare a longer budget of its own.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -78,6 +79,17 @@ describe('npm test runner', { timeout: 120_000 }, () => {
     assert.match(r.out, /1 passed, 1 failed, 0 timed out/);
     const summary = r.out.slice(r.out.lastIndexOf('test files in'));
     assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
+  });
+
+  it('gives a file the longer budget its opening lines declare, and no other file', async () => {
+    const r = await runner(['--file-timeout=3', `${FIX}/slow-declared.ts`, `${FIX}/slow.ts`]);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /✔ test\/fixtures\/runner\/slow-declared\.ts passed/);
+    assert.match(
+      r.out,
+      /✖ test\/fixtures\/runner\/slow\.ts TIMED OUT after [\d.]+ s \(per-file timeout 3 s\)/,
+    );
+    assert.match(r.out, /2 test files .*: 1 passed, 0 failed, 1 timed out/);
   });
 
   it('passes a run whose files all pass', async () => {
