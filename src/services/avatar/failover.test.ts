@@ -9,12 +9,15 @@ import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
 /** Accepts connections and never answers: an upstream that hangs (counts what it was sent). */
 class Silent {
   connections = 0;
+  /** Connections that carried a request (bytes), with their first line. */
+  requests: string[] = [];
   port = 0;
   private server: Server | null = null;
   private sockets = new Set<Socket>();
   async start(): Promise<void> {
     this.server = createServer((s) => {
       this.connections++;
+      s.once('data', (d) => this.requests.push(d.toString('latin1').split('\r\n')[0] ?? ''));
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -43,11 +46,11 @@ describe('avatar mirrors: an ordered list with failover', { timeout: 60_000 }, (
     `silent.test=127.0.0.1:${silent.port}`,
     `refused.test=127.0.0.1:${refusedPort}`,
   ];
-  const server = async (upstreams: string[]) => {
+  const server = async (upstreams: string[], more: string[] = []) => {
     const app = await buildTestServer({
       overrides: {
         server: { dataDir: tempDir() },
-        egress: { resolve: resolve() },
+        egress: { resolve: [...resolve(), ...more] },
         avatar: { upstreams, upstreamTimeoutMs: 1500, errorTtlSec: 60 },
       },
     });
@@ -163,32 +166,62 @@ describe('avatar mirrors: an ordered list with failover', { timeout: 60_000 }, (
 
   it('skips a failed mirror for later hashes instead of asking (and waiting on) it again', async () => {
     reset();
-    const app = await server(['http://silent.test', 'http://first.test']);
-    first.avatars.set('f'.repeat(32), { colour: [0, 0, 200] });
-    first.avatars.set('e'.repeat(32), { colour: [0, 0, 200] });
-    const a = await app.inject({ url: `/avatar/${'f'.repeat(32)}?s=16` });
-    assert.equal(a.headers['x-avatar-source'], 'mirror');
-    const dialled = silent.connections;
-    assert.ok(dialled > 0);
-    const b = await app.inject({ url: `/avatar/${'e'.repeat(32)}?s=16` });
-    assert.equal(b.headers['x-avatar-source'], 'mirror');
-    assert.equal(silent.connections, dialled, 'the hanging mirror was skipped for the second hash');
+    // A hanging mirror of this test alone, counting requests (see the offline case below).
+    const hang = new Silent();
+    await hang.start();
+    try {
+      const app = await server(
+        ['http://hang.test', 'http://first.test'],
+        [`hang.test=127.0.0.1:${hang.port}`],
+      );
+      first.avatars.set('f'.repeat(32), { colour: [0, 0, 200] });
+      first.avatars.set('e'.repeat(32), { colour: [0, 0, 200] });
+      const a = await app.inject({ url: `/avatar/${'f'.repeat(32)}?s=16` });
+      assert.equal(a.headers['x-avatar-source'], 'mirror');
+      assert.ok(hang.requests.length > 0, 'the hanging mirror was asked for the first hash');
+      const b = await app.inject({ url: `/avatar/${'e'.repeat(32)}?s=16` });
+      assert.equal(b.headers['x-avatar-source'], 'mirror');
+      for (const line of hang.requests)
+        assert.match(
+          line,
+          new RegExp(`^GET /avatar/${'f'.repeat(32)}\\?`),
+          'the hanging mirror was skipped for the second hash',
+        );
+    } finally {
+      await hang.stop();
+    }
   });
 
   it('offline: once every mirror failed, new hashes get the default without any upstream request', async () => {
     reset();
-    const app = await server(['http://silent.test', 'http://refused.test']);
-    let dialled = 0;
-    for (const h of ['1', '2', '3', '4']) {
-      const r = await app.inject({ url: `/avatar/${h.repeat(32)}?s=16&d=retro` });
-      assert.equal(r.headers['x-avatar-source'], 'generated');
-      if (h === '1') dialled = silent.connections;
+    // A hanging mirror of this test alone, counting requests (not connections): no other test's
+    // server or connection can reach it (CI once saw a second connection on the shared one).
+    const hang = new Silent();
+    await hang.start();
+    try {
+      const app = await server(
+        ['http://hang.test', 'http://refused.test'],
+        [`hang.test=127.0.0.1:${hang.port}`],
+      );
+      for (const h of ['1', '2', '3', '4']) {
+        const r = await app.inject({ url: `/avatar/${h.repeat(32)}?s=16&d=retro` });
+        assert.equal(r.headers['x-avatar-source'], 'generated');
+      }
+      // The first hash was asked; no later one was (a stray connection without a request, or a
+      // repeat of the first hash's request, is not what this is about).
+      assert.ok(hang.requests.length > 0, 'the hanging mirror was asked for the first hash');
+      for (const line of hang.requests)
+        assert.match(
+          line,
+          new RegExp(`^GET /avatar/${'1'.repeat(32)}\\?`),
+          'no request for the later hashes',
+        );
+      const metrics = (await app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /devutil_avatar_upstream_total\{result="error"\} 1\n/);
+      assert.match(metrics, /devutil_avatar_upstream_total\{result="skipped"\} 3\n/);
+    } finally {
+      await hang.stop();
     }
-    assert.ok(dialled > 0);
-    assert.equal(silent.connections, dialled, 'no new connection for the later hashes');
-    const metrics = (await app.inject({ url: '/metrics' })).body;
-    assert.match(metrics, /devutil_avatar_upstream_total\{result="error"\} 1\n/);
-    assert.match(metrics, /devutil_avatar_upstream_total\{result="skipped"\} 3\n/);
   });
 
   it('refuses a list item that is not an http(s) URL at start-up, naming the variable', async () => {
