@@ -202,6 +202,31 @@ describe('byte budget counting (memory)', () => {
     assert.equal((await b.check('10.0.0.3')).allowed, true);
     await b.close();
   });
+
+  it('counts bytes whose write to the store is still on its way', async () => {
+    // A store whose writes wait for a gate: a check made during a flush must still see the bytes.
+    const state = new MemoryState();
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const countMany = state.countMany.bind(state);
+    state.countMany = async (entries) => {
+      await gate;
+      return countMany(entries);
+    };
+    const b = counter(state, '1000/day', '5000/day');
+    b.charge('10.0.0.1', 1000);
+    const flushing = b.flush();
+    assert.equal((await b.check('10.0.0.1')).allowed, false, 'refused while the write is in flight');
+    assert.equal(b.usage()?.used, 1000);
+    open();
+    await flushing;
+    assert.equal((await b.check('10.0.0.1')).allowed, false, 'and after it landed');
+    assert.equal(b.usage()?.used, 1000, 'counted once');
+    assert.equal((await b.check('10.0.0.2')).allowed, true);
+    await b.close();
+  });
 });
 
 describe('byte budget counting (Redis)', { skip: toolSkip('redis-server') }, () => {

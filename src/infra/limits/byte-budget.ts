@@ -87,6 +87,11 @@ export class ByteBudget {
   // Charges are batched: one store write per flushBytes or flushMs, and on flush() (end of a transfer).
   private pending = new Map<string, { n: number; expireAt: number }>();
   private pendingBytes = 0;
+  /**
+   * Bytes of flushes on their way to the store: counted by check() and over() until the write
+   * lands, so a request that arrives during a flush does not see them vanish for a round trip.
+   */
+  private inflight = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private lastTotal = { key: '', used: 0 };
   /** The store's count of each key as last read or written (over() adds the unflushed bytes). */
@@ -144,7 +149,7 @@ export class ByteBudget {
     let refused: Part | undefined;
     parts.forEach((p, i) => {
       this.remember(p.key, values[i] ?? 0);
-      const used = (values[i] ?? 0) + (this.pending.get(p.key)?.n ?? 0);
+      const used = (values[i] ?? 0) + this.unwritten(p.key);
       if (p.scope === 'total') this.lastTotal = { key: p.key, used: values[i] ?? 0 };
       if (used >= p.limit && (!refused || p.endMs > refused.endMs)) refused = p;
     });
@@ -182,32 +187,47 @@ export class ByteBudget {
     const batch = [...this.pending].map(([key, v]) => ({ key, ...v }));
     this.pending = new Map();
     this.pendingBytes = 0;
+    for (const e of batch) this.inflight.set(e.key, (this.inflight.get(e.key) ?? 0) + e.n);
+    let values: number[] | null = null;
     try {
-      const values = await this.o.state.countMany(
+      values = await this.o.state.countMany(
         batch.map((e) => ({ key: e.key, by: e.n, expireAt: e.expireAt })),
       );
+    } catch (err) {
+      this.storeFailed(err);
+    }
+    for (const e of batch) {
+      const left = (this.inflight.get(e.key) ?? 0) - e.n;
+      if (left > 0) this.inflight.set(e.key, left);
+      else this.inflight.delete(e.key);
+    }
+    if (values) {
       this.failing = false;
       batch.forEach((e, i) => {
         this.remember(e.key, values[i] ?? 0);
         if (e.key.startsWith(`bb:${this.name}:total:`)) this.lastTotal = { key: e.key, used: values[i] ?? 0 };
       });
-    } catch (err) {
-      this.storeFailed(err);
-      for (const e of batch) this.charge0(e.key, e.n, e.expireAt);
-      if (!this.timer) {
-        this.timer = setTimeout(() => void this.flush(), this.o.flushMs ?? 1000);
-        this.timer.unref();
-      }
+      return;
     }
+    for (const e of batch) this.charge0(e.key, e.n, e.expireAt);
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), this.o.flushMs ?? 1000);
+      this.timer.unref();
+    }
+  }
+
+  /** This instance's bytes for a key that the store does not count yet (pending or in flight). */
+  private unwritten(key: string): number {
+    return (this.pending.get(key)?.n ?? 0) + (this.inflight.get(key) ?? 0);
   }
 
   /**
    * Whether these clients went past their budget by more than CUT_MARGIN: the store's count as
-   * last seen plus this instance's unflushed bytes. A transfer that is over is cut by its caller.
+   * last seen plus this instance's unwritten bytes. A transfer that is over is cut by its caller.
    */
   over(ips: string | readonly string[], now = Date.now()): boolean {
     for (const p of this.parts(typeof ips === 'string' ? [ips] : ips, now)) {
-      const used = (this.seen.get(p.key) ?? 0) + (this.pending.get(p.key)?.n ?? 0);
+      const used = (this.seen.get(p.key) ?? 0) + this.unwritten(p.key);
       if (used > p.limit + CUT_MARGIN) return true;
     }
     return false;
@@ -253,7 +273,7 @@ export class ByteBudget {
     if (!p) return null;
     const seen = this.lastTotal.key === p.key ? this.lastTotal.used : 0;
     return {
-      used: seen + (this.pending.get(p.key)?.n ?? 0),
+      used: seen + this.unwritten(p.key),
       limit: p.limit,
       resetsInSec: Math.ceil((p.endMs - now) / 1000),
     };

@@ -54,11 +54,17 @@ export function meter(res: ServerResponse, budget: ByteBudget | null, ip: string
         if (budget) count(chunk.length);
       });
     }
-    // The last charge of a transfer is written as it ends.
-    if (budget)
-      body.once('close', () => {
+    // The last charge of a transfer is made as its body ends, before the client can have the last
+    // byte and ask again ('close' comes later, after the response finished; a next request handled
+    // before it would not see the bytes), and on 'close' for a body that never ended.
+    if (budget) {
+      const last = () => {
         if (uncharged > 0) budget.charge(ip, uncharged);
+        uncharged = 0;
         void budget.flush();
-      });
+      };
+      body.once('end', last);
+      body.once('close', last);
+    }
   });
 }
