@@ -74,11 +74,8 @@ describe('listening on IPv6 and IPv4 by default', {
     } finally {
       r.disconnect();
     }
-    const line = p
-      .output()
-      .split('\n')
-      .find((l) => l.includes('"ds-v4"') && l.includes('request completed'));
-    assert.match(line ?? '', /"remoteAddress":"127\.0\.0\.1"/);
+    const line = await p.waitForLine((l) => l.includes('"ds-v4"') && l.includes('request completed'));
+    assert.match(line, /"remoteAddress":"127\.0\.0\.1"/);
   });
 
   it('serves the Syncthing relay and its status port over IPv6 and IPv4 too', async () => {

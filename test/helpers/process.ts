@@ -12,6 +12,12 @@ export interface DevutilProcess {
   proc: ChildProcess;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
+  /**
+   * The first output line that matches, waiting for it up to `ms` (15 s): the process writes a log
+   * line after it answered, so a client can have the answer before the line reaches this pipe.
+   * Rejects with the output's tail when none comes.
+   */
+  waitForLine(match: (line: string) => boolean, ms?: number): Promise<string>;
   /** SIGTERM, then SIGKILL after 30 s; resolves with the exit code. */
   stop(): Promise<number | null>;
   kill9(): Promise<void>;
@@ -82,7 +88,17 @@ async function startOnce(
   proc.stderr?.on('data', (c) => {
     out += c;
   });
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  // Exited, and its output read to the end: 'exit' can come before the pipes gave their last lines
+  // ('close' comes after them, unless a child of its own holds them: then 5 s at most).
+  const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code))).then(
+    async (code) => {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise((r) => (t = setTimeout(r, 5000)))]);
+      clearTimeout(t);
+      return code;
+    },
+  );
   const until = Date.now() + startTimeoutMs;
   for (;;) {
     if (proc.exitCode !== null)
@@ -105,6 +121,16 @@ async function startOnce(
     port,
     proc,
     output: () => out,
+    waitForLine: async (match, ms = 15_000) => {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const line = out.split('\n').find(match);
+        if (line !== undefined) return line;
+        if (Date.now() > deadline)
+          throw new Error(`no matching output line in ${ms} ms:\n${out.slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');
