@@ -17,14 +17,17 @@ export function nginxBlock(name: string): string {
   return m[1];
 }
 
+/** The shipped upstream block with one server line per port; those in `down` marked `down`. */
+export function shippedUpstream(ports: number[], down: number[] = []): string {
+  const servers = ports.map((p) => `server 127.0.0.1:${p}${down.includes(p) ? ' down' : ''};`).join('\n    ');
+  return `upstream devutil {\n    ${servers}\n${nginxBlock('upstream')}}`;
+}
+
 /** nginx with the shipped upstream settings, proxying directives and location, to `ports`. */
 export function startShippedNginx(ports: number[]): Promise<Nginx> {
-  const servers = ports.map((p) => `server 127.0.0.1:${p};`).join('\n    ');
-  return startNginx(
-    `${nginxBlock('proxying')}\n${nginxBlock('location')}`,
-    `upstream devutil {\n    ${servers}\n${nginxBlock('upstream')}}`,
-    { readyPath: '/healthz' },
-  );
+  return startNginx(`${nginxBlock('proxying')}\n${nginxBlock('location')}`, shippedUpstream(ports), {
+    readyPath: '/healthz',
+  });
 }
 
 export interface Haproxy {

@@ -12,7 +12,25 @@ export interface Nginx {
   pid: number;
   /** The error log so far (for a failing assertion's message). */
   errors(): string;
+  /**
+   * `nginx -s reload` with `http` in place of the http-level directives it started with; resolves
+   * once the workers of the old configuration have finished their requests and exited.
+   */
+  reload(http: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The worker processes of an nginx master (its children). */
+function workersOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
 }
 
 /** SIGTERM (SIGKILL after 5 s) to a server started by a test, then removes its directory. */
@@ -56,7 +74,7 @@ export async function startNginx(
 ): Promise<Nginx> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'devutil-nginx-'));
-  const conf = `daemon off;
+  const render = (http: string) => `daemon off;
 worker_processes ${o.workers ?? 1};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -74,7 +92,7 @@ http {
   }
 }
 `;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
+  writeFileSync(join(dir, 'nginx.conf'), render(http));
   const proc = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -98,7 +116,18 @@ http {
     await close();
     throw new Error(`${(err as Error).message}\n${log}`);
   }
-  return { url, port, pid: proc.pid ?? 0, errors, close };
+  const reload = async (next: string) => {
+    const pid = proc.pid ?? 0;
+    const old = workersOf(pid);
+    writeFileSync(join(dir, 'nginx.conf'), render(next));
+    proc.kill('SIGHUP');
+    const until = Date.now() + 60_000;
+    while (workersOf(pid).some((w) => old.includes(w)) || workersOf(pid).length === 0) {
+      if (Date.now() > until) throw new Error(`nginx did not finish its reload in 60 s:\n${errors()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { url, port, pid: proc.pid ?? 0, errors, reload, close };
 }
 
 const DEPLOY = new URL('../../deploy/nginx.conf', import.meta.url).pathname;
