@@ -4,11 +4,13 @@
 // its answer (a proxy cannot safely retry a POST it has sent; it can retry a connection that was
 // refused or closed before it sent anything).
 //
-// Closing the listener closes the idle connections (Node's closeIdleConnections: those between an
-// answer and a next request; one accepted whose first request is on its way counts as busy). Node
-// then stops timing out connections that never send a request, so one that is opened and left
-// silent (a browser's preconnect) held the close until the shutdown deadline; closeIdle() gives such
-// a connection FIRST_REQUEST_GRACE_MS from its accept.
+// Closing the listener also closes the idle connections, and Node's own idea of idle differs by
+// version: Node 26 counts a connection accepted a moment ago, whose first request is on its way, as
+// idle and cuts it (the client, nginx here, reads a reset where the answer should be: a 502 for a
+// POST it cannot send again), while Node 20 keeps it and, once the server has closed, no longer
+// times out one that never sends anything (a browser's preconnect then held the stop until the
+// shutdown deadline). closeIdle() replaces both: a connection between an answer and a next request
+// is closed at once, one that has not sent a request gets FIRST_REQUEST_GRACE_MS from its accept.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -31,11 +33,10 @@ export class Drain {
   private readonly sockets = new Map<HttpSocket, number>();
   /** Connections that have sent at least one request. */
   private readonly served = new WeakSet<Socket>();
-  private nodeCloseIdle: (() => void) | undefined;
 
   /**
    * Follows the server's connections (one Map entry and one close listener per connection), and
-   * adds to what server.close() does to idle ones (closeIdle()).
+   * takes over what server.close() does to idle ones (closeIdle()).
    */
   track(server: Server): void {
     server.on('connection', (sock: HttpSocket) => {
@@ -44,29 +45,23 @@ export class Drain {
     });
     server.on('request', (req: IncomingMessage) => this.served.add(req.socket));
     // server.close() (and Fastify's close) call this on the instance.
-    this.nodeCloseIdle = server.closeIdleConnections.bind(server);
     server.closeIdleConnections = () => void this.closeIdle();
   }
 
   /**
-   * What server.close() does to idle connections: Node's own closing of connections that wait for
-   * a next request, and a close for each connection that has sent nothing within
-   * firstRequestGraceMs of its accept (now or when that time comes). A connection that sends its
-   * request meanwhile is served and closed after its answer (draining). Returns how many connections
-   * were closed now.
+   * What server.close() does to idle connections, in place of Node's own: a connection that waits
+   * for a next request after an answer is closed now; one that has sent nothing yet is closed once
+   * firstRequestGraceMs have passed since its accept, unless its request arrives meanwhile (it is
+   * then served and closed after its answer, since the server is draining). A connection whose
+   * answer is not finished is left to finish. Returns how many connections were closed now.
    */
   closeIdle(now = Date.now()): number {
     this.draining = true;
-    const open = [...this.sockets];
-    this.nodeCloseIdle?.();
     let closed = 0;
-    for (const [sock, acceptedAt] of open) {
-      if (sock.destroyed) {
-        closed++;
-        continue;
-      }
-      if (this.served.has(sock)) continue;
-      const wait = acceptedAt + this.firstRequestGraceMs - now;
+    for (const [sock, acceptedAt] of this.sockets) {
+      const res = sock._httpMessage;
+      if (res && !res.writableFinished) continue; // busy: it closes after its answer
+      const wait = this.served.has(sock) ? 0 : acceptedAt + this.firstRequestGraceMs - now;
       if (wait <= 0) {
         sock.destroy();
         closed++;
