@@ -179,7 +179,10 @@ export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: Fi
         return uploadAnswer(key, out);
       } catch (e) {
         first.file.resume();
-        const err = fileError && !(e instanceof AppError) ? multipartError(fileError) : e;
+        // The part's own failure (a truncated body): caught by the listener, or already emitted
+        // before it was attached (a body that arrived whole), which the stream keeps as `errored`.
+        const partError = fileError ?? first.file.errored;
+        const err = partError && !(e instanceof AppError) ? multipartError(partError) : e;
         uploads.inc({ result: String((err as { status?: number }).status ?? 'error') });
         throw err;
       }

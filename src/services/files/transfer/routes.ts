@@ -200,6 +200,8 @@ export async function transferRoutes(
     const token = newOwnerToken();
     const capped = totalCap(cfg.bundleMaxBytes);
     const stored: string[] = [];
+    // The part being stored: its own failure (a truncated body) is the client's 400.
+    let current: Readable | undefined;
     try {
       const it = parts[Symbol.asyncIterator]();
       for (;;) {
@@ -218,6 +220,7 @@ export async function transferRoutes(
           throw tooLarge(`too many files: at most ${cfg.bundleMaxFiles} in one upload`, 'TOO_MANY_FILES');
         }
         const lim = readLimits(req.headers, fields, cfg);
+        current = part.file;
         const file = pipeline(part.file, capped(), () => {}) as unknown as Readable;
         const filename = sanitizeFilename(part.filename, 'file');
         const { key } = await store(req, reply, {
@@ -232,7 +235,7 @@ export async function transferRoutes(
     } catch (err) {
       // All or nothing: the files of a refused upload are not left behind.
       for (const key of stored) await files.remove(key, token).catch(() => {});
-      throw err;
+      throw current?.errored && !(err instanceof AppError) ? multipartError(current.errored) : err;
     }
     if (!stored.length) throw badRequest('no file part in the form', 'NO_FILE');
     return answer(reply, stored, token);
