@@ -29,6 +29,9 @@ describe('slow clients', () => {
 
   it('closes a slowloris connection that never finishes its headers, while others are served', async () => {
     const sock = connect(srv.port, '127.0.0.1');
+    // The server's close can meet a header line still on its way: the client then reads a reset,
+    // which is a close too ('close' follows), not a failure of the test.
+    sock.on('error', () => {});
     await new Promise((r) => sock.once('connect', r));
     sock.write('GET /rest/api/v1/ip HTTP/1.1\r\nHost: x\r\n');
     const drip = setInterval(() => {
