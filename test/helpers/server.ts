@@ -116,10 +116,25 @@ export interface Running {
 /** Starts the real server on a free loopback port for e2e tests with real clients. The public URL
  * defaults to http://127.0.0.1:<port> so links and rewritten redirects point at this server. */
 export async function startTestServer(opts: BuildTestOptions = {}): Promise<Running> {
-  const port = Number(opts.overrides?.server?.port ?? (await freePort()));
-  const url = `http://127.0.0.1:${port}`;
-  const server = { port, publicUrl: url, ...opts.overrides?.server };
-  const app = await buildTestServer({ ...opts, overrides: { ...opts.overrides, server } });
-  await app.listen({ port, host: '127.0.0.1' });
-  return { app, url, port, close: () => app.close() };
+  // A port free when asked can be taken by a parallel test process before the listen: another one
+  // (a port the test chose itself is its own business).
+  for (let attempt = 1; ; attempt++) {
+    const port = Number(opts.overrides?.server?.port ?? (await freePort()));
+    const url = `http://127.0.0.1:${port}`;
+    const server = { port, publicUrl: url, ...opts.overrides?.server };
+    const app = await buildTestServer({ ...opts, overrides: { ...opts.overrides, server } });
+    try {
+      await app.listen({ port, host: '127.0.0.1' });
+    } catch (err) {
+      await app.close().catch(() => {});
+      if (
+        attempt < 3 &&
+        !opts.overrides?.server?.port &&
+        (err as NodeJS.ErrnoException).code === 'EADDRINUSE'
+      )
+        continue;
+      throw err;
+    }
+    return { app, url, port, close: () => app.close() };
+  }
 }
