@@ -15,7 +15,8 @@ export function sample(size: number): Buffer {
 /**
  * Sends `send` bytes of a PATCH that announces `total`, then cuts the connection. The cut waits until
  * the server is writing the upload (a HEAD on it is turned away with 423) and a moment more, so the
- * bytes sent have arrived: a cut only loses what is still in flight.
+ * bytes sent have arrived: a cut only loses what is still in flight. Resolves once the server has
+ * let go of the upload (a HEAD is answered again), so the caller reads the offset it stored.
  */
 export async function cutPatch(url: string, offset: number, body: Buffer, send: number, total = body.length) {
   const req = request(url, {
@@ -35,6 +36,12 @@ export async function cutPatch(url: string, offset: number, body: Buffer, send: 
   }
   await new Promise((r) => setTimeout(r, 300));
   req.destroy();
+  // The server keeps the lock until the cut PATCH's bytes are written (a loaded machine takes a
+  // while): a HEAD before then gets 423 and no offset. Resolve once the upload is free again.
+  for (let i = 0; i < 400; i++) {
+    if ((await fetch(url, { method: 'HEAD', headers: T })).status !== 423) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export async function create(base: string, length: number, meta: Record<string, string>, headers = {}) {

@@ -3,9 +3,13 @@
 //   dl:<id>:done       downloads that sent the file's final byte
 //   dl:<id>:c:<client> flag: when this client key started a counted download (its continuations are served)
 //   dl:<id>:last       flag: when the last allowed download started (the resume grace runs from there)
+// A deleted version's count is closed (set past any limit) for a while rather than removed.
 // Flags hold their start time by the files clock (ctx.now) and live at least the grace.
 // Every instance on one Redis shares them, so N parallel GETs on several nodes count exactly N.
 import type { SharedState } from '../../infra/state/state.ts';
+
+/** What a closed count holds: past any Max-Downloads limit (and well inside a safe integer). */
+const CLOSED = 2 ** 40;
 
 export interface DownloadState {
   /** Downloads started so far. */
@@ -69,7 +73,14 @@ export class DownloadCounter {
     return (await this.state.count(`dl:${id}:done`, 1, lifeMs ? { ttlMs: Math.max(1, lifeMs) } : {})).value;
   }
 
-  async forget(id: string): Promise<void> {
-    await this.state.forget([`dl:${id}:n`, `dl:${id}:done`]);
+  /**
+   * The file version `id` is gone (used up, expired, deleted or replaced): its count is closed, so
+   * no take succeeds, for the grace and ten minutes more, and then it goes. Removing it at once would
+   * reopen the count to a request that found the file just before the delete and asks after it: one
+   * that had opened the bytes already would be served past Max-Downloads.
+   */
+  async close(id: string): Promise<void> {
+    await this.state.count(`dl:${id}:n`, CLOSED, { expireAt: Date.now() + this.graceMs + 600_000 });
+    await this.state.forget([`dl:${id}:done`]);
   }
 }

@@ -72,8 +72,8 @@ export class DownloadLimits {
       }
       const holder = s.count > 0 && (await this.counter.holds(id, client, now));
       if (kind === 'peek')
-        out = s.count < max || holder ? { remaining: max - s.count, tracked: false } : null;
-      else if (kind === 'continue' && holder) out = { remaining: max - s.count, tracked: true };
+        out = s.count < max || holder ? { remaining: Math.max(0, max - s.count), tracked: false } : null;
+      else if (kind === 'continue' && holder) out = { remaining: Math.max(0, max - s.count), tracked: true };
       else {
         const n = await this.counter.take(id, max, client, now, this.lifeMs(f));
         out = n === null ? null : { remaining: max - n, tracked: true };
@@ -99,7 +99,7 @@ export class DownloadLimits {
   /** Deletes the file version `f` and its counters (a replacement uploaded meanwhile is kept). */
   async expire(f: StoredFile): Promise<void> {
     await this.files.removeVersion(f);
-    if (f.lifetime) await this.counter.forget(this.counterId(f));
+    if (f.lifetime) await this.counter.close(this.counterId(f));
   }
 
   /** Deletes every file past its limits (Max-Days, or downloads used up and done or the grace over). */

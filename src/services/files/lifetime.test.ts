@@ -301,6 +301,39 @@ describe('the lifetime sweeper', () => {
   });
 });
 
+describe('a used-up file version', () => {
+  it('serves no request that found the file before its last download deleted it', async () => {
+    const blobs = await diskBlobs();
+    const opts = { maxBytes: 1 << 20, quotaBytes: 0, codec: 'none' as const, level: 1, minSavingPercent: 10 };
+    const files = new FileStore(blobs, { ...opts, maxAgeSec: 0, minAgeSec: 0 }, pino({ level: 'silent' }), {
+      downloads: new DownloadCounter(new MemoryState(), 60_000),
+    });
+    const limits = new DownloadLimits(files, files.downloads, 60_000);
+    await files.upload({
+      key: 'twice',
+      file: Readable.from([BODY]),
+      filename: 'twice.txt',
+      declaredType: 'text/plain',
+      token: undefined,
+      limits: () => ({ maxDownloads: 2 }),
+    });
+    const f = await files.find('twice');
+    assert.ok(f);
+    // Two downloads take the two counts and send their final bytes: the second one deletes the file.
+    for (const client of ['192.0.2.1', '192.0.2.2']) {
+      assert.equal((await limits.admit(f, 'new', client)).tracked, true);
+      await limits.finish(f);
+    }
+    assert.equal(await files.find('twice'), null);
+    // A request that found the version before the delete asks now (on S3 its open bytes still
+    // read): the count stays closed, so neither a new download nor a look is let through.
+    await assert.rejects(limits.admit(f, 'new', '192.0.2.3'), { status: 404 });
+    await assert.rejects(limits.admit(f, 'peek', '192.0.2.4'), { status: 404 });
+    // The first client's continuation within the grace is still its own download.
+    assert.deepEqual(await limits.admit(f, 'continue', '192.0.2.1'), { remaining: 0, tracked: true });
+  });
+});
+
 describe('lifetimes and download offload', () => {
   it('sends a Max-Downloads file itself even when downloads go to nginx (X-Accel-Redirect)', async () => {
     const app = await buildTestServer({

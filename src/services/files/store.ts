@@ -220,7 +220,7 @@ export class FileStore {
       if (await this.blobs.delete(NS + f.key)) await this.recount(NS + f.key);
       await this.blobs.delete(LIMITED + f.key);
     }
-    if (f.lifetime) await this.downloads.forget(`${f.key}:${f.lifetime.id}`);
+    if (f.lifetime) await this.downloads.close(`${f.key}:${f.lifetime.id}`);
   }
 
   /** Every stored file with limits (through the markers; markers of files gone are dropped). */
@@ -295,7 +295,7 @@ export class FileStore {
     }
     // The version it replaced takes its download count along; a new version counts from zero.
     const old = claim.previous ? lifetimeOf(claim.previous.meta) : null;
-    if (old) await this.downloads.forget(`${inp.key}:${old.id}`);
+    if (old) await this.downloads.close(`${inp.key}:${old.id}`);
     if (file.lifetime) await this.blobs.put(LIMITED + inp.key, Readable.from([]), {});
     this.log.debug(
       { key: inp.key, size: file.size, stored: file.stored, encoding: file.encoding },
@@ -469,7 +469,7 @@ export class FileStore {
     const life = lifetimeOf(info.meta);
     if (life) {
       await this.blobs.delete(LIMITED + key);
-      await this.downloads.forget(`${key}:${life.id}`);
+      await this.downloads.close(`${key}:${life.id}`);
     }
   }
 
