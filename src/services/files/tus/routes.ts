@@ -47,25 +47,37 @@ function requireTus(req: FastifyRequest): void {
  * The PATCH body as it arrives, at most `room` bytes, reserved against the quota as it comes; a
  * client that goes away ends it (what came is kept).
  */
-async function* received(
+export async function* received(
   raw: IncomingMessage,
   room: number,
   res: Reservation | null,
 ): AsyncGenerator<Buffer> {
   const it = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let n = 0;
+  let cut = false;
   for (;;) {
-    let r: IteratorResult<Buffer>;
-    try {
-      r = await it.next();
-    } catch {
-      return; // connection cut mid-body (tus 1.0: the server SHOULD keep the bytes it received)
+    let chunk: Buffer | null;
+    if (cut) {
+      // The connection was cut mid-body (tus 1.0: the server SHOULD keep the bytes it received).
+      // The iterator gives up at once, but what the socket delivered before the cut may still wait
+      // in the request's buffer (tens of KB when the disk is slower than the client): keep it too.
+      chunk = raw.read() as Buffer | null;
+      if (chunk === null) return;
+    } else {
+      let r: IteratorResult<Buffer>;
+      try {
+        r = await it.next();
+      } catch {
+        cut = true;
+        continue;
+      }
+      if (r.done) return;
+      chunk = r.value;
     }
-    if (r.done) return;
-    n += r.value.length;
+    n += chunk.length;
     if (n > room) throw tooLarge('the body goes past Upload-Length', 'PAST_LENGTH');
     await res?.ensure(n);
-    yield r.value;
+    yield chunk;
   }
 }
 
