@@ -1,7 +1,8 @@
 // The D2 engine's own process, one per render thread that renders D2 (d2.ts starts it). D2 is the
 // Go compiler built to WebAssembly (22 MB): V8 optimises such a module on background threads for a
 // minute or more after it loads, and a process cannot exit while they run, so D2 inside the server
-// held every shutdown up by that long. Here it is a child that is killed at once instead: when its
+// held every shutdown up by that long (d2.ts now also starts it with --liftoff-only, which skips
+// that optimising and its memory). Here it is a child that is killed at once instead: when its
 // render thread goes (shutdown, a render past its deadline, an idle thread), the IPC channel closes
 // and the process ends itself with SIGKILL (it keeps nothing worth a clean exit). Plain JavaScript,
 // so it starts the same on Node 20.
