@@ -38,7 +38,8 @@ export async function cutPatch(url: string, offset: number, body: Buffer, send: 
   req.destroy();
   // The server keeps the lock until the cut PATCH's bytes are written (a loaded machine takes a
   // while): a HEAD before then gets 423 and no offset. Resolve once the upload is free again.
-  for (let i = 0; i < 400; i++) {
+  const until = Date.now() + 20_000;
+  while (Date.now() < until) {
     if ((await fetch(url, { method: 'HEAD', headers: T })).status !== 423) return;
     await new Promise((r) => setTimeout(r, 50));
   }
