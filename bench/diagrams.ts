@@ -150,7 +150,6 @@ async function main(): Promise<void> {
     const hitRows: Row[] = [];
     const puml = `/plantuml/plantuml/svg/${enc('Alice -> Bob : cached hit')}`;
     await get(dev.url + puml);
-    const base = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([puml]) });
     for (const l of LANGUAGES) {
       if (l.kind === 'plantuml') continue;
       const path = `/plantuml/${l.type}/${l.formats[0]}/${enc(l.sample)}`;
@@ -159,15 +158,19 @@ async function main(): Promise<void> {
         console.log(`# ${l.type}: ${status} (not available here), no hit row`);
         continue;
       }
+      // The anchor is measured next to each row (before and after, the mean of the two): one anchor
+      // for the whole table let the machine's drift over 2 minutes decide rows near the target.
+      const before = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([puml]) });
       const h = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([path]) });
+      const after = wrk(dev.url, { connections: 4, durationSec: SECONDS, script: walker([puml]) });
       hitRows.push({
         metric: `${l.type} cached hit c=4`,
         devutil: h.rps,
-        anchor: base.rps,
+        anchor: (before.rps + after.rps) / 2,
         unit: 'req/s',
         higherIsBetter: true,
         target: 0.9,
-        invalid: invalid({ devutil: h, plantuml: base }),
+        invalid: invalid({ devutil: h, plantuml: [before, after] }),
       });
     }
     report('Cached hits', 'PlantUML hit', hitRows);
