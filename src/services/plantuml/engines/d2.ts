@@ -21,7 +21,8 @@ class D2Process {
     this.child = fork(new URL('./d2-process.js', import.meta.url), [], {
       // Liftoff only: V8's baseline code for the 22 MB module, never re-optimised in the background.
       // Measured on one render thread's child (docs/diagrams.md): about 210 MiB instead of 460-680,
-      // a faster load and first render, and a steady render 0-20 % slower.
+      // a faster load and first render; a steady render up to 20 % slower on Node 26, faster on
+      // Node 20 (where the optimising competed with it).
       execArgv: [...process.execArgv, '--liftoff-only'],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
