@@ -32,10 +32,40 @@ export class LeaseLost extends Error {
 
 const POLL_MS = 50;
 
+/** Released leases remembered for a reconnection at most (beyond, the oldest lapse by their ttl). */
+const MAX_RELEASED = 10_000;
+
 export class Leases {
   readonly state: SharedState;
+  /** Leases given up within their ttl (name -> owner, until): dropped again after a reconnection. */
+  private readonly released = new Map<string, { owner: string; until: number }>();
+
   constructor(state: SharedState) {
     this.state = state;
+    // After a Sentinel failover the drops sent to the old primary just before it was demoted may be
+    // gone (replication is asynchronous) while the takes they undid were replicated: the new primary
+    // then holds a lease nobody holds, and every waiter for it waits out its ttl (a quota settle of
+    // the key, so uploads got 507 for seconds after the failover). A drop only removes a lease that
+    // still has its owner's token, so sending it again is safe.
+    state.onReconnect(() => void this.dropAgain());
+  }
+
+  private remember(name: string, owner: string, ttlMs: number): void {
+    const now = Date.now();
+    this.released.delete(name);
+    this.released.set(name, { owner, until: now + ttlMs });
+    for (const [k, r] of this.released) {
+      if (r.until > now && this.released.size <= MAX_RELEASED) break;
+      this.released.delete(k);
+    }
+  }
+
+  private async dropAgain(): Promise<void> {
+    const now = Date.now();
+    for (const [name, r] of [...this.released]) {
+      this.released.delete(name);
+      if (r.until > now) await this.state.dropLease(name, r.owner).catch(() => {});
+    }
   }
 
   /** The held lease, or null when someone else still holds it after `waitMs`. Store errors reject. */
@@ -108,6 +138,7 @@ export class Leases {
         released = true;
         clearInterval(timer);
         clearTimeout(deadline);
+        this.remember(name, owner, o.ttlMs);
         await this.state.dropLease(name, owner).catch(() => {});
       },
     };

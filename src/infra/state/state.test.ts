@@ -143,6 +143,34 @@ function contract(name: string, make: () => [SharedState, SharedState]) {
         assert.equal(await b.takeLease(k, 'next', 300), true);
       });
 
+      it('sends the drop of a released lease again when the store is reached again (a failover lost it)', async () => {
+        const [a, b] = make();
+        const k = fresh('redrop');
+        // The drop lands on a primary that is demoted before it replicated (or fails outright): the
+        // new primary still holds the lease. A reconnection makes the releaser send it again.
+        let lost = true;
+        let reconnect = () => {};
+        const failing = Object.create(a, {
+          dropLease: { value: (n: string, o: string) => (lost ? Promise.resolve() : a.dropLease(n, o)) },
+          onReconnect: {
+            value: (fn: () => void) => {
+              reconnect = fn;
+            },
+          },
+        }) as SharedState;
+        const held = await new Leases(failing).acquire(k, { waitMs: 0, ttlMs: 5000 });
+        assert.ok(held);
+        await held.release();
+        assert.equal(await b.takeLease(k, 'next', 5000), false, 'the lost drop left the lease held');
+        lost = false;
+        reconnect();
+        let free = false;
+        for (let i = 0; i < 100 && !free; i++)
+          free = await b.takeLease(k, 'next', 5000).then((ok) => ok || sleep(20).then(() => false));
+        assert.equal(free, true, 'dropped again after the reconnection');
+        await b.dropLease(k, 'next');
+      });
+
       it('aborts the holder once its lease runs out without a confirmed renewal', async () => {
         const [a, b] = make();
         const k = fresh('silent');
