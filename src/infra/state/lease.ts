@@ -37,8 +37,8 @@ const MAX_RELEASED = 10_000;
 
 export class Leases {
   readonly state: SharedState;
-  /** Leases given up within their ttl (name -> owner, until): dropped again after a reconnection. */
-  private readonly released = new Map<string, { owner: string; until: number }>();
+  /** Leases given up within their ttl, by name and owner: dropped again after a reconnection. */
+  private readonly released = new Map<string, { name: string; owner: string; until: number }>();
 
   constructor(state: SharedState) {
     this.state = state;
@@ -52,8 +52,8 @@ export class Leases {
 
   private remember(name: string, owner: string, ttlMs: number): void {
     const now = Date.now();
-    this.released.delete(name);
-    this.released.set(name, { owner, until: now + ttlMs });
+    // By owner too: a later holder of the name does not hide an earlier release that was lost.
+    this.released.set(`${name}\n${owner}`, { name, owner, until: now + ttlMs });
     for (const [k, r] of this.released) {
       if (r.until > now && this.released.size <= MAX_RELEASED) break;
       this.released.delete(k);
@@ -62,9 +62,9 @@ export class Leases {
 
   private async dropAgain(): Promise<void> {
     const now = Date.now();
-    for (const [name, r] of [...this.released]) {
-      this.released.delete(name);
-      if (r.until > now) await this.state.dropLease(name, r.owner).catch(() => {});
+    for (const [k, r] of [...this.released]) {
+      this.released.delete(k);
+      if (r.until > now) await this.state.dropLease(r.name, r.owner).catch(() => {});
     }
   }
 

@@ -171,6 +171,43 @@ function contract(name: string, make: () => [SharedState, SharedState]) {
         await b.dropLease(k, 'next');
       });
 
+      it('sends again every lost drop of one name, not only the one of its last holder', async () => {
+        const [a, b] = make();
+        const k = fresh('redrop2');
+        // On the old primary one holder took and dropped the lease, then another holder did; the
+        // new primary got only the first take. Both drops are sent again on reconnection.
+        const owners: string[] = [];
+        let reconnect = () => {};
+        const failing = Object.create(a, {
+          dropLease: {
+            value: async (n: string, o: string) => {
+              owners.push(o);
+              await a.dropLease(n, o); // lands on the old primary
+            },
+          },
+          onReconnect: {
+            value: (fn: () => void) => {
+              reconnect = fn;
+            },
+          },
+        }) as SharedState;
+        const leases = new Leases(failing);
+        for (let i = 0; i < 2; i++) {
+          const held = await leases.acquire(k, { waitMs: 0, ttlMs: 5000 });
+          assert.ok(held);
+          await held.release();
+        }
+        assert.equal(owners.length, 2);
+        // The promoted replica: the first holder's take only.
+        assert.equal(await a.takeLease(k, owners[0] as string, 5000), true);
+        reconnect();
+        let free = false;
+        for (let i = 0; i < 100 && !free; i++)
+          free = await b.takeLease(k, 'next', 5000).then((ok) => ok || sleep(20).then(() => false));
+        assert.equal(free, true, "the first holder's drop was sent again");
+        await b.dropLease(k, 'next');
+      });
+
       it('aborts the holder once its lease runs out without a confirmed renewal', async () => {
         const [a, b] = make();
         const k = fresh('silent');
