@@ -5,6 +5,7 @@
 // addition, so a command that timed out on the client but ran on the server does no harm when the
 // caller retries it (settles, reservations, flags) or is only an over-count (counters).
 import type { Redis } from 'ioredis';
+import { failingOver } from './redis.ts';
 import type {
   CountOptions,
   CountResult,
@@ -205,6 +206,8 @@ export class RedisState implements SharedState {
     limit: number,
     ttlMs: number,
   ): Promise<ReserveResult> {
+    // A reservation the old primary acknowledges during a failover is lost with it (redis.ts).
+    if (failingOver(this.redis)) throw new Error('a Sentinel failover is under way');
     const r = Number(await this.redis.stReserve(...this.pk(pool), id, bytes, limit, ttlMs));
     return r === 1 ? 'ok' : r === 0 ? 'full' : 'unknown';
   }
