@@ -128,7 +128,8 @@ export function failingOver(redis: Redis): boolean {
  * if it gives up. The hold ends when the client is ready on the new primary.
  */
 function watchFailovers(redis: Redis, t: RedisTarget, logger: Logger, Client: typeof Redis): void {
-  const start = ['+selected-slave', '+failover-state-send-slaveof-noone', '+promoted-slave'];
+  // Not +promoted-slave: it can come a moment before +switch-master, and then after the move.
+  const start = ['+selected-slave', '+failover-state-send-slaveof-noone'];
   const abort = [
     '-failover-abort-not-elected',
     '-failover-abort-no-good-slave',
