@@ -35,9 +35,17 @@ export function schemaOf(services: readonly ServiceDef[]): Record<string, Sectio
   const out: Record<string, Section> = { ...CORE };
   for (const d of services) {
     if (d.name in out) throw new Error(`two config sections are named "${d.name}"`);
-    out[d.name] = d.config;
+    out[d.name] = d.formerly ? formerSection(d.config, d.formerly) : d.config;
   }
   return out;
+}
+
+/** A renamed section: each key not moved on its own is still read under the section's former name. */
+function formerSection(section: Section, former: string): Section {
+  const out: Record<string, Field<unknown>> = {};
+  for (const [key, field] of Object.entries(section))
+    out[key] = field.formerly ? field : { ...field, formerly: `${former}.${key}` };
+  return out as Section;
 }
 
 export const SCHEMA = schemaOf(SERVICES) as Schema;

@@ -7,6 +7,8 @@
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { humanBytes } from '../../infra/config/schema.ts';
+import { capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import {
   AppError,
   alreadyLogged,
@@ -17,9 +19,7 @@ import {
   tooMany,
   unauthorized,
   unavailable,
-} from '../../errors.ts';
-import { humanBytes } from '../../infra/config/schema.ts';
-import { capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
+} from '../../infra/http/errors.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
 import { type FairQueue, QueueFull } from '../../infra/limits/fair-queue.ts';
 import {

@@ -4,9 +4,9 @@
 // passed (recipient-params.ts), in every encoding (docs/protocols/telegram-bot-api.md §1).
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, badRequest, forbidden, tooLarge } from '../../errors.ts';
 import { humanBytes } from '../../infra/config/schema.ts';
 import { BodyTooLarge, capStream, readCapped } from '../../infra/egress/capped-body.ts';
+import { AppError, badRequest, forbidden, tooLarge } from '../../infra/http/errors.ts';
 import { BadBody, bodyEntries, bodyParams, type Encoding, formPairs, type Params } from './api-body.ts';
 import { Ambiguous, RecipientParams, Refused } from './recipient-params.ts';
 import { confineMultipart, type Part } from './recipient-rules.ts';

@@ -1,7 +1,7 @@
 // Bot API outcomes -> truthful HTTP answers for relay callers (docs/protocols/telegram-bot-api.md §4):
 // Telegram's 4xx keep their status and description, 429 carries Retry-After, upstream trouble is 502 and
 // timeouts 504.
-import { AppError, badGateway, gatewayTimeout, tooMany } from '../../errors.ts';
+import { AppError, badGateway, gatewayTimeout, tooMany } from '../../infra/http/errors.ts';
 import type { CallResult, Upstream } from './client.ts';
 
 /** A short label for logs and the `result` metric label (never the key, never a chat). */

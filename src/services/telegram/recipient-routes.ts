@@ -5,7 +5,7 @@
 // /telegram/.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors.ts';
+import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../infra/http/errors.ts';
 import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
 import { BadAlert, formatAlerts } from './alertmanager.ts';
 import { chatRef, type Params } from './api-body.ts';
