@@ -7,21 +7,9 @@
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { humanBytes } from '../../infra/config/schema.ts';
-import { capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
-import {
-  AppError,
-  alreadyLogged,
-  badGateway,
-  badRequest,
-  forbidden,
-  notFound,
-  tooMany,
-  unauthorized,
-  unavailable,
-} from '../../infra/http/errors.ts';
+import { AppError, alreadyLogged, forbidden, notFound, unauthorized } from '../../infra/http/errors.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
-import { type FairQueue, QueueFull } from '../../infra/limits/fair-queue.ts';
+import type { FairQueue } from '../../infra/limits/fair-queue.ts';
 import {
   chatRef,
   type Encoding,
@@ -31,6 +19,7 @@ import {
   type Params,
   param,
 } from './api-body.ts';
+import { download } from './api-download.ts';
 import {
   abortOnClose,
   hasBody,
@@ -40,12 +29,12 @@ import {
   recipientCall,
   recipientRefusal,
 } from './api-request.ts';
-import { type ApiCall, type BotApiClient, type CallResult, parseAnswer } from './client.ts';
+import type { ApiCall, BotApiClient, CallResult } from './client.ts';
 import { botApiError, describe } from './envelope.ts';
 import type { TelegramMetrics } from './index.ts';
 import { botAllowed, isBotKey, keyId, NOT_LISTED } from './key.ts';
 import { isLongPoll, isMessage, METHOD_NAME, recipientMethod } from './methods.ts';
-import { resultLabel, toAppError } from './outcome.ts';
+import { laterNotLost, queueRefusal, resultLabel, toAppError } from './outcome.ts';
 import type { Pacing } from './pacing.ts';
 import { confine } from './recipient-params.ts';
 import { isRecipientToken, type Recipient, type RecipientStore } from './recipients.ts';
@@ -69,19 +58,6 @@ interface Caller {
   bot: string;
   recipient: Recipient | null;
 }
-
-// A file path as getFile answers it (docs/protocols/telegram-bot-api.md §6: documents/file_12.pdf,
-// photos/file_3.jpg): nothing that could leave the bot's file directory upstream.
-const FILE_PATH = /^(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+){0,7}$/;
-const FILE_HEADERS_IN = ['range', 'if-range', 'if-none-match', 'if-modified-since'];
-const FILE_HEADERS_OUT = [
-  'content-type',
-  'content-length',
-  'content-range',
-  'accept-ranges',
-  'etag',
-  'last-modified',
-];
 
 export class BotApiGateway {
   private readonly d: GatewayDeps;
@@ -333,100 +309,13 @@ export class BotApiGateway {
   async file(req: FastifyRequest, reply: FastifyReply, token: string, path: string) {
     const who = await this.caller(token);
     if (who.recipient) throw forbidden('recipient tokens cannot download files', 'METHOD_NOT_ALLOWED');
-    if (!FILE_PATH.test(path) || path.length > 512)
-      throw badRequest('not a file path of the Bot API', 'BAD_PATH');
-    const headers: Record<string, string> = {};
-    for (const h of FILE_HEADERS_IN) {
-      const v = req.headers[h];
-      if (typeof v === 'string') headers[h] = v;
-    }
-    const gone = abortOnClose(reply);
-    const started = performance.now();
-    const fields = { bot: who.bot.slice(0, 8), method: 'file' };
-    try {
-      await this.d.apiQueue.run(req.clientKey, async () => {
-        const res = await this.d.client.download(who.key, path, headers, gone);
-        if (!('statusCode' in res)) {
-          this.d.metrics.api.inc({ kind: 'file', result: resultLabel(res) });
-          return this.answer(req, reply, res, fields, null);
-        }
-        const status = res.statusCode;
-        if (status !== 200 && status !== 206 && status !== 304) {
-          // An error answer: small JSON from Telegram, read capped and passed on in its shape.
-          let text = '';
-          try {
-            text = (await readCapped(res.body, 64 * 1024)).toString('utf8');
-          } catch {
-            discard(res.body);
-          }
-          const r = parseAnswer(status, text, who.key);
-          this.d.metrics.api.inc({ kind: 'file', result: resultLabel(r) });
-          return this.answer(
-            req,
-            reply,
-            r.kind === 'ok' ? { kind: 'bad-response', status, reason: 'an error status with ok: true' } : r,
-            fields,
-            null,
-          );
-        }
-        const declared = Number(res.headers['content-length']);
-        if (declared > this.cfg.maxFileBytes) {
-          discard(res.body);
-          throw badGateway(
-            `the file is larger than this server relays (DEVUTIL_TELEGRAM_MAX_FILE_BYTES, ${humanBytes(this.cfg.maxFileBytes)})`,
-            'FILE_TOO_LARGE',
-          );
-        }
-        reply.code(status);
-        for (const h of FILE_HEADERS_OUT) {
-          const v = res.headers[h];
-          if (typeof v === 'string') reply.header(h, v);
-        }
-        reply.header('cache-control', 'private, max-age=3600');
-        this.d.metrics.api.inc({ kind: 'file', result: 'ok' });
-        req.log.info(
-          { ...fields, result: 'ok', ms: Math.round(performance.now() - started) },
-          'bot api call',
-        );
-        if (req.method === 'HEAD' || status === 304) {
-          discard(res.body);
-          return reply.send();
-        }
-        const out = capStream(res.body as unknown as Readable, this.cfg.maxFileBytes);
-        // The slot is held until the bytes have gone: the connection upstream is busy until then.
-        const done = new Promise<void>((resolve) => {
-          out.once('close', resolve);
-          reply.raw.once('close', resolve);
-        });
-        reply.send(out);
-        await done;
-        return reply;
-      });
-    } catch (err) {
-      throw queueRefusal(err, false);
-    }
-    return reply;
+    const deps = {
+      queue: this.d.apiQueue,
+      client: this.d.client,
+      metrics: this.d.metrics,
+      maxFileBytes: this.cfg.maxFileBytes,
+      answer: (r: CallResult, fields: Record<string, unknown>) => this.answer(req, reply, r, fields, null),
+    };
+    return download(deps, req, reply, who, path);
   }
-}
-
-/** A 429 (a budget, a paused chat, a full share) as 503 with the same Retry-After: see sendAs. */
-export function laterNotLost(err: unknown): unknown {
-  if (!(err instanceof AppError) || err.status !== 429) return err;
-  return unavailable(err.message, Number(err.headers['retry-after']) || 1, err.code);
-}
-
-function queueRefusal(err: unknown, poll: boolean): unknown {
-  if (!(err instanceof QueueFull)) return err;
-  if (err.scope === 'client')
-    return tooMany(
-      poll
-        ? 'too many long polls from this client at once; one getUpdates per bot is all Telegram serves'
-        : 'too many Bot API calls from this client at once',
-      1,
-      'CLIENT_SHARE',
-    );
-  return unavailable(
-    poll ? 'too many long polls open on this server' : 'busy: too many Bot API calls waiting',
-    1,
-  );
 }

@@ -9,13 +9,13 @@ import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../i
 import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
 import { BadAlert, formatAlerts } from './alertmanager.ts';
 import { chatRef, type Params } from './api-body.ts';
-import { type BotApiGateway, laterNotLost } from './api-gateway.ts';
+import type { BotApiGateway } from './api-gateway.ts';
 import type { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
 import { botAllowed, isBotKey, NOT_LISTED } from './key.ts';
 import { MAX_TEXT } from './message.ts';
 import { RECIPIENT_METHODS, recipientMethod } from './methods.ts';
-import { toAppError } from './outcome.ts';
+import { laterNotLost, toAppError } from './outcome.ts';
 import { type Recipient, RecipientLimit, type RecipientStore } from './recipients.ts';
 
 export interface RecipientDeps {
