@@ -1,7 +1,8 @@
 // The parameters of one Bot API call as a client sent them (docs/protocols/telegram-bot-api.md §1:
 // query string, JSON, form or multipart), read where the relay needs them (the chat a message goes
-// to, a long poll's timeout) and written back in the same encoding when it changes one. Bodies are
-// passed on byte for byte unless a parameter had to change. Framework-free.
+// to, a long poll's timeout) as Telegram reads them (the query string first, the first of two equal
+// names), and written back in the same encoding when it changes one. Bodies are passed on byte for
+// byte unless a parameter had to change. Framework-free.
 import { DuplicateKey, JsonError, parseJson } from '../../infra/http/strict-json.ts';
 
 export type Encoding = 'json' | 'form' | 'multipart' | 'none';
