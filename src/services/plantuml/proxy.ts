@@ -36,6 +36,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
   const onRequest = ctx.limiter.hook('plantuml', cfg.rateLimit);
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
+    policy: ctx.config.egress,
     timeoutMs: FETCH_TIMEOUT_MS,
     connections: 8,
   });
