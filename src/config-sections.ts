@@ -263,7 +263,7 @@ export const egressSection = {
   }),
   allowCidrs: list([], {
     item: rangeItem,
-    doc: 'reserved or private ranges outbound requests may reach after all (split-horizon DNS, NAT64 64:ff9b::/96, a corporate resolver), e.g. 10.20.0.0/16; see docs/proxy.md',
+    doc: 'reserved or private ranges outbound requests may reach after all (split-horizon DNS, NAT64 64:ff9b::/96, a corporate resolver), e.g. 10.20.0.0/16 (docs/operations.md)',
   }),
   dnsNegativeTtlMs: duration(10_000, {
     unit: 'ms',

@@ -124,15 +124,22 @@ describe('outbound proxy: npm and git through devutil through squid', { skip, ti
       /github\.com is overridden to 192\.0\.2\.10.*DEVUTIL_EGRESS_ALLOW_CIDRS/,
     );
 
-    // The clients stop at once on a 403 (a 502 they retry) and show why.
+    // The clients stop on a 403 (a 502 they would retry) and show devutil's reason.
     const install = await npmInstall(refused.url, ['devutil-unscoped']);
     assert.notEqual(install.code, 0);
-    assert.match(install.stderr, /403/);
+    assert.match(
+      install.stderr,
+      /403 Forbidden .* registry\.npmjs\.org is overridden to 192\.0\.2\.10.*DEVUTIL_EGRESS_ALLOW_CIDRS/,
+    );
     const clone = await run('git', ['ls-remote', `${refused.url}/proxy/https://github.com/o/tiny.git`], {
       env: GIT_ENV,
     });
     assert.notEqual(clone.code, 0);
-    assert.match(clone.stderr, /403/);
+    assert.match(
+      clone.stderr,
+      /remote: .*github\.com is overridden to 192\.0\.2\.10.*DEVUTIL_EGRESS_ALLOW_CIDRS/,
+    );
+    assert.match(clone.stderr, /returned error: 403/);
 
     assert.deepEqual(squid.connects(), [], 'no tunnel was asked for');
     assert.equal(net.seen.length, seen, 'no request reached a stand-in');

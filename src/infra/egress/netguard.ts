@@ -1,5 +1,5 @@
 // Which addresses outbound requests may reach (docs/protocols/reverse-proxy.md §6: public unicast only,
-// plus the ranges the operator allows, docs/proxy.md "Restrictive networks"), and the `host=address:port`
+// plus the ranges the operator allows: docs/operations.md, "Restrictive networks"), and the `host=address:port`
 // overrides. Kept free of undici so the config schema can validate both without loading the HTTP client;
 // infra/egress/client.ts applies them.
 import { BlockList, isIP, isIPv4 } from 'node:net';
