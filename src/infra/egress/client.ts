@@ -271,7 +271,7 @@ function build(
       }
       const servername = literal ? {} : { servername: opts.hostname };
       // Loopback is this machine's own: never the proxy's to reach.
-      const proxy = ov && isLoopback(ov.address) ? null : route(host, ov?.port ?? port, address || undefined);
+      const proxy = ov && isLoopback(ov.address) ? null : route(host, port, address || undefined);
       if (proxy) {
         const tunnel = () =>
           tunnels.connect(
