@@ -188,6 +188,9 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
         for (const [s, k, name] of names) found ??= level(s, k, name);
         if (found) break;
       }
+      for (const name of field.fallbackEnv ?? []) {
+        if (!found && env[name]) found = { raw: env[name], where: name };
+      }
       if (!found) {
         values[key] = field.default;
         continue;
@@ -360,6 +363,8 @@ export function configReference(services?: readonly ServiceDef[]): {
   key: string;
   env: string;
   formerly?: string;
+  /** Variables other programs share, read when nothing else sets the key. */
+  fallbackEnv?: readonly string[];
   kind: string;
   default: unknown;
   /** The default as documentation states it: machine-dependent ones in words. */
@@ -376,6 +381,7 @@ export function configReference(services?: readonly ServiceDef[]): {
         key,
         env: envName(sname, key, field),
         ...(oldS && oldK ? { formerly: derivedEnvName(oldS, oldK) } : {}),
+        ...(field.fallbackEnv ? { fallbackEnv: field.fallbackEnv } : {}),
         kind: field.kind,
         default: printed(field, field.default),
         ...(field.shownDefault ? { shownDefault: field.shownDefault } : {}),
