@@ -223,7 +223,7 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
     );
   const redis = out['redis'];
   const sentinels = Array.isArray(redis?.['sentinels']) ? redis['sentinels'].length : 0;
-  if (redis && redis['url'] && sentinels)
+  if (redis?.['url'] && sentinels)
     problems.push(
       'DEVUTIL_REDIS_URL and DEVUTIL_REDIS_SENTINELS: give one of them (the sentinels find the primary)',
     );
@@ -238,7 +238,7 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
           `${env}: only used with DEVUTIL_REDIS_SENTINELS (with DEVUTIL_REDIS_URL, credentials go in the URL)`,
         );
   const admin = out['admin'];
-  if (admin && admin['oidcIssuer']) {
+  if (admin?.['oidcIssuer']) {
     if (admin['oidcClientId'] === '')
       problems.push('DEVUTIL_ADMIN_OIDC_CLIENT_ID: required when DEVUTIL_ADMIN_OIDC_ISSUER is set');
     // Without a list every account at the provider (a whole Google, say) would be an operator.
