@@ -56,7 +56,7 @@ const VARIANTS: [string, Overrides][] = [
   ['no proxy', { proxy: { enabled: false } }],
 ];
 
-describe('setup.sh as served', { timeout: 120_000 }, () => {
+describe('setup.sh as served', { timeout: 360_000 }, () => {
   for (const [name, overrides] of VARIANTS)
     it(`passes shellcheck (POSIX sh) and dash -n: ${name}`, { skip: toolSkip('shellcheck') }, async () => {
       const r = await served(overrides);
