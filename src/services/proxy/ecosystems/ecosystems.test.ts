@@ -179,4 +179,35 @@ describe('proxy ecosystem profiles', { timeout: 60_000 }, () => {
       await app.close();
     }
   });
+
+  it('never name the secret in a route: the OpenAPI document and request metrics show /t/{secret}/, and every other prefix is refused', async () => {
+    const app = await server({
+      DEVUTIL_PROXY_ECOSYSTEMS: 'toy',
+      DEVUTIL_PROXY_SECRET: 'toy-secret-1',
+      DEVUTIL_PROXY_HOST: 'proxy.test',
+    });
+    try {
+      for (const [url, host] of [
+        ['/proxy/t/toy-secret-1/toy/a', undefined],
+        ['/t/toy-secret-1/toy/b', 'proxy.test'],
+      ] as const) {
+        const r = await app.inject({ url, ...(host ? { headers: { host } } : {}) });
+        assert.equal(r.statusCode, 200, url);
+      }
+      // Same length, a prefix of it, longer, empty, encoded: all refused in the proxy's text envelope.
+      for (const wrong of ['toy-secret-2', 'toy-secret-', 'toy-secret-1x', '', 'toy%2Dsecret-1']) {
+        const r = await app.inject({ url: `/proxy/t/${wrong}/toy/x` });
+        assert.equal(r.statusCode, 403, wrong);
+        assert.equal(r.body, 'this proxy needs its access prefix /t/<secret>/\n');
+      }
+      const doc = (await app.inject({ url: '/openapi.json' })).body;
+      assert.ok(doc.includes('/proxy/t/{secret}/toy/'), 'the route is documented with a parameter');
+      const metrics = (await app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /route="\/proxy\/t\/:secret\/toy\/\*"/);
+      for (const text of [doc, metrics, (await app.inject({ url: '/docs/json' })).body])
+        assert.ok(!text.includes('toy-secret-1'));
+    } finally {
+      await app.close();
+    }
+  });
 });
