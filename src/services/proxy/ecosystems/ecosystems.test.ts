@@ -124,6 +124,21 @@ describe('proxy ecosystem profiles', { timeout: 60_000 }, () => {
       assert.equal((await slow).statusCode, 200);
     });
 
+    it('counts one IPv6 client by its /64 for the concurrency share, as every other limit does', async () => {
+      const slow = app.inject({ url: '/proxy/toy/slow', remoteAddress: '2001:db8:1:2::1' });
+      // A neighbour in the same /64 is refused once the slow request holds the share (polled: the
+      // slow one may not have been admitted yet when the first neighbour asks).
+      let r = await app.inject({ url: '/proxy/toy/n', remoteAddress: '2001:db8:1:2:aaaa::9' });
+      for (const until = Date.now() + 10_000; r.statusCode === 200 && Date.now() < until; )
+        r = await app.inject({ url: '/proxy/toy/n', remoteAddress: '2001:db8:1:2:aaaa::9' });
+      assert.equal(r.statusCode, 429);
+      assert.equal(r.body, 'too many concurrent requests\n', 'another address of the same /64 shares it');
+      const other = await app.inject({ url: '/proxy/toy/o', remoteAddress: '2001:db8:1:3::1' });
+      assert.equal(other.statusCode, 200, 'another /64 is another client');
+      await app.inject({ url: '/proxy/toy/release', remoteAddress: '198.51.100.5' });
+      assert.equal((await slow).statusCode, 200);
+    });
+
     it('counts its packages for the admin dashboard and lists itself there', async () => {
       await app.inject({ url: '/proxy/toy/counted', remoteAddress: '198.51.100.6' });
       const r = await app.inject({
