@@ -426,7 +426,7 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
 });
 
 describe('admin single sign-on across two nodes on one Redis', {
-  timeout: 60_000,
+  timeout: 120_000,
   skip: toolSkip('redis-server'),
 }, () => {
   let redis: RedisHandle;
@@ -502,5 +502,39 @@ describe('admin single sign-on across two nodes on one Redis', {
     const old = new CookieClient();
     old.setCookie('127.0.0.1', SESSION, sid);
     assert.equal((await old.send('GET', `${a}${STATS}`)).status, 401, 'ended on node A too');
+  });
+
+  it('ends a session on a node whose settings no longer list its user, at its next request', async () => {
+    const [a, b] = urls as [string, string];
+    const c = new CookieClient({ [idp.host]: `127.0.0.1:${idp.port}` });
+    assert.equal(
+      (await c.send('GET', (await signInAtProvider(c, `${a}/admin`, 'alice', b)).href)).status,
+      303,
+    );
+    const sid = c.cookie('127.0.0.1', SESSION);
+    assert.ok(sid);
+    // The operator takes alice off the list: a node started with the new settings, same Redis.
+    const node = await startTestServer({
+      overrides: {
+        redis: { url: redis.url },
+        egress: { resolve: [idp.resolve] },
+        admin: {
+          oidcIssuer: idp.issuer,
+          oidcClientId: CLIENT_ID,
+          oidcClientSecret: CLIENT_SECRET,
+          oidcRedirectUrl: `${b}/admin/oidc/callback`,
+          oidcAllowedUsers: ['carol@example.com'],
+        },
+      },
+    });
+    try {
+      const kept = new CookieClient();
+      kept.setCookie('127.0.0.1', SESSION, sid);
+      assert.equal((await kept.send('GET', `${node.url}${STATS}`)).status, 401);
+      assert.equal((await kept.send('GET', `${node.url}/admin`)).status, 302, 'back to the provider');
+      assert.equal((await kept.send('GET', `${a}${STATS}`)).status, 200, 'the old settings still list her');
+    } finally {
+      await node.close();
+    }
   });
 });
