@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startProvider, type TestProvider } from '../fixtures/oidc/provider.ts';
+import { signInAtProvider } from '../fixtures/oidc/sign-in.ts';
 import { type Answer, CookieClient } from '../helpers/cookie-client.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
@@ -33,37 +34,6 @@ const ACCOUNTS = [
   // Claims an allowed address the provider did not verify: not admitted by it.
   { id: 'mallory', email: 'alice@example.com', emailVerified: false, groups: [] },
 ];
-
-/** A form's action in the provider's development pages. */
-function formAction(html: string): string {
-  const m = /<form[^>]*action="([^"]+)"/.exec(html);
-  assert.ok(m?.[1], `no form in: ${html.slice(0, 300)}`);
-  return m[1].replace(/&amp;/g, '&');
-}
-
-/**
- * Signs `account` in at the provider from `start` (a devutil URL that redirects there), answering
- * the login and consent forms, and returns the callback URL the provider sends the browser to
- * (not yet visited).
- */
-async function signInAtProvider(c: CookieClient, start: string, account: string, base: string): Promise<URL> {
-  let res: Answer = await c.send('GET', start);
-  for (let step = 0; step < 20; step++) {
-    if (res.status >= 300 && res.status < 400) {
-      const next = new URL(String(res.headers['location']), res.url);
-      if (next.origin === base && next.pathname === '/admin/oidc/callback') return next;
-      res = await c.send('GET', next.href);
-      continue;
-    }
-    assert.equal(res.status, 200, `${res.url}: ${res.body.slice(0, 300)}`);
-    const action = new URL(formAction(res.body), res.url).href;
-    const body = /name="prompt" value="login"/.test(res.body)
-      ? `prompt=login&login=${account}&password=any`
-      : 'prompt=consent';
-    res = await c.send('POST', action, { body });
-  }
-  throw new Error('the provider never sent the browser back');
-}
 
 describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 }, () => {
   const logs = new LogCapture();
