@@ -7,12 +7,12 @@
 // (@mermaid-js/mermaid-cli, one process and one Chromium per diagram, the same system Chromium):
 // the browserless types (target >= 20x the throughput, <= 1/5 of the peak memory: PSS of
 // each side's process tree, as a browser's processes share much of theirs) and a type drawn in
-// devutil's Chromium pool (DEVUTIL_PLANTUML_MERMAID_CHROMIUM; no target in the issue), c=1 and c=4.
+// devutil's Chromium pool (DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM; no target in the issue), c=1 and c=4.
 //   BENCH_SECONDS (5), BENCH_CHROMIUM (/usr/bin/chromium), BENCH_MMDC_RUNS (4: diagrams per mmdc row),
 //   BENCH_ONLY (kroki | mermaid: one of the two parts)
 import { spawn } from 'node:child_process';
 import { deflateSync } from 'node:zlib';
-import { LANGUAGES } from '../src/services/plantuml/kroki/languages.ts';
+import { LANGUAGES } from '../src/services/diagrams/kroki/languages.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { measure, mmdcJobs, treePss } from './anchors/mmdc.ts';
 import {
@@ -110,10 +110,10 @@ async function main(): Promise<void> {
   requireCommand('dot', 'graphviz');
   header('Kroki API: Graphviz in process vs dot per request; cached hits per language; RSS');
   const dev = await startDevutil({
-    DEVUTIL_PLANTUML_WORKERS: '1',
-    DEVUTIL_PLANTUML_RATE_LIMIT: 'off',
-    DEVUTIL_PLANTUML_QUEUE_SIZE: '256',
-    DEVUTIL_PLANTUML_CLIENT_SHARE: '100',
+    DEVUTIL_DIAGRAMS_WORKERS: '1',
+    DEVUTIL_DIAGRAMS_RATE_LIMIT: 'off',
+    DEVUTIL_DIAGRAMS_QUEUE_SIZE: '256',
+    DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
   });
   const anchor = await startDotServer();
   const rows: Row[] = [];
@@ -204,12 +204,12 @@ async function mermaid(): Promise<void> {
   requireCommand(chromium);
   const runs = Number(process.env['BENCH_MMDC_RUNS'] ?? 4);
   const dev = await startDevutil({
-    DEVUTIL_PLANTUML_WORKERS: '1',
-    DEVUTIL_PLANTUML_PRESTART: 'false',
-    DEVUTIL_PLANTUML_RATE_LIMIT: 'off',
-    DEVUTIL_PLANTUML_QUEUE_SIZE: '256',
-    DEVUTIL_PLANTUML_CLIENT_SHARE: '100',
-    DEVUTIL_PLANTUML_MERMAID_CHROMIUM: chromium,
+    DEVUTIL_DIAGRAMS_WORKERS: '1',
+    DEVUTIL_DIAGRAMS_PRESTART: 'false',
+    DEVUTIL_DIAGRAMS_RATE_LIMIT: 'off',
+    DEVUTIL_DIAGRAMS_QUEUE_SIZE: '256',
+    DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
+    DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM: chromium,
   });
   const rows: Row[] = [];
   let seq = 0;

@@ -133,7 +133,7 @@ const file = tempFile('big.bin', bytes);
 chmodSync(dirname(file), 0o755);
 chmodSync(file, 0o644);
 
-const dev = await startDevutil({ DEVUTIL_FILES_RATE_LIMIT: 'off', DEVUTIL_PLANTUML_PRESTART: 'false' });
+const dev = await startDevutil({ DEVUTIL_FILES_RATE_LIMIT: 'off', DEVUTIL_DIAGRAMS_PRESTART: 'false' });
 let d: Figures;
 try {
   const form = new FormData();

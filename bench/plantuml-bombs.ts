@@ -2,7 +2,7 @@
 // that times out costs other clients less than 2x their p99"). Victims (wrk from 127.0.0.1, every
 // request a new corpus diagram) are measured alone, then while an attacker (curl from 127.0.0.2)
 // re-sends a layout that runs for minutes; the anchor is the victims' own p99 alone. Variants:
-// devutil as configured (quarantine on), and with DEVUTIL_PLANTUML_QUARANTINE_SEC=0 (every timeout
+// devutil as configured (quarantine on), and with DEVUTIL_DIAGRAMS_QUARANTINE_SEC=0 (every timeout
 // abandoned on the main JVM). The pool's events during the attack (JVM starts, timeouts) are printed.
 //   BENCH_SECONDS (30: each phase; longer than the render timeout), BENCH_PLANTUML_TIMEOUT_MS
 //   (10000, the default timeout), BENCH_CONNECTIONS (4: victims), BENCH_ATTACKERS (2)
@@ -90,12 +90,12 @@ const rows: Parameters<typeof report>[2] = [];
 let seq = 0;
 const variants: [string, Record<string, string>][] = [
   ['quarantine on', {}],
-  ['quarantine off', { DEVUTIL_PLANTUML_QUARANTINE_SEC: '0' }],
+  ['quarantine off', { DEVUTIL_DIAGRAMS_QUARANTINE_SEC: '0' }],
 ];
 for (const [name, env] of variants) {
   const dev = await startDevutil({
     DEVUTIL_DATA_DIR: dataDir,
-    DEVUTIL_PLANTUML_TIMEOUT_MS: String(TIMEOUT_MS),
+    DEVUTIL_DIAGRAMS_TIMEOUT_MS: String(TIMEOUT_MS),
     ...env,
   });
   try {

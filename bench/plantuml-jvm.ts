@@ -6,9 +6,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { ClassArchive } from '../src/services/plantuml/cds.ts';
-import { buildWorker, defaultJar, detectJava } from '../src/services/plantuml/java.ts';
-import { JavaWorker, javaArgs, type WorkerOptions } from '../src/services/plantuml/worker.ts';
+import { ClassArchive } from '../src/services/diagrams/plantuml/cds.ts';
+import { buildWorker, defaultJar, detectJava } from '../src/services/diagrams/plantuml/java.ts';
+import { JavaWorker, javaArgs, type WorkerOptions } from '../src/services/diagrams/plantuml/worker.ts';
 import { tempDir } from '../test/helpers/server.ts';
 import { header } from './lib.ts';
 

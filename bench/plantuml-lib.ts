@@ -4,8 +4,8 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
-import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
-import { defaultJar } from '../src/services/plantuml/java.ts';
+import { encodeDiagram } from '../src/services/diagrams/plantuml/encoding.ts';
+import { defaultJar } from '../src/services/diagrams/plantuml/java.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { type Proc, tempFile } from './lib.ts';
 

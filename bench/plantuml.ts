@@ -13,7 +13,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeDiagram } from '../src/services/plantuml/encoding.ts';
+import { encodeDiagram } from '../src/services/diagrams/plantuml/encoding.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import {
   header,
@@ -148,9 +148,9 @@ async function coldStart(
 header(`PlantUML, ${corpus.length}-diagram corpus, svg+png, against PicoWeb (same jar)`);
 const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-'));
 // One client (wrk) drives all the load: its fair share of the render threads is all of them.
-const devEnv: Record<string, string> = { DEVUTIL_PLANTUML_CLIENT_SHARE: '100' };
-// Tuning knobs pass through: DEVUTIL_PLANTUML_WORKERS=3 DEVUTIL_PLANTUML_WORKER_HEAP=1GiB npm run bench -- plantuml
-for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_PLANTUML_') && v) devEnv[k] = v;
+const devEnv: Record<string, string> = { DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100' };
+// Tuning knobs pass through: DEVUTIL_DIAGRAMS_WORKERS=3 DEVUTIL_DIAGRAMS_WORKER_HEAP=1GiB npm run bench -- plantuml
+for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_DIAGRAMS_') && v) devEnv[k] = v;
 
 // ---- Cold start. The first start on a fresh data directory compiles the worker and makes the
 // class-data archive in the background (once per jar and Java): shown, not compared.
@@ -161,7 +161,7 @@ const archived = () =>
   readdirSync(join(dataDir, 'plantuml'))
     .filter((d) => d.startsWith('worker-'))
     .some((d) => readdirSync(join(dataDir, 'plantuml', d)).some((f) => f.endsWith('.jsa')));
-if (devEnv['DEVUTIL_PLANTUML_CLASS_ARCHIVE'] !== 'false') {
+if (devEnv['DEVUTIL_DIAGRAMS_CLASS_ARCHIVE'] !== 'false') {
   // The archive is trained by the server that compiled the worker; give it a server to finish in.
   const trainer = await spawnDevutil(dataDir, devEnv);
   while (!archived() && Date.now() < archiveMade) await new Promise((r) => setTimeout(r, 500));
@@ -173,14 +173,14 @@ const coldVariants: [string, () => Promise<Proc & { proc: ChildProcess }>][] = [
   ['devutil', () => spawnDevutil(dataDir, devEnv)],
   [
     'devutil, no archive',
-    () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_PLANTUML_CLASS_ARCHIVE: 'false' }),
+    () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_DIAGRAMS_CLASS_ARCHIVE: 'false' }),
   ],
-  ['devutil, no prestart', () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_PLANTUML_PRESTART: 'false' })],
+  ['devutil, no prestart', () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_DIAGRAMS_PRESTART: 'false' })],
 ];
 const shapes = (process.env['BENCH_PLANTUML_SHAPES'] ?? '').split(',').filter(Boolean);
 const shapeEnv = (shape: string) => {
   const [w, t] = shape.split('x');
-  return { DEVUTIL_PLANTUML_WORKERS: w!, DEVUTIL_PLANTUML_WORKER_THREADS: t! };
+  return { DEVUTIL_DIAGRAMS_WORKERS: w!, DEVUTIL_DIAGRAMS_WORKER_THREADS: t! };
 };
 for (const s of shapes)
   coldVariants.push([`devutil ${s}`, () => spawnDevutil(dataDir, { ...devEnv, ...shapeEnv(s) })]);

@@ -16,7 +16,7 @@ const dev = await startDevutil({
   DEVUTIL_IMAGE_RATE_LIMIT: 'off',
   DEVUTIL_IMAGE_CLIENT_SHARE: '100',
   DEVUTIL_AVATAR_CLIENT_SHARE: '100',
-  DEVUTIL_PLANTUML_CLIENT_SHARE: '100',
+  DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
 });
 try {
   // Something to download: one stored text file.

@@ -1,6 +1,8 @@
 // Regenerates the configuration table in README.md from the one schema (npm run docs:config).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { configReference } from '../src/config.ts';
+import type { ServiceDef } from '../src/services/define.ts';
+import { SERVICES } from '../src/services/index.ts';
 
 const README = new URL('../README.md', import.meta.url);
 const START = '<!-- config-reference:start -->';
@@ -15,8 +17,20 @@ function show(v: unknown): string {
 
 export function referenceTable(): string {
   const rows = ['| env | file key | default | meaning |', '|---|---|---|---|'];
+  const former = new Map<string, string>();
+  for (const d of SERVICES as readonly ServiceDef[]) if (d.formerly) former.set(d.name, d.formerly);
+  const told = new Set<string>();
   for (const r of configReference()) {
-    const was = r.formerly ? ` (formerly \`${r.formerly}\`, still read with a warning)` : '';
+    const old = former.get(r.section);
+    // A renamed section says so once, above its first key, rather than on every key.
+    if (old !== undefined && !told.has(r.section)) {
+      told.add(r.section);
+      rows.push(
+        `| \`DEVUTIL_${r.section.toUpperCase()}_*\` | \`${r.section}.*\` | | every key below was \`DEVUTIL_${old.toUpperCase()}_*\` (file section \`${old}\`): the old names are still read, with a warning naming the new one |`,
+      );
+    }
+    const bySection = old !== undefined && r.formerly?.startsWith(`DEVUTIL_${old.toUpperCase()}_`);
+    const was = r.formerly && !bySection ? ` (formerly \`${r.formerly}\`, still read with a warning)` : '';
     const doc = `${r.doc}${was}`.replace(/\|/g, '\\|');
     // A default computed on this machine is stated in words: the README must not depend on who ran this.
     const def = r.shownDefault ?? `\`${show(r.default).replace(/\|/g, '\\|')}\``;

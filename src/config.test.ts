@@ -30,7 +30,7 @@ describe('config', () => {
       'DEVUTIL_TRUST_PROXY',
       'DEVUTIL_PUBLIC_URL',
       'DEVUTIL_PROXY_HOST',
-      'DEVUTIL_PLANTUML_HOST',
+      'DEVUTIL_DIAGRAMS_HOST',
       'DEVUTIL_AVATAR_HOST',
       'DEVUTIL_LOG_LEVEL',
       'DEVUTIL_FILES_MAX_BYTES',
@@ -345,6 +345,28 @@ describe('config', () => {
     });
     assert.equal(both.config.storage.s3Region, 'new');
     assert.equal(both.config.storage.s3Bucket, 'env');
+  });
+
+  it('reads the diagrams section under its former name plantuml, with a warning naming the new key', () => {
+    const old = loadConfig({ env: { DEVUTIL_PLANTUML_TIMEOUT_MS: '3s', DEVUTIL_PLANTUML_WORKERS: '3' } });
+    assert.equal(old.config.diagrams.timeoutMs, 3000);
+    assert.equal(old.config.diagrams.workers, 3);
+    assert.deepEqual(old.warnings, [
+      'DEVUTIL_PLANTUML_WORKERS is deprecated: use DEVUTIL_DIAGRAMS_WORKERS instead',
+      'DEVUTIL_PLANTUML_TIMEOUT_MS is deprecated: use DEVUTIL_DIAGRAMS_TIMEOUT_MS instead',
+    ]);
+    // The new name wins at the same level; a file's plantuml section is still read.
+    const both = loadConfig({
+      env: { DEVUTIL_DIAGRAMS_TIMEOUT_MS: '4s', DEVUTIL_PLANTUML_TIMEOUT_MS: '3s' },
+    });
+    assert.equal(both.config.diagrams.timeoutMs, 4000);
+    const file = join(tempDir(), 'old-diagrams.yaml');
+    writeFileSync(file, 'plantuml:\n  queueSize: 7\n');
+    const fromFile = loadConfig({ file });
+    assert.equal(fromFile.config.diagrams.queueSize, 7);
+    assert.deepEqual(fromFile.warnings, [
+      `${file}: plantuml.queueSize is deprecated: use diagrams.queueSize instead`,
+    ]);
   });
 
   it('prints a configuration that loads back equal, as JSON and as YAML', () => {

@@ -35,11 +35,20 @@ export function schemaOf(services: readonly ServiceDef[]): Record<string, Sectio
   const out: Record<string, Section> = { ...CORE };
   for (const d of services) {
     if (d.name in out) throw new Error(`two config sections are named "${d.name}"`);
+    const section = d.formerly ? formerSection(d.config, d.formerly) : d.config;
     // A utility's own host forms its public URL: a host name (and port), nothing else.
-    const host = d.host ? d.config['host'] : undefined;
-    out[d.name] = host ? { ...d.config, host: hostName(host as Field<string>) } : d.config;
+    const host = d.host ? section['host'] : undefined;
+    out[d.name] = host ? { ...section, host: hostName(host as Field<string>) } : section;
   }
   return out;
+}
+
+/** A renamed section: each key not moved on its own is still read under the section's former name. */
+function formerSection(section: Section, former: string): Section {
+  const out: Record<string, Field<unknown>> = {};
+  for (const [key, field] of Object.entries(section))
+    out[key] = field.formerly ? field : { ...field, formerly: `${former}.${key}` };
+  return out as Section;
 }
 
 export const SCHEMA = schemaOf(SERVICES) as Schema;

@@ -82,6 +82,11 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
   readonly name: N;
   /** Its config section; one with `host` also needs the keys `host` and `publicUrl`. */
   readonly config: S;
+  /**
+   * The name its section had before (plantuml for diagrams): every key is still read under that
+   * section and env prefix, below the current name, with a warning naming the new key.
+   */
+  readonly formerly?: string;
   /** Loads the Fastify plugin (when the server is built: reading the config loads no service code). */
   readonly plugin: () => Promise<{ default: FastifyPluginAsync<ServiceContext> }>;
   readonly host?: HostDef;

@@ -3,10 +3,10 @@
 // host router, home page and background listeners all read this list.
 import admin from './admin/definition.ts';
 import avatar from './avatar/definition.ts';
+import diagrams from './diagrams/definition.ts';
 import files from './files/definition.ts';
 import image from './image/definition.ts';
 import ip from './ip/definition.ts';
-import plantuml from './plantuml/definition.ts';
 import proxy from './proxy/definition.ts';
 import relay from './relay/definition.ts';
 import setup from './setup/definition.ts';
@@ -19,7 +19,7 @@ export const SERVICES = [
   image,
   telegram,
   proxy,
-  plantuml,
+  diagrams,
   avatar,
   relay,
   setup,

@@ -132,7 +132,7 @@ describe('admin dashboard in Chromium', { skip }, () => {
     const util = (n: string) => s.utilities.find((u) => u.name === n);
     assert.ok((util('files')?.bytesIn ?? 0) >= 40_000, 'the upload body counts as bytes received');
     assert.ok((util('proxy')?.bytesOut ?? 0) >= w.asset.length, 'the download counts as bytes sent');
-    assert.equal(util('plantuml')?.requests, 1);
+    assert.equal(util('diagrams')?.requests, 1);
     const file = s.topProxied.files.find((f) => f.key === ASSET.slice(1));
     assert.ok(file && (file.bytes ?? 0) >= w.asset.length, JSON.stringify(s.topProxied));
     assert.equal(s.topProxied.repositories[0]?.key, 'o/r');
@@ -145,7 +145,7 @@ describe('admin dashboard in Chromium', { skip }, () => {
     assert.ok(quota && quota.used >= 40_000 && quota.limit === 1024 ** 3, JSON.stringify(s.quotas));
 
     const utilities = await page.locator('table[data-table="utilities"] tbody tr').allTextContents();
-    for (const name of ['files', 'proxy', 'plantuml'])
+    for (const name of ['files', 'proxy', 'diagrams'])
       assert.ok(
         utilities.some((r) => r.startsWith(name)),
         `${name} in ${utilities.join(' | ')}`,

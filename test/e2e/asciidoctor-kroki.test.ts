@@ -88,7 +88,7 @@ async function descendants(pid: number): Promise<string[]> {
 describe('asciidoctor-kroki against devutil', { timeout: 240_000 }, () => {
   let dev: DevutilProcess;
   before(async () => {
-    dev = await startDevutilProcess({ DEVUTIL_PLANTUML_TIMEOUT_MS: '30s' });
+    dev = await startDevutilProcess({ DEVUTIL_DIAGRAMS_TIMEOUT_MS: '30s' });
   });
   after(async () => {
     await dev?.stop();

@@ -35,7 +35,7 @@ describe('bombs from one client, small diagrams for another', {
   before(async () => {
     srv = await startTestServer({
       overrides: {
-        plantuml: { timeoutMs: 8000, renderThreads: 2, workers: 1, cacheMemory: 0, cacheDisk: 0 },
+        diagrams: { timeoutMs: 8000, renderThreads: 2, workers: 1, cacheMemory: 0, cacheDisk: 0 },
       },
     });
     // Warm every engine first: the measurement is about bombs, not cold starts.

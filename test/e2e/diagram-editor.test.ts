@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { inflateSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
-import { LANGUAGES } from '../../src/services/plantuml/kroki/languages.ts';
-import { editorSample } from '../../src/services/plantuml/page.ts';
+import { LANGUAGES } from '../../src/services/diagrams/kroki/languages.ts';
+import { editorSample } from '../../src/services/diagrams/page.ts';
 import { type Running, startTestServer } from '../helpers/server.ts';
 import { missing, toolSkip } from '../helpers/tools.ts';
 import { type Browser, collectErrors, launch } from './web-browser.ts';
@@ -31,7 +31,7 @@ describe('diagram editor in Chromium', { skip: toolSkip('chromium'), timeout: 60
       overrides: {
         // A cold JVM's first C4 include on a busy two-core machine can pass the 10 s default: this
         // test is about the editor, not the render timeout (diagram-bombs.test.ts is).
-        plantuml: { prestart: true, workers: 1, timeoutMs: 60_000 },
+        diagrams: { prestart: true, workers: 1, timeoutMs: 60_000 },
         // No relay listener here: its section would report the status route's 503.
         relay: { enabled: false },
       },

@@ -173,9 +173,9 @@ describe('README and docs download examples', { skip: toolSkip('curl') }, () => 
       DEVUTIL_EGRESS_RESOLVE: gravatar.resolve,
       // Every language's example renders cold here (D2's runtime, the JVM with C4's include): on a
       // busy machine that outran the 10 s render deadline (504). Deadlines are tested elsewhere.
-      DEVUTIL_PLANTUML_TIMEOUT_MS: '60000',
+      DEVUTIL_DIAGRAMS_TIMEOUT_MS: '60000',
       // docs/diagrams.md's pie example is written for the Chromium pool (Chromium is required in CI).
-      ...(noChromium ? {} : { DEVUTIL_PLANTUML_MERMAID_CHROMIUM: '/usr/bin/chromium' }),
+      ...(noChromium ? {} : { DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM: '/usr/bin/chromium' }),
     });
     base = `http://localhost:${p.port}`;
   });

@@ -94,7 +94,7 @@ describe('the address guard covers every outbound client', () => {
       config: (target, resolve) => ({
         ...ALL_OFF,
         egress: { resolve },
-        plantuml: { enabled: true, workers: 1, proxyHosts: [new URL(target).hostname] },
+        diagrams: { enabled: true, workers: 1, proxyHosts: [new URL(target).hostname] },
       }),
       probe: async (app, target) => {
         const src = encodeURIComponent(`${target}/remote.puml`);
@@ -113,7 +113,7 @@ describe('the address guard covers every outbound client', () => {
       config: (target, resolve) => ({
         ...ALL_OFF,
         egress: { resolve },
-        plantuml: { enabled: true, workers: 1, urlAllowlist: [`${target}/`] },
+        diagrams: { enabled: true, workers: 1, urlAllowlist: [`${target}/`] },
       }),
       probe: async (app, target) => {
         const r = await app.inject({

@@ -45,7 +45,7 @@ describe('fair render pools', { skip: toolSkip('java', ['-version']) }, () => {
           cacheDiskBytes: 0,
           rateLimit: 'off',
         },
-        plantuml: {
+        diagrams: {
           workers: 1,
           workerThreads: 2,
           queueSize: 4,

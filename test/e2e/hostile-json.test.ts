@@ -67,7 +67,7 @@ describe('JSON nested too deep to serialise', () => {
         egress: { resolve: [fake.resolve] },
         telegram: { ...BUDGETS_OFF, apiBase: fake.apiBase, maxBodyBytes: '2MiB' },
         server: { bodyLimit: '2MiB' },
-        plantuml: { maxSourceBytes: '1MiB' },
+        diagrams: { maxSourceBytes: '1MiB' },
       },
     });
   });

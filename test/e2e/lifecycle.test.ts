@@ -166,7 +166,7 @@ describe('devutil process', () => {
     const p = await startDevutilProcess({
       NODE_OPTIONS: `--import=${RECORDER}`,
       DEVUTIL_LOAD_LOG: log,
-      DEVUTIL_PLANTUML_PRESTART: 'false',
+      DEVUTIL_DIAGRAMS_PRESTART: 'false',
     });
     try {
       const lazy = /\/node_modules\/(sharp|undici|ioredis|mmdb-lib|@aws-sdk\/[^/]+)\//;

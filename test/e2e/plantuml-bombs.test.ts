@@ -44,7 +44,7 @@ describe('PlantUML bombs from one client, small diagrams for another', {
   const victim = new Agent({ localAddress: '127.0.0.1' });
   before(async () => {
     srv = await startTestServer({
-      overrides: { plantuml: { timeoutMs: 8000, workers: 1, cacheMemory: 0, cacheDisk: 0 } },
+      overrides: { diagrams: { timeoutMs: 8000, workers: 1, cacheMemory: 0, cacheDisk: 0 } },
     });
     // The JVM up and warm first: the measurement is about bombs, not the cold start.
     for (let i = 0; i < 3; i++) {

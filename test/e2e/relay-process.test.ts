@@ -28,7 +28,7 @@ async function serve(env: Record<string, string>): Promise<Started> {
       HOME: process.env['HOME'] ?? '/root',
       // No PlantUML JVMs warming up beside the relay (two per cluster run): they are not under test
       // and, on a loaded machine, pushed the relay's start-up line past the deadline below.
-      DEVUTIL_PLANTUML_PRESTART: 'false',
+      DEVUTIL_DIAGRAMS_PRESTART: 'false',
       DEVUTIL_DRAIN_DELAY_MS: '0', // SIGTERM at the end stops at once
       ...env,
     },

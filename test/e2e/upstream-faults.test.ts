@@ -53,7 +53,7 @@ describe('malformed upstream answers', () => {
           rateLimit: 'off',
         },
         telegram: { apiBase: 'http://fault.test', rateLimit: 'off', keyRateLimit: 'off' },
-        plantuml: { proxyHosts: ['fault.test'], prestart: false },
+        diagrams: { proxyHosts: ['fault.test'], prestart: false },
       },
     });
     w = await startWorld({ git: false, logs: proxyLogs });
@@ -184,7 +184,7 @@ describe('malformed upstream answers', () => {
         logs: pumlLogs,
         overrides: {
           egress: { resolve: [h.resolveFor('fault.test')] },
-          plantuml: { urlAllowlist: ['http://fault.test/'], includeTtlSec: 0 },
+          diagrams: { urlAllowlist: ['http://fault.test/'], includeTtlSec: 0 },
         },
       });
     });

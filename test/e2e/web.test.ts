@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
-import { decode64 } from '../../src/services/plantuml/text-encoder.ts';
+import { decode64 } from '../../src/services/diagrams/text-encoder.ts';
 import { relayBackground } from '../../src/services/relay/background.ts';
 import { photo } from '../fixtures/image/images.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -27,7 +27,7 @@ import { cuttingRelay, sample } from '../helpers/tus.ts';
 import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.ts';
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
-const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'plantuml', 'avatar', 'relay', 'setup'];
+const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'diagrams', 'avatar', 'relay', 'setup'];
 const BOT_KEY = '123456:AAE-WEB-e2e-secret-key-0123456789';
 
 /** A minimal Telegram Bot API stand-in: records sendMessage calls and answers like Telegram. */

@@ -77,7 +77,7 @@ async function startOnce(
       // No JVM started (and no class archive made) at start-up: on a busy machine that took minutes
       // and the start timed out. Diagrams still render, the JVM starting on the first one; a test
       // about start-up itself sets 'true'.
-      DEVUTIL_PLANTUML_PRESTART: 'false',
+      DEVUTIL_DIAGRAMS_PRESTART: 'false',
       ...env,
     }),
   });

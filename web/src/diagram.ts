@@ -4,7 +4,7 @@
 // debounced so typing does not queue a render per key. PlantUML languages preview through
 // plantuml-server's API (its error image and error-line header); the others through Kroki's, whose
 // JSON error carries the engine's message and line.
-import { encodeKroki, encodePlantUml } from '../../src/services/plantuml/text-encoder.ts';
+import { encodeKroki, encodePlantUml } from '../../src/services/diagrams/text-encoder.ts';
 import { byId, debounce, type PageConfig, setStatus } from './dom.ts';
 
 /**
@@ -146,9 +146,9 @@ export function initDiagram(cfg: PageConfig): void {
     const kenc = await encodeKroki(text);
     const penc = l.kind === 'plantuml' ? await encodePlantUml(plantumlText(l, text)) : '';
     if (mine !== seq) return; // a newer edit already started
-    kroki.value = `${cfg.plantuml}/${l.type}/${format}/${kenc}`;
+    kroki.value = `${cfg.diagrams}/${l.type}/${format}/${kenc}`;
     urlField.hidden = l.kind !== 'plantuml';
-    url.value = penc ? `${cfg.plantuml}/${format}/${penc}` : '';
+    url.value = penc ? `${cfg.diagrams}/${format}/${penc}` : '';
     setStatus('uml-status', 'Rendering…');
     try {
       if (l.kind === 'plantuml') {

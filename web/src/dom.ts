@@ -83,7 +83,7 @@ export function enableJsControls(): void {
 export interface PageConfig {
   base: string;
   proxy: string;
-  plantuml: string;
+  diagrams: string;
   avatar: string;
   allow: string[];
 }
@@ -93,7 +93,7 @@ export function pageConfig(): PageConfig {
   return {
     base: d['base'] ?? location.origin,
     proxy: d['proxy'] ?? `${location.origin}/proxy`,
-    plantuml: d['plantuml'] ?? `${location.origin}/plantuml`,
+    diagrams: d['diagrams'] ?? `${location.origin}/plantuml`,
     avatar: d['avatar'] ?? location.origin,
     allow: (d['allow'] ?? '').split(',').filter(Boolean),
   };

@@ -10,7 +10,7 @@ describe('host routing', () => {
     hostRoutes(
       {
         proxy: { ...none, host: 'proxy.example.com' },
-        plantuml: { ...none, host: 'uml.example.com:8443' },
+        diagrams: { ...none, host: 'uml.example.com:8443' },
         avatar: { ...none, host: 'avatar.example.com' },
         telegram: { ...none, host: 'tg.example.com' },
       },
@@ -51,11 +51,11 @@ describe('host routing', () => {
   it('derives public URLs from config, never from the request', () => {
     const base = { server: { publicUrl: 'https://dev.example.com' } };
     assert.deepEqual(
-      publicUrls({ ...base, proxy: none, plantuml: none, avatar: none, telegram: none }, SERVICES),
+      publicUrls({ ...base, proxy: none, diagrams: none, avatar: none, telegram: none }, SERVICES),
       {
         base: 'https://dev.example.com',
         proxy: 'https://dev.example.com/proxy',
-        plantuml: 'https://dev.example.com/plantuml',
+        diagrams: 'https://dev.example.com/plantuml',
         avatar: 'https://dev.example.com',
         telegram: 'https://dev.example.com/telegram',
       },
@@ -64,7 +64,7 @@ describe('host routing', () => {
       {
         ...base,
         proxy: { host: 'gh.example.com', publicUrl: '' },
-        plantuml: { host: '', publicUrl: 'https://uml.example.org' },
+        diagrams: { host: '', publicUrl: 'https://uml.example.org' },
         avatar: { host: 'avatar.example.com', publicUrl: '' },
         telegram: { host: 'tg.example.com', publicUrl: '' },
       },
@@ -72,7 +72,7 @@ describe('host routing', () => {
     );
     assert.equal(u.telegram, 'https://tg.example.com');
     assert.equal(u.proxy, 'https://gh.example.com');
-    assert.equal(u.plantuml, 'https://uml.example.org');
+    assert.equal(u.diagrams, 'https://uml.example.org');
     assert.equal(u.avatar, 'https://avatar.example.com');
   });
 

@@ -7,7 +7,7 @@
 import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from '@fastify/swagger';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { FastifySchema } from 'fastify';
-import type { PublicUrls } from './hosts.ts';
+import type { PublicUrlsOf } from './hosts.ts';
 
 /** One tag per utility, in the order of the home page; `ops` for health, readiness and metrics. */
 export const TAGS: { name: string; description: string }[] = [
@@ -16,7 +16,11 @@ export const TAGS: { name: string; description: string }[] = [
   { name: 'image', description: 'Random and stable placeholder images' },
   { name: 'telegram', description: 'Send Telegram bot messages through this server' },
   { name: 'proxy', description: 'Allow-listed reverse proxy for GitHub, Debian, PyPI and Gravatar' },
-  { name: 'plantuml', description: 'PlantUML server API (and Kroki routes) on the real engine' },
+  {
+    name: 'diagrams',
+    description:
+      "Diagrams: the PlantUML server API on the real engine, and Kroki's API for every other language",
+  },
   { name: 'avatar', description: 'Gravatar-compatible avatars' },
   { name: 'relay', description: 'Syncthing relay address and live counters' },
   {
@@ -60,14 +64,17 @@ export function docOnly(extra: Schema, url?: string): { swaggerTransform: Transf
   };
 }
 
-export function openapiOptions(urls: PublicUrls, version: string): FastifyDynamicSwaggerOptions {
+export function openapiOptions(
+  urls: PublicUrlsOf<'proxy' | 'diagrams' | 'avatar'>,
+  version: string,
+): FastifyDynamicSwaggerOptions {
   return {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'devutil',
         version,
-        description: `Developer utilities in one server. Examples for every utility are on the [home page](${urls.base}/); this is the reference for each route. The proxy, PlantUML and avatar utilities also answer on their own hosts when configured: ${urls.proxy}, ${urls.plantuml}, ${urls.avatar}/avatar.`,
+        description: `Developer utilities in one server. Examples for every utility are on the [home page](${urls.base}/); this is the reference for each route. The proxy, PlantUML and avatar utilities also answer on their own hosts when configured: ${urls.proxy}, ${urls.diagrams}, ${urls.avatar}/avatar.`,
       },
       // Relative first: "Try it out" then calls the address the page was opened on (same origin,
       // so the page's CSP allows it); the public URL is listed for generated clients.

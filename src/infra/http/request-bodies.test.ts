@@ -135,7 +135,7 @@ describe('rate limits are charged before the body is read', () => {
         // A long body deadline: an answer before any body byte can only come from the limiter.
         server: { bodyTimeoutMs: 60_000 },
         telegram: { rateLimit: '1/min' },
-        plantuml: { rateLimit: '1/min' },
+        diagrams: { rateLimit: '1/min' },
         files: { rateLimit: '1/min' },
         avatar: { adminRateLimit: '1/min', adminToken: 'admin-secret-for-tests' },
         proxy: { rateLimit: '1/min' },

@@ -64,7 +64,7 @@ const V6 = (n: number) => `2001:db8:aa:bb:${n.toString(16)}::${(n * 7).toString(
 const everyLimit = {
   ip: { rateLimit: '2/min' },
   image: { rateLimit: '2/min' },
-  plantuml: { rateLimit: '2/min', prestart: false },
+  diagrams: { rateLimit: '2/min', prestart: false },
   avatar: { rateLimit: '2/min', adminRateLimit: '2/min', adminToken: 'a'.repeat(32) },
   files: { rateLimit: '2/min', uploadRateLimit: '2/min' },
   telegram: { rateLimit: '2/min' },

@@ -124,13 +124,13 @@ describe('admin dashboard routes', () => {
       const s = await stats(app, 'day');
       assert.deepEqual(
         s.caches.map((c) => c.name),
-        ['image', 'proxy', 'plantuml', 'avatar'],
+        ['image', 'proxy', 'diagrams', 'avatar'],
       );
       assert.deepEqual(
         s.queues.map((q) => [q.name, q.limit]),
         [
           ['image', 32],
-          ['plantuml', 64],
+          ['diagrams', 64],
           ['avatar', 256],
         ],
       );

@@ -31,8 +31,8 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
       (SERVICES as readonly ServiceDef[])
         .filter((d) => d.dashboard && part in d.dashboard(app.ctx))
         .map((d) => d.name);
-    assert.deepEqual(having('cache'), ['image', 'proxy', 'plantuml', 'avatar']);
-    assert.deepEqual(having('queue'), ['image', 'plantuml', 'avatar']);
+    assert.deepEqual(having('cache'), ['image', 'proxy', 'diagrams', 'avatar']);
+    assert.deepEqual(having('queue'), ['image', 'diagrams', 'avatar']);
     assert.deepEqual(having('quota'), ['files']);
     assert.deepEqual(having('sessions'), ['relay']);
   });
@@ -54,7 +54,7 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
     const c = app.ctx.config;
     assert.deepEqual(limits, {
       image: c.image.queueLength,
-      plantuml: c.plantuml.queueSize,
+      diagrams: c.diagrams.queueSize,
       avatar: c.avatar.renderQueue,
     });
   });

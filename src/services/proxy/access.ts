@@ -2,8 +2,9 @@
 // /t/<secret>/. Routes carry a parameter in its place, never the secret itself: a route template is
 // public (the OpenAPI document lists it, request metrics are labelled with it). The segment a client
 // sends is compared with the secret in constant time.
-import { forbidden } from '../../errors.ts';
+
 import { secretMatches } from '../../infra/http/bearer.ts';
+import { forbidden } from '../../infra/http/errors.ts';
 
 /** The route template segment that stands for /t/<secret>. */
 export const ACCESS_SEGMENT = '/t/:secret';

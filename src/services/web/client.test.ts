@@ -6,8 +6,8 @@ import { deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { editorLine } from '../../../web/src/diagram.ts';
 import { emailHashes, md5Hex } from '../../../web/src/md5.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
-import { decodeDiagram, decodeKroki, encodeKrokiDiagram } from '../plantuml/encoding.ts';
-import { decode64, encode64, encodeKroki, encodePlantUml } from '../plantuml/text-encoder.ts';
+import { decodeDiagram, decodeKroki, encodeKrokiDiagram } from '../diagrams/plantuml/encoding.ts';
+import { decode64, encode64, encodeKroki, encodePlantUml } from '../diagrams/text-encoder.ts';
 // The proxy's real default allow-list: the page receives exactly this in data-allow.
 import { DEFAULT_ALLOW } from '../proxy/config.ts';
 

@@ -34,7 +34,7 @@ export function renderPage(p: PageInput): string {
 <meta name="description" content="File storage, caller IP, random images, a Telegram relay, a GitHub/Debian/PyPI proxy, PlantUML, avatars and a Syncthing relay.">
 ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.icon}" type="image/svg+xml"><script type="module" src="${a.js}"></script>` : ''}
 </head>
-<body data-base="${p.urls.base}" data-proxy="${proxyPrefix(p)}" data-plantuml="${p.urls.plantuml}" data-avatar="${p.urls.avatar}" data-allow="${proxy.allow.join(',')}">
+<body data-base="${p.urls.base}" data-proxy="${proxyPrefix(p)}" data-diagrams="${p.urls.diagrams}" data-avatar="${p.urls.avatar}" data-allow="${proxy.allow.join(',')}">
 <a class="skip" href="#main">Skip to the utilities</a>
 <header class="top"><div class="wrap">
 <a class="brand" href="/" aria-label="devutil home">${a ? html`<img class="logo" src="${a.icon}" alt="" width="28" height="28">` : ''}devutil</a>

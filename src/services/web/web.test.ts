@@ -14,7 +14,7 @@ describe('home page (server side)', () => {
       overrides: {
         server: { publicUrl: 'https://dev.example.com' },
         proxy: { host: 'gh.example.net', allow: ['github.com', '*.debian.org'] },
-        plantuml: { publicUrl: 'https://uml.example.org/base' },
+        diagrams: { publicUrl: 'https://uml.example.org/base' },
         avatar: { host: 'avatars.example.com' },
       },
     });

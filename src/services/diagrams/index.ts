@@ -1,0 +1,152 @@
+// Diagram rendering utility: a plantuml-server-compatible API on a warm pool of PlantUML JVMs.
+import type { FastifyPluginAsync } from 'fastify';
+import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
+import { cspFor, editorCsp } from './csp.ts';
+import { DiagramRenderer } from './kroki/renderer.ts';
+import { krokiRoutes } from './kroki/routes.ts';
+import { editorRoutes } from './plantuml/editor.ts';
+import { PlantumlEngine } from './plantuml/engine.ts';
+import { IncludeFetcher } from './plantuml/includes.ts';
+import { proxyRoute } from './plantuml/proxy.ts';
+import { plantumlRoutes } from './plantuml/routes.ts';
+import { engineProfile } from './plantuml/worker.ts';
+
+const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
+  const cfg = ctx.config.diagrams;
+  app.envelopes.mount('/plantuml', 'text');
+  const events = ctx.metrics.counter(
+    'devutil_plantuml_worker_events_total',
+    'worker JVM events: spawn, exit, timeout (a render abandoned or, in quarantine, killed), crash (renders retried after their JVM died), retire (replaced while serving), unresponsive (killed), cold_wait (a render that waited for a JVM start)',
+    ['event', 'pool'],
+  );
+  const log = ctx.logger.child({ svc: 'diagrams' });
+  // URL includes are fetched here, not by the JVM: through the address guard, with validators.
+  const http = createEgress({
+    resolve: ctx.config.egress.resolve,
+    timeoutMs: cfg.includeTimeoutMs,
+    connections: 8,
+  });
+  const includes = new IncludeFetcher({
+    http,
+    profile: engineProfile(cfg.securityProfile),
+    allowlist: cfg.urlAllowlist,
+    freshMs: cfg.includeTtlSec * 1000,
+    timeoutMs: cfg.includeTimeoutMs,
+    maxBytes: cfg.includeMaxBytes,
+    memoryBytes: cfg.includeCacheBytes,
+    log,
+  });
+  // The engine main.ts prelaunched (its JVMs warming since before the server was built), or a new one.
+  const engine =
+    ctx.prelaunched.take<PlantumlEngine>('diagrams', ctx.dataDir) ??
+    new PlantumlEngine(cfg, ctx.dataDir, log);
+  engine.useIncludes(includes);
+  engine.onEvent((event, pool) => events.inc({ event, pool }));
+  ctx.metrics.caches.push(engine.cache);
+  // Every other language (Kroki API): worker threads and system programs, the same shared cache.
+  const renderer = new DiagramRenderer({
+    threads: cfg.renderThreads,
+    threadHeapMb: Math.round(cfg.renderThreadHeap / 1024 ** 2),
+    threadIdleMs: cfg.renderThreadIdleSec * 1000,
+    timeoutMs: cfg.timeoutMs,
+    queueSize: cfg.queueSize,
+    clientShare: cfg.clientShare,
+    limitSize: cfg.limitSize,
+    cache: engine.cache,
+    log,
+    ...(cfg.mermaidChromium
+      ? {
+          browser: {
+            executable: cfg.mermaidChromium,
+            browsers: cfg.mermaidBrowsers,
+            pages: cfg.mermaidBrowserPages,
+            idleMs: cfg.mermaidBrowserIdleSec * 1000,
+            heapMb: Math.round(cfg.mermaidBrowserHeap / 1024 ** 2),
+            maxSource: cfg.maxSourceBytes,
+          },
+        }
+      : {}),
+  });
+  // Set at scrape time: a render queue filling up (or abandoned renders piling up) shows while it
+  // happens, not at the next diagram answer.
+  ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state'], (g) => {
+    const s = engine.stats();
+    g.set({ state: 'busy' }, s.busy);
+    g.set({ state: 'idle' }, s.idle);
+    g.set({ state: 'queued' }, s.queued);
+    g.set({ state: 'abandoned' }, s.abandoned);
+  });
+  ctx.metrics
+    .gauge('devutil_plantuml_queue_limit', 'renders that may wait for a worker before 503 (the queued cap)')
+    .set(cfg.queueSize);
+  ctx.metrics.gauge(
+    'devutil_plantuml_render_threads',
+    'render threads of the JavaScript/WebAssembly engines by state',
+    ['state'],
+    (g) => {
+      const t = renderer.stats();
+      g.set({ state: 'busy' }, t.busy);
+      g.set({ state: 'idle' }, t.threads - t.busy);
+      g.set({ state: 'queued' }, t.queued);
+    },
+  );
+  const diagrams = ctx.metrics.counter(
+    'devutil_plantuml_diagrams_total',
+    'diagram answers by cache use and status',
+    ['cache', 'status'],
+  );
+  // Every SVG and HTML answer of the service (diagrams, error images, the editor) gets its CSP here,
+  // so no route can forget it.
+  const editor = editorCsp(ctx.urls.diagrams);
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    const csp = cspFor(String(reply.getHeader('content-type') ?? ''), editor);
+    if (csp) reply.header('content-security-policy', csp);
+    done(null, payload);
+  });
+  app.addHook('onResponse', async (_req, reply) => {
+    const cache = reply.getHeader('x-plantuml-cache');
+    if (cache) diagrams.inc({ cache: String(cache), status: String(reply.statusCode) });
+  });
+
+  // Cheap and bounded: never compiles or starts a JVM, never holds /readyz past ~1 s (the first
+  // `java -version` on a loaded machine can take longer; it is then reported as pending).
+  ctx.readiness.add('plantuml', async () => {
+    const pending = Symbol('pending');
+    let timer: NodeJS.Timeout | undefined;
+    const info = await Promise.race([
+      engine.java(),
+      new Promise<typeof pending>((r) => {
+        timer = setTimeout(() => r(pending), 1000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (info === pending) return { ok: true, detail: 'java check pending' };
+    if (!info.ok) return { ok: false, detail: info.reason ?? 'diagram rendering needs Java 17+' };
+    if (!info.javac)
+      return { ok: false, detail: 'diagram rendering needs a Java 17+ JDK (javac not found, only a JRE)' };
+    if (engine.prepareError) return { ok: false, detail: engine.prepareError };
+    const s = engine.stats();
+    return {
+      ok: true,
+      detail: `java ${info.version}; ${s.workers} workers up, ${s.busy} busy, ${s.queued} queued`,
+    };
+    // Optional: without Java only the diagram routes are down; the instance stays ready (degraded).
+  }, ['diagrams']);
+  app.addHook('onClose', async () => {
+    await Promise.all([engine.close(), renderer.close()]);
+    await http.close();
+  });
+  // A listening server checks Java at once (cheap) so the first diagram does not wait for it;
+  // inject()-only test servers never pay for it.
+  app.addHook('onListen', async () => {
+    if (cfg.prestart) engine.warm();
+    else engine.java().catch(() => {});
+  });
+
+  await plantumlRoutes(app, ctx, engine);
+  await krokiRoutes(app, ctx, engine, renderer);
+  await proxyRoute(app, ctx, engine);
+  await editorRoutes(app, ctx);
+};
+
+export default plantuml;

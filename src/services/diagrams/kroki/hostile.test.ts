@@ -1,0 +1,183 @@
+// Hostile input for every engine of the Kroki API: a syntax error is 400 with the engine's message,
+// a bomb (huge graph, giant canvas, oversize source) ends at the render timeout or a size cap,
+// sources that try to read files or URLs or run code do neither, and the server answers the next
+// request normally after each row. Never a 500, a stack trace or a hung render.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { assertNoInternals } from '../../../../test/helpers/leaks.ts';
+import { buildTestServer } from '../../../../test/helpers/server.ts';
+import { missing } from '../../../../test/helpers/tools.ts';
+
+function complete(n: number, edge: string): string {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) out.push(`n${i} ${edge} n${j}`);
+  return out.join('\n');
+}
+
+interface Row {
+  type: string;
+  what: string;
+  source: string;
+  /** Acceptable statuses. */
+  status: number[];
+  /** The body must match (the engine's message) / must not match (a file's content). */
+  body?: RegExp;
+  not?: RegExp;
+  format?: string;
+}
+
+const ROWS: Row[] = [
+  { type: 'graphviz', what: 'syntax error', source: 'digraph {\n a -> \n}', status: [400], body: /line 3/ },
+  {
+    type: 'graphviz',
+    what: 'a complete graph (layout bomb)',
+    source: `digraph { ${complete(120, '->')} }`,
+    status: [504],
+  },
+  {
+    type: 'graphviz',
+    what: 'an image attribute naming a server file',
+    source: 'digraph { a [image="/etc/passwd" label="x"] }',
+    status: [200, 400],
+    not: /root:x:0/,
+  },
+  {
+    type: 'graphviz',
+    what: 'a giant canvas as PNG',
+    source: 'digraph { size="100000,100000!" ratio=fill a -> b }',
+    status: [200, 413],
+    format: 'png',
+  },
+  {
+    type: 'mermaid',
+    what: 'a type that needs a browser',
+    source: 'gantt\n  title x\n',
+    status: [422],
+    body: /"gantt"/,
+  },
+  { type: 'mermaid', what: 'no diagram type', source: '%% only a comment', status: [422] },
+  {
+    type: 'mermaid',
+    what: 'a script in a label',
+    source: 'graph LR\n  a["<script>alert(1)</script>"] --> b',
+    status: [200, 400],
+  },
+  { type: 'd2', what: 'syntax error', source: 'a -> b\nc -> {', status: [400], body: /line|:\d+/ },
+  { type: 'nomnoml', what: 'unbalanced brackets', source: '[a]->[b', status: [400] },
+  {
+    type: 'wavedrom',
+    what: 'code instead of data',
+    source: '{ signal: [ process.exit(1) ] }',
+    status: [400],
+  },
+  { type: 'wavedrom', what: 'not an object', source: '42', status: [400] },
+  { type: 'vega', what: 'invalid JSON', source: '{"marks": [', status: [400] },
+  {
+    type: 'vega',
+    what: 'data from a URL (metadata service)',
+    source:
+      '{"data":[{"name":"t","url":"http://169.254.169.254/latest/meta-data"}],"marks":[{"type":"rect","from":{"data":"t"}}]}',
+    status: [400],
+    body: /not allowed/,
+  },
+  { type: 'vega', what: 'deep nesting', source: `${'['.repeat(5000)}${']'.repeat(5000)}`, status: [400] },
+  {
+    type: 'vegalite',
+    what: 'an unknown mark',
+    source: '{"mark": "nosuchmark", "data": {"values": []}}',
+    status: [400],
+  },
+  {
+    type: 'vegalite',
+    what: 'data from a file',
+    source: '{"data": {"url": "file:///etc/passwd"}, "mark": "point"}',
+    status: [400],
+    not: /root:x:0/,
+  },
+  { type: 'bytefield', what: 'host interop', source: '(js/process.exit 1)', status: [400] },
+  { type: 'bytefield', what: 'syntax error', source: '(draw-box "a"', status: [400] },
+  { type: 'dbml', what: 'syntax error', source: 'Table users {\n  id integer [pk\n}', status: [400] },
+  { type: 'pikchr', what: 'syntax error', source: 'box "a"\nnosuchshape', status: [400], body: /line:? 2/ },
+  { type: 'svgbob', what: 'control characters', source: '\u0000\u0001\u001b[31m-->', status: [200] },
+  {
+    type: 'blockdiag',
+    what: 'an icon URL',
+    source: 'blockdiag { a [icon = "http://169.254.169.254/"]; }',
+    status: [400],
+  },
+  {
+    type: 'blockdiag',
+    what: 'a background file',
+    source: 'blockdiag { a [background = "/etc/passwd"]; }',
+    status: [400],
+  },
+  {
+    type: 'seqdiag',
+    what: 'syntax error',
+    source: 'seqdiag {\n  a -> ;\n}',
+    status: [400],
+    body: /line:? 2/,
+  },
+];
+
+describe('Kroki API hostile input', { timeout: 300_000 }, () => {
+  let app: FastifyInstance;
+  let available: Set<string>;
+  before(async () => {
+    app = await buildTestServer({
+      overrides: {
+        diagrams: { prestart: false, timeoutMs: 4000, renderThreads: 2, cacheMemory: 0, cacheDisk: 0 },
+      },
+    });
+    const h = JSON.parse((await app.inject({ url: '/plantuml/health' })).body) as {
+      languages: { type: string; available: boolean }[];
+    };
+    available = new Set(h.languages.filter((l) => l.available).map((l) => l.type));
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  for (const row of ROWS)
+    it(`${row.type}: ${row.what} -> ${row.status.join(' or ')}`, async (t) => {
+      if (!available.has(row.type)) {
+        if (row.type.endsWith('diag')) return t.skip(missing(`${row.type} is not installed`));
+        assert.fail(`${row.type} is not available`);
+      }
+      const r = await app.inject({
+        method: 'POST',
+        url: `/plantuml/${row.type}/${row.format ?? 'svg'}`,
+        payload: row.source,
+        headers: { 'content-type': 'text/plain' },
+      });
+      assert.ok(row.status.includes(r.statusCode), `${r.statusCode}: ${r.body.slice(0, 300)}`);
+      if (row.body) assert.match(r.body, row.body);
+      if (row.not) assert.doesNotMatch(r.body, row.not);
+      if (r.statusCode >= 400) assert.match(r.body, new RegExp(`^Error ${r.statusCode}: `));
+      assertNoInternals(r.body, `${row.type} ${row.what}`);
+      if (r.headers['content-type'] === 'image/svg+xml')
+        assert.match(String(r.headers['content-security-policy']), /default-src 'none'.*sandbox/);
+      // The engine still serves a good diagram afterwards.
+      const ok = await app.inject({ url: '/plantuml/health' });
+      assert.equal(ok.statusCode, 200);
+    });
+
+  it('refuses a source over the size cap in every language with 413', async () => {
+    const big = 'x'.repeat(300 * 1024);
+    for (const type of ['graphviz', 'mermaid', 'vega', 'pikchr']) {
+      const r = await app.inject({ method: 'POST', url: `/plantuml/${type}/svg`, payload: big });
+      assert.equal(r.statusCode, 413, type);
+    }
+  });
+
+  it('serves a small Graphviz diagram after a bomb timed out (the thread was replaced)', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: '/plantuml/graphviz/svg',
+      payload: 'digraph { after -> bomb }',
+    });
+    assert.equal(r.statusCode, 200);
+    assert.match(r.body, /after/);
+  });
+});

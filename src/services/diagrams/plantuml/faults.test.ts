@@ -1,0 +1,345 @@
+// Timeouts, killed workers, memory bombs and a full queue do not take the service down. One small
+// pool (one worker, a short timeout) for most of the file.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { memoryBomb, runaway } from '../../../../test/fixtures/plantuml/bombs.ts';
+import { type IncludeServer, startIncludeServer } from '../../../../test/fixtures/plantuml/include-server.ts';
+import { buildTestServer, tempDir } from '../../../../test/helpers/server.ts';
+import { toolSkip } from '../../../../test/helpers/tools.ts';
+
+/** PIDs of this test process's PlantUML worker JVMs (not the class-data archive's training run). */
+function workerPids(): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.includes('DevutilPlantumlWorker') && !l.includes('-Ddevutil.train'))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+/** Child processes of `pid` running `name`. */
+function children(pid: number, name: string): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=,comm=', '--ppid', String(pid)], { encoding: 'utf8' });
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, comm]) => comm === name)
+    .map(([p]) => Number(p));
+}
+
+/** Thread ids of `pid` running at nice 19 (Linux /proc: field 19 of each task's stat). */
+function niceThreads(pid: number): Set<string> {
+  const out = new Set<string>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      if (f.slice(f.lastIndexOf(')') + 2).split(' ')[16] === '19') out.add(t);
+    } catch {} // ended meanwhile
+  }
+  return out;
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return cond();
+}
+
+/** Nice value of a process. */
+function niceOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
+const INC = 'http://include.test';
+
+describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeout: 240_000 }, () => {
+  let app: FastifyInstance;
+  let inc: IncludeServer;
+  const dataDir = tempDir(); // shared, so the worker entry point is compiled once
+  before(async () => {
+    inc = await startIncludeServer();
+    app = await buildTestServer({
+      overrides: {
+        server: { dataDir },
+        diagrams: {
+          workers: 1,
+          workerThreads: 1,
+          queueSize: 1,
+          timeoutMs: 12_000, // a small render took over 6 s at load 51 (Node 26)
+          // Every render here comes from one client: the quarantine has its own test.
+          quarantineSec: 0,
+          urlAllowlist: [`${INC}/`],
+        },
+        // Includes are fetched by the server through its address guard: loopback by an override.
+        egress: { resolve: [`include.test=${new URL(inc.url).host}`] },
+      },
+    });
+  });
+  after(async () => {
+    await app?.close();
+    await inc?.close();
+  });
+
+  const post = (url: string, payload: string) =>
+    app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'text/plain' } });
+
+  it('answers 504 for a render past the timeout, kills its dot and serves the next diagram on the same JVM', async () => {
+    const warm = await post('/plantuml/txt', 'A -> B : warm');
+    assert.equal(warm.statusCode, 200);
+    const [pid] = workerPids();
+    assert.ok(pid);
+    const r = await post('/plantuml/svg', runaway());
+    assert.equal(r.statusCode, 504);
+    assert.match(r.body, /timed out/);
+    // The one thread was abandoned and replaced: the next diagram needs no new JVM.
+    const next = await post('/plantuml/txt', 'A -> B : after the timeout');
+    assert.equal(next.statusCode, 200);
+    assert.match(next.body, /after the timeout/);
+    assert.deepEqual(workerPids(), [pid]);
+    // The abandoned render's dot is killed once it is older than the timeout (+2 s).
+    assert.ok(await until(() => children(pid, 'dot').length === 0, 15_000), 'the runaway dot is gone');
+    assert.ok(groupAlive(pid));
+  });
+
+  it('lowers an abandoned render thread to the least CPU priority', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    const [pid] = workerPids();
+    assert.ok(pid);
+    const before = niceThreads(pid); // an earlier test's abandoned render may still run out
+    // Smetana lays the graph out inside the JVM: the thread keeps running after the deadline.
+    const r = await post('/plantuml/svg', runaway(true));
+    assert.equal(r.statusCode, 504);
+    const lowered = () => [...niceThreads(pid)].some((t) => !before.has(t));
+    assert.ok(await until(lowered, 5000), 'the abandoned render thread runs at nice 19');
+    const next = await post('/plantuml/txt', 'A -> B : beside the abandoned render');
+    assert.equal(next.statusCode, 200);
+    assert.deepEqual(workerPids(), [pid]);
+  });
+
+  it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    const r = await post('/plantuml/svg', memoryBomb());
+    assert.equal(r.statusCode, 422, r.body.slice(0, 200));
+    assert.match(r.body, /more memory/);
+    const next = await post('/plantuml/txt', 'A -> B : after the memory bomb');
+    assert.equal(next.statusCode, 200);
+    assert.match(next.body, /after the memory bomb/);
+  });
+
+  it('retries a request whose worker was killed mid-render on a fresh worker', async () => {
+    await post('/plantuml/txt', 'A -> B : make sure a worker is up');
+    const [pid] = workerPids();
+    assert.ok(pid);
+    inc.hold = true;
+    const held = inc.nextHeld();
+    const pending = post('/plantuml/txt', `@startuml\n!include ${INC}/slow-kill.puml\n@enduml`);
+    await held; // the worker is now inside the render, waiting for the include
+    process.kill(pid, 'SIGKILL');
+    inc.release();
+    const r = await pending;
+    assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+    assert.match(r.body, /Carol/);
+    // The server fetches includes for the JVMs: the retry on the new worker joined the same fetch.
+    assert.equal(inc.hits.get('/slow-kill.puml'), 1);
+    const [next] = workerPids();
+    assert.ok(next && next !== pid);
+  });
+
+  it('answers 503 with Retry-After when the queue is full, and serves the queued work after', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    inc.hold = true;
+    const held = inc.nextHeld();
+    const first = post('/plantuml/txt', `@startuml\n!include ${INC}/slow-queue.puml\n@enduml`);
+    await held;
+    const queued = post('/plantuml/txt', 'A -> B : queued behind');
+    await new Promise((r) => setImmediate(r));
+    const refused = await post('/plantuml/txt', 'A -> B : one too many');
+    assert.equal(refused.statusCode, 503);
+    assert.equal(refused.headers['retry-after'], '1');
+    assert.match(refused.headers['content-type'] as string, /^text\/plain/);
+    inc.release();
+    const [a, b] = await Promise.all([first, queued]);
+    assert.equal(a.statusCode, 200);
+    assert.equal(b.statusCode, 200);
+    assert.match(b.body, /queued behind/);
+  });
+
+  it('leaves the other renders of a worker alone when one times out', async () => {
+    // The first server's JVMs (one may still be stopping after the memory bomb replaced it).
+    const others = workerPids();
+    const shared = await buildTestServer({
+      overrides: {
+        server: { dataDir },
+        diagrams: {
+          workers: 1,
+          workerThreads: 2,
+          timeoutMs: 6000,
+          quarantineSec: 0,
+          urlAllowlist: [`${INC}/`],
+        },
+        egress: { resolve: [`include.test=${new URL(inc.url).host}`] },
+      },
+    });
+    try {
+      const send = (payload: string) =>
+        shared.inject({
+          method: 'POST',
+          url: '/plantuml/txt',
+          payload,
+          headers: { 'content-type': 'text/plain' },
+        });
+      assert.equal((await send('A -> B : up')).statusCode, 200);
+      const mine = () => workerPids().filter((p) => !others.includes(p));
+      const pids = mine();
+      assert.equal(pids.length, 1);
+      // The runaway starts first, so its deadline passes while the sibling waits for its include.
+      const runner = send(runaway());
+      await new Promise((r) => setTimeout(r, 1000));
+      inc.hold = true;
+      const held = inc.nextHeld();
+      const sibling = send(`@startuml\n!include ${INC}/slow-sibling.puml\n@enduml`);
+      await held; // both renders are now in flight on the one worker
+      assert.equal((await runner).statusCode, 504);
+      inc.release();
+      const r = await sibling;
+      assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+      assert.match(r.body, /Carol/);
+      assert.equal(inc.hits.get('/slow-sibling.puml'), 1);
+      assert.deepEqual(mine(), pids, 'no worker was replaced');
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it('leaves no worker JVM behind when the app closes', async () => {
+    const extra = await buildTestServer({ overrides: { server: { dataDir }, diagrams: { workers: 1 } } });
+    const before = new Set(workerPids());
+    let mine: number[];
+    try {
+      const r = await extra.inject({ url: '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
+      assert.equal(r.statusCode, 200);
+      mine = workerPids().filter((p) => !before.has(p));
+      assert.equal(mine.length, 1);
+    } finally {
+      await extra.close();
+    }
+    assert.ok(await until(() => !groupAlive(mine[0]!)));
+  });
+});
+
+describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout: 240_000 }, () => {
+  let app: FastifyInstance;
+  before(async () => {
+    app = await buildTestServer({
+      overrides: {
+        server: { dataDir: tempDir() },
+        // The quarantine JVM runs at nice 19: on a machine this busy its first (cold) render of a
+        // small diagram took over 6 s once; the deadline leaves it room.
+        diagrams: { workers: 1, workerThreads: 2, timeoutMs: 12_000 },
+      },
+    });
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  const post = (payload: string, remoteAddress: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/plantuml/txt',
+      payload,
+      remoteAddress,
+      headers: { 'content-type': 'text/plain' },
+    });
+
+  /** devutil_plantuml_workers by state. */
+  const workers = async (): Promise<Record<string, number>> => {
+    const text = (await app.inject({ url: '/metrics' })).body;
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^devutil_plantuml_workers\{state="(\w+)"\} (\d+)/gm))
+      out[m[1]!] = Number(m[2]);
+    return out;
+  };
+
+  it('holds a client flooding runaway layouts to its share of the render threads, and serves another client beside it', async () => {
+    assert.equal((await post('A -> B : up', '198.51.100.4')).statusCode, 200);
+    // Two threads, a 50 % share: the flood runs one render and queues the other.
+    const flood = [0, 1].map((i) =>
+      app.inject({
+        method: 'POST',
+        url: '/plantuml/svg',
+        payload: runaway(false, `flood ${i}`),
+        remoteAddress: '198.51.100.3',
+        headers: { 'content-type': 'text/plain' },
+      }),
+    );
+    let w: Record<string, number> = {};
+    assert.ok(
+      await until(async () => {
+        w = await workers();
+        return (w['busy'] ?? 0) + (w['queued'] ?? 0) === 2;
+      }, 30_000),
+      'both flood renders admitted',
+    );
+    assert.deepEqual([w['busy'], w['queued']], [1, 1], 'one running, one waiting');
+    const other = await post('A -> B : beside the flood', '198.51.100.4');
+    assert.equal(other.statusCode, 200);
+    assert.match(other.body, /beside the flood/);
+    assert.deepEqual(
+      (await Promise.all(flood)).map((r) => r.statusCode),
+      [504, 504],
+    );
+  });
+
+  /** devutil_plantuml_worker_events_total of the quarantine pool, by event. */
+  const quarantineEvents = async (): Promise<Record<string, number>> => {
+    const text = (await app.inject({ url: '/metrics' })).body;
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^devutil_plantuml_worker_events_total\{([^}]*)\} (\d+)/gm))
+      if (m[1]!.includes('pool="quarantine"')) out[/event="(\w+)"/.exec(m[1]!)![1]!] = Number(m[2]);
+    return out;
+  };
+
+  it('renders a diagram that timed out, and a client whose renders timed out twice, in a low-priority JVM of its own', async () => {
+    assert.equal((await post('A -> B : up', '198.51.100.1')).statusCode, 200);
+    const [main] = workerPids();
+    assert.ok(main);
+    const bomb = runaway(true, 'suspect');
+    assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
+    // One strike: the client's other diagrams stay on the main JVM.
+    const once = await post('A -> B : after one strike', '198.51.100.2');
+    assert.equal(once.statusCode, 200);
+    assert.deepEqual(workerPids(), [main]);
+    // The same diagram again: rendered (and timed out) in quarantine, whose JVM is killed for it.
+    assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
+    const q = await quarantineEvents();
+    assert.equal(q['timeout'], 1, JSON.stringify(q));
+    assert.ok(await until(() => workerPids().length === 1, 10_000), 'the quarantine JVM was killed');
+    // Two strikes: the client's next diagram is served by a quarantine JVM at the lowest priority.
+    const again = await post('A -> B : from the suspect', '198.51.100.2');
+    assert.equal(again.statusCode, 200);
+    assert.match(again.body, /from the suspect/);
+    const quarantine = workerPids().filter((p) => p !== main);
+    assert.equal(quarantine.length, 1);
+    assert.equal(niceOf(quarantine[0]!), 19);
+    assert.equal(niceOf(main), 0);
+    const other = await post('A -> B : someone else', '198.51.100.1');
+    assert.equal(other.statusCode, 200);
+    assert.ok(workerPids().includes(main));
+  });
+});

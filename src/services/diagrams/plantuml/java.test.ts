@@ -1,0 +1,41 @@
+// Java detection is remembered in the data directory until the launcher or the JDK changes.
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { tempDir } from '../../../../test/helpers/server.ts';
+import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { detectJavaCached } from './java.ts';
+
+describe('Java detection cache', { skip: toolSkip('java', ['-version']) }, () => {
+  it('runs java once, and again when the launcher changes', async () => {
+    const dir = tempDir();
+    const runs = join(dir, 'runs');
+    writeFileSync(runs, '');
+    // A launcher that counts its runs and hands over to the real one (java.home stays the JDK's).
+    const java = join(dir, 'java');
+    writeFileSync(java, `#!/bin/sh\necho run >> '${runs}'\nexec java "$@"\n`);
+    chmodSync(java, 0o755);
+    const count = () => readFileSync(runs, 'utf8').split('\n').filter(Boolean).length;
+
+    const first = await detectJavaCached(java, dir);
+    assert.equal(first.ok, true);
+    assert.ok((first.major ?? 0) >= 17);
+    assert.equal(count(), 1);
+    assert.deepEqual(await detectJavaCached(java, dir), first);
+    assert.equal(count(), 1, 'the second start asks the cache, not java');
+
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(java, later, later); // an update replaced the launcher
+    assert.deepEqual(await detectJavaCached(java, dir), first);
+    assert.equal(count(), 2);
+  });
+
+  it('never remembers a missing Java', async () => {
+    const dir = tempDir();
+    const info = await detectJavaCached(join(dir, 'no-java'), dir);
+    assert.equal(info.ok, false);
+    assert.match(info.reason ?? '', /Java 17\+/);
+    assert.equal(existsSync(join(dir, 'plantuml', 'java.json')), false);
+  });
+});

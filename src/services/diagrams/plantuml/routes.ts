@@ -1,0 +1,171 @@
+// plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), plus Kroki's
+// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceContext } from '../../../context.ts';
+import { ByteLru } from '../../../infra/cache/lru.ts';
+import { badRequest, notFound } from '../../../infra/http/errors.ts';
+import { typeList } from '../kroki/languages.ts';
+import { httpError, sendDiagram } from './diagram-reply.ts';
+import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';
+import type { PlantumlEngine } from './engine.ts';
+import { formatOf } from './formats.ts';
+
+type Params = { fmt: string; index?: string; encoded?: string };
+
+const MAX_INDEX = 10_000;
+
+// Decoded sources of recent URLs: a repeated diagram URL (the cached case) skips the inflate, whose
+// per-call zlib stream object showed in the cache-hit profile. Bounded by bytes (UTF-16 estimate);
+// only successful decodes are kept.
+const decoded = new ByteLru<{ source: string }>(
+  8 * 1024 * 1024,
+  (v) => 2 * v.source.length + 128,
+  256 * 1024,
+);
+
+/**
+ * The text of an encoded diagram. `plantuml`: PlantUML's encoding first, bare text wrapped in
+ * @startuml/@enduml; `raw`: the same decoding, text as it is (Kroki's PlantUML-family types);
+ * `kroki`: Kroki's zlib + base64url first, text as it is (the other languages).
+ */
+export function decodeOrThrow(
+  encoded: string,
+  maxBytes: number,
+  mode: 'plantuml' | 'raw' | 'kroki' = 'plantuml',
+): string {
+  const memo = `${maxBytes}:${mode}:${encoded}`;
+  const hit = decoded.get(memo);
+  if (hit) return hit.source;
+  try {
+    const source =
+      mode === 'kroki'
+        ? decodeKroki(encoded, maxBytes)
+        : mode === 'raw'
+          ? decodeDiagram(encoded, maxBytes)
+          : normalizeSource(decodeDiagram(encoded, maxBytes));
+    if (encoded.length <= 16 * 1024) decoded.set(memo, { source });
+    return source;
+  } catch (err) {
+    if (err instanceof DecodeError) throw badRequest(err.message, 'BAD_ENCODING');
+    throw err;
+  }
+}
+
+function bodyText(body: unknown, maxBytes: number): string {
+  if (!Buffer.isBuffer(body) || body.length === 0)
+    throw badRequest('send the diagram text as the request body');
+  if (body.length > maxBytes) throw badRequest('diagram source is too large', 'TOO_LARGE');
+  // UTF-8 whatever the charset says: the reference's Latin-1 default is not kept
+  // (docs/protocols/plantuml-server.md §1).
+  return body.toString('utf8');
+}
+
+function parseIndex(s: string | undefined, word: string): number {
+  if (s === undefined) return 0;
+  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX)
+    throw notFound(
+      `no such diagram route: ${word.slice(0, 40)} is neither a format nor a diagram type; diagram types: ${typeList()}`,
+    );
+  return Number(s);
+}
+
+export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
+  const cfg = ctx.config.diagrams;
+  const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
+  const opts = { cacheHeaders: cfg.cacheHeaders };
+
+  // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit: cfg.maxSourceBytes + 64 * 1024 },
+    (_r, b, done) => done(null, b),
+  );
+
+  async function diagram(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, source: string) {
+    const { fmt: word, index } = req.params;
+    const mapper = req.headers['x-preferred-color-mapper'];
+    const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
+    if (!fmt)
+      throw notFound(
+        `unknown format or diagram type ${word.slice(0, 40)}; formats: png svg txt eps epstext pdf base64 map check; diagram types: ${typeList()}`,
+      );
+    const idx = parseIndex(index, word);
+    reply.header('access-control-allow-origin', '*');
+    if (fmt.op === 'check') {
+      let line: string;
+      try {
+        line = await engine.check(source, req.clientKey);
+      } catch (err) {
+        throw httpError(err);
+      }
+      return reply.type(fmt.contentType).send(line);
+    }
+    return sendDiagram(req, reply, engine, fmt, idx, source, opts);
+  }
+
+  const get = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
+    diagram(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes));
+  const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
+    diagram(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
+
+  // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
+  const doc = (summary: string) => ({
+    summary,
+    tags: ['diagrams'],
+    description:
+      'fmt: png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt; encoded: PlantUML DEFLATE, ~h hex or Kroki base64url. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/diagrams.md.',
+  });
+  app.get<{ Params: Params }>(
+    '/plantuml/:fmt/:encoded',
+    { onRequest, schema: doc('Render an encoded diagram') },
+    get,
+  );
+  app.get<{ Params: Params }>(
+    '/plantuml/:fmt/:index/:encoded',
+    { onRequest, schema: doc('Render image number index of an encoded diagram') },
+    get,
+  );
+  app.post<{ Params: Params }>(
+    '/plantuml/:fmt',
+    { onRequest, schema: doc('Render the diagram text in the body') },
+    post,
+  );
+  app.post<{ Params: Params }>(
+    '/plantuml/:fmt/:index',
+    { onRequest, schema: doc('Render image number index of the diagram text in the body') },
+    post,
+  );
+  const brief = (summary: string) => ({ summary, tags: ['diagrams'] });
+
+  // /coder: text <-> encoded, no cache headers.
+  const decodeDoc = brief('Decode an encoded diagram back to its text');
+  app.get<{ Params: { encoded: string } }>(
+    '/plantuml/coder/:encoded',
+    { schema: decodeDoc },
+    async (req, reply) => {
+      reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      return decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+    },
+  );
+  app.post(
+    '/plantuml/coder',
+    { schema: brief('Encode the diagram text in the body') },
+    async (req, reply) => {
+      reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
+    },
+  );
+
+  const languageDoc = brief("The engine's keywords, types and skin parameters (for editors)");
+  app.get('/plantuml/language', { onRequest, schema: languageDoc }, async (_req, reply) => {
+    let text: string;
+    try {
+      text = await engine.language();
+    } catch (err) {
+      throw httpError(err);
+    }
+    // [quirk] the server's content type for /language.
+    return reply.header('access-control-allow-origin', '*').type('text/text').send(text);
+  });
+}
