@@ -176,11 +176,15 @@ export const metricsSection = {
 export const tracingSection = {
   endpoint: url('', {
     optional: true,
+    // Sent only to the collector, never shown or written (a vendor may want a query).
+    anyChars: true,
     env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
     doc: 'OTLP/HTTP collector base URL: traces go to <url>/v1/traces; empty (and no tracesEndpoint) = tracing off',
   }),
   tracesEndpoint: url('', {
     optional: true,
+    // Sent only to the collector, never shown or written (a vendor may want a query).
+    anyChars: true,
     env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
     doc: 'full OTLP/HTTP traces URL, used as is (wins over endpoint)',
   }),

@@ -146,6 +146,86 @@ describe('config', () => {
     }
   });
 
+  // These URLs are shown in copyable commands and written by setup.sh into files a shell reads.
+  const shellHostile: [string, string][] = [
+    ['DEVUTIL_PUBLIC_URL', "https://dev.example.com/it's"],
+    ['DEVUTIL_PROXY_PUBLIC_URL', "https://proxy.example.com/';touch /tmp/x;'"],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/$(id)'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/`id`'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a;b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a|b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a&b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a"b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a\\b'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/a\nb'],
+    ['DEVUTIL_PROXY_PUBLIC_URL', 'https://proxy.example.com/*'],
+    ['DEVUTIL_AVATAR_PUBLIC_URL', 'https://avatar.example.com/${HOME}'],
+    ['DEVUTIL_IP_V4_URL', 'https://v4.example.com/<x>'],
+  ];
+  for (const [name, value] of shellHostile)
+    it(`refuses ${name}=${JSON.stringify(value)} (quotes, spaces or shell metacharacters), naming it`, () => {
+      assert.throws(
+        () => loadConfig({ env: { [name]: value } }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.problems.length === 1 &&
+          err.problems[0]!.startsWith(
+            `${name}: expected a URL without quotes, spaces or shell metacharacters`,
+          ),
+      );
+    });
+
+  for (const [name, value] of [
+    ['DEVUTIL_PROXY_HOST', "proxy.example.com'x"],
+    ['DEVUTIL_PROXY_HOST', 'proxy.example.com/x'],
+    ['DEVUTIL_PROXY_HOST', 'proxy example.com'],
+    ['DEVUTIL_AVATAR_HOST', 'a.example.com;id'],
+    ['DEVUTIL_RELAY_EXT_ADDRESS', 'relay.example.com:22067;id'],
+    ['DEVUTIL_RELAY_EXT_ADDRESS', '$(id)'],
+  ] as const)
+    it(`refuses ${name}=${JSON.stringify(value)}: not a host name with an optional port`, () => {
+      assert.throws(
+        () => loadConfig({ env: { [name]: value } }),
+        (err: unknown) => err instanceof ConfigError && err.message.includes(`${name}: expected`),
+      );
+    });
+
+  it('takes URLs and hosts as they usually are: a path, a port, an IPv6 host, a percent-encoded quote', () => {
+    const { config } = loadConfig({
+      env: {
+        DEVUTIL_PUBLIC_URL: 'http://[2001:db8::1]:8080/devutil',
+        DEVUTIL_PROXY_PUBLIC_URL: 'https://proxy.example.com/it%27s',
+        DEVUTIL_PROXY_HOST: 'proxy.example.com:8443',
+        DEVUTIL_AVATAR_HOST: '[::1]:8080',
+        DEVUTIL_RELAY_EXT_ADDRESS: '2001:db8::1',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/x?tenant=a&b=c',
+      },
+    });
+    assert.equal(config.server.publicUrl, 'http://[2001:db8::1]:8080/devutil');
+    assert.equal(config.proxy.host, 'proxy.example.com:8443');
+    assert.equal(config.relay.extAddress, '2001:db8::1');
+  });
+
+  it('names a secret variable that is wrong without quoting its value', () => {
+    const secret = 'not a valid proxy secret!';
+    try {
+      loadConfig({ env: { DEVUTIL_PROXY_SECRET: secret, DEVUTIL_TELEGRAM_PROXY_URL: 'ftp://u:p4ssw0rd@x' } });
+      assert.fail('expected a ConfigError');
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      assert.match(
+        err.message,
+        /DEVUTIL_PROXY_SECRET: expected 8\+ characters of \[A-Za-z0-9_-\] \(the value is secret: not shown\)/,
+      );
+      assert.match(
+        err.message,
+        /DEVUTIL_TELEGRAM_PROXY_URL: expected an http\(s\) URL \(the value is secret: not shown\)/,
+      );
+      assert.ok(!err.message.includes(secret) && !err.message.includes('p4ssw0rd'), err.message);
+    }
+  });
+
   it('refuses unknown keys in the file and unknown flags, and warns on unknown DEVUTIL_ variables', () => {
     const file = join(tempDir(), 'c.yaml');
     writeFileSync(file, 'server:\n  prot: 1\n');

@@ -13,7 +13,7 @@ import {
   storageSection,
   tracingSection,
 } from './config-sections.ts';
-import type { Field, Section, SectionValue } from './infra/config/schema.ts';
+import { type Field, hostName, type Section, type SectionValue } from './infra/config/schema.ts';
 import type { ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 
@@ -35,7 +35,10 @@ export function schemaOf(services: readonly ServiceDef[]): Record<string, Sectio
   const out: Record<string, Section> = { ...CORE };
   for (const d of services) {
     if (d.name in out) throw new Error(`two config sections are named "${d.name}"`);
-    out[d.name] = d.formerly ? formerSection(d.config, d.formerly) : d.config;
+    const section = d.formerly ? formerSection(d.config, d.formerly) : d.config;
+    // A utility's own host forms its public URL: a host name (and port), nothing else.
+    const host = d.host ? section['host'] : undefined;
+    out[d.name] = host ? { ...section, host: hostName(host as Field<string>) } : section;
   }
   return out;
 }
@@ -112,6 +115,12 @@ export interface LoadedConfig {
 }
 
 type Found = { raw: unknown; where: string };
+
+/** A parse error without the value it quotes (the schema's messages end with `, got <value>`). */
+function secretError(error: string): string {
+  const got = error.indexOf(', got ');
+  return `${got === -1 ? 'invalid value' : error.slice(0, got)} (the value is secret: not shown)`;
+}
 
 /** Builds the frozen config or throws one ConfigError that lists every bad value. */
 export function loadConfig(src: ConfigSources = {}): LoadedConfig {
@@ -202,7 +211,8 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
       // Overrides may pass already-typed values (arrays, objects) straight through the parser.
       const r = field.parse(found.raw);
       if (r.ok) values[key] = r.value;
-      else problems.push(`${found.where}: ${r.error}`);
+      // A secret's message names the variable and what was expected, never the value given.
+      else problems.push(`${found.where}: ${field.secret ? secretError(r.error) : r.error}`);
     }
     out[sname] = values;
   }

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startProvider, type TestProvider } from '../fixtures/oidc/provider.ts';
+import { signInAtProvider } from '../fixtures/oidc/sign-in.ts';
 import { type Answer, CookieClient } from '../helpers/cookie-client.ts';
 import { freePort } from '../helpers/ports.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
@@ -33,37 +34,6 @@ const ACCOUNTS = [
   // Claims an allowed address the provider did not verify: not admitted by it.
   { id: 'mallory', email: 'alice@example.com', emailVerified: false, groups: [] },
 ];
-
-/** A form's action in the provider's development pages. */
-function formAction(html: string): string {
-  const m = /<form[^>]*action="([^"]+)"/.exec(html);
-  assert.ok(m?.[1], `no form in: ${html.slice(0, 300)}`);
-  return m[1].replace(/&amp;/g, '&');
-}
-
-/**
- * Signs `account` in at the provider from `start` (a devutil URL that redirects there), answering
- * the login and consent forms, and returns the callback URL the provider sends the browser to
- * (not yet visited).
- */
-async function signInAtProvider(c: CookieClient, start: string, account: string, base: string): Promise<URL> {
-  let res: Answer = await c.send('GET', start);
-  for (let step = 0; step < 20; step++) {
-    if (res.status >= 300 && res.status < 400) {
-      const next = new URL(String(res.headers['location']), res.url);
-      if (next.origin === base && next.pathname === '/admin/oidc/callback') return next;
-      res = await c.send('GET', next.href);
-      continue;
-    }
-    assert.equal(res.status, 200, `${res.url}: ${res.body.slice(0, 300)}`);
-    const action = new URL(formAction(res.body), res.url).href;
-    const body = /name="prompt" value="login"/.test(res.body)
-      ? `prompt=login&login=${account}&password=any`
-      : 'prompt=consent';
-    res = await c.send('POST', action, { body });
-  }
-  throw new Error('the provider never sent the browser back');
-}
 
 describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 }, () => {
   const logs = new LogCapture();
@@ -426,7 +396,7 @@ describe('admin single sign-on (OIDC) against oidc-provider', { timeout: 60_000 
 });
 
 describe('admin single sign-on across two nodes on one Redis', {
-  timeout: 60_000,
+  timeout: 120_000,
   skip: toolSkip('redis-server'),
 }, () => {
   let redis: RedisHandle;
@@ -502,5 +472,39 @@ describe('admin single sign-on across two nodes on one Redis', {
     const old = new CookieClient();
     old.setCookie('127.0.0.1', SESSION, sid);
     assert.equal((await old.send('GET', `${a}${STATS}`)).status, 401, 'ended on node A too');
+  });
+
+  it('ends a session on a node whose settings no longer list its user, at its next request', async () => {
+    const [a, b] = urls as [string, string];
+    const c = new CookieClient({ [idp.host]: `127.0.0.1:${idp.port}` });
+    assert.equal(
+      (await c.send('GET', (await signInAtProvider(c, `${a}/admin`, 'alice', b)).href)).status,
+      303,
+    );
+    const sid = c.cookie('127.0.0.1', SESSION);
+    assert.ok(sid);
+    // The operator takes alice off the list: a node started with the new settings, same Redis.
+    const node = await startTestServer({
+      overrides: {
+        redis: { url: redis.url },
+        egress: { resolve: [idp.resolve] },
+        admin: {
+          oidcIssuer: idp.issuer,
+          oidcClientId: CLIENT_ID,
+          oidcClientSecret: CLIENT_SECRET,
+          oidcRedirectUrl: `${b}/admin/oidc/callback`,
+          oidcAllowedUsers: ['carol@example.com'],
+        },
+      },
+    });
+    try {
+      const kept = new CookieClient();
+      kept.setCookie('127.0.0.1', SESSION, sid);
+      assert.equal((await kept.send('GET', `${node.url}${STATS}`)).status, 401);
+      assert.equal((await kept.send('GET', `${node.url}/admin`)).status, 302, 'back to the provider');
+      assert.equal((await kept.send('GET', `${a}${STATS}`)).status, 200, 'the old settings still list her');
+    } finally {
+      await node.close();
+    }
   });
 });

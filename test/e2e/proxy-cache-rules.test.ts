@@ -41,14 +41,14 @@ function rawGet(base: string, path: string): Promise<{ status: number; body: str
   });
 }
 
-describe('proxy: what the cache never stores or mixes', { skip: toolSkip('curl') }, () => {
+describe('proxy: what the cache never stores or mixes', { skip: toolSkip('curl'), timeout: 180_000 }, () => {
   let w: World;
   before(async () => {
     w = await startWorld({ git: false, overrides: { proxy: { cacheDir: tempDir('devutil-cache-') } } });
     w.net.on('files.pythonhosted.org', (req, res, url) => {
       const kind = url.pathname.split('/')[3] ?? '';
       const lang = String(req.headers['accept-language'] ?? 'none');
-      text(res, 200, `${url.pathname} lang=${lang}`, {
+      text(res, 200, `${url.pathname}${url.search} lang=${lang}`, {
         'content-type': 'application/octet-stream',
         etag: `"${lang}"`,
         ...CASES[kind],
@@ -131,5 +131,16 @@ describe('proxy: what the cache never stores or mixes', { skip: toolSkip('curl')
       assert.equal(r.body, `${path} lang=none`);
     }
     assert.equal(gets(path), 1);
+  });
+
+  it('keys objects with their query: ?v=1 and ?v=2 are two objects, each served its own body', async () => {
+    const path = '/packages/rules/plain/query.bin';
+    for (const q of ['?v=1', '?v=2', '?v=1', '?v=2', '']) {
+      const r = await curl([`${w.base}/files.pythonhosted.org${path}${q}`]);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.toString(), `${path}${q} lang=none`, `the object of ${q || 'no query'}`);
+    }
+    for (const q of ['?v=1', '?v=2', ''])
+      assert.equal(gets(`${path}${q}`), 1, `${q}: fetched once, then cached`);
   });
 });

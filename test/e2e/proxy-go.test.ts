@@ -103,4 +103,14 @@ describe('proxy: Go modules mount', { skip: toolSkip('go', ['version']), timeout
     assert.equal(bad.status, 400);
     assert.match(bad.body.toString(), /^invalid module path\n$/);
   });
+
+  it('refuses a version the go command never sends (v1.0.0.) before any upstream request', async () => {
+    const before = w.net.seen.length;
+    for (const v of ['v1.0.0.', '.', 'con']) {
+      const r = await curl([`${w.base}/go/${GO_MODULE_ESCAPED}/@v/${v}.info`]);
+      assert.equal(r.status, 400, v);
+      assert.equal(r.body.toString(), `invalid version: ${v}\n`);
+    }
+    assert.equal(w.net.seen.length, before, 'nothing was asked upstream');
+  });
 });

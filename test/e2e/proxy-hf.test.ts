@@ -1,7 +1,8 @@
 // Hugging Face through the hf mount against a fake Hub and its storage: a stock @huggingface/hub
 // client (in a process that can connect to the proxy alone) downloads a plain file, an LFS file
 // and a Xet-backed file; huggingface_hub's HEAD sees the Hub's file headers; the storage hosts are
-// reached only through the proxy, with their signed URLs and Xet token never logged.
+// reached only through the proxy, with their signed URLs and Xet token never logged; LFS and Xet
+// objects are checked against their hash, and a body that does not match is refused and not cached.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -9,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { type FakeHub, HF_COMMIT, HF_REPO, installHub } from '../fixtures/proxy/hf.ts';
 import { ok } from '../fixtures/proxy/run.ts';
-import { startWorld, type World } from '../fixtures/proxy/world.ts';
-import { LogCapture } from '../helpers/server.ts';
+import { startProxy, startWorld, type World } from '../fixtures/proxy/world.ts';
+import { LogCapture, type Running } from '../helpers/server.ts';
 
 const CLIENT = join(import.meta.dirname, '..', 'fixtures', 'proxy', 'hf-client.mjs');
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -18,14 +19,25 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 describe('proxy: Hugging Face mount', { timeout: 120_000 }, () => {
   let w: World;
   let hub: FakeHub;
+  let fresh: Running;
   const logs = new LogCapture();
   before(async () => {
     w = await startWorld({ git: false, logs, overrides: { proxy: { ecosystems: ['hf'] } } });
     hub = installHub(w.net);
+    try {
+      fresh = await startProxy(w.net, { proxy: { ecosystems: ['hf'] } }, logs);
+    } catch (err) {
+      await w.close();
+      throw err;
+    }
   });
-  after(() => w?.close());
+  after(async () => {
+    await fresh?.close();
+    await w?.close();
+  });
 
   const hosts = (from: number) => new Set(w.net.seen.slice(from).map((s) => s.host));
+  const fetched = (host: string) => w.net.seen.filter((s) => s.host === host && s.method === 'GET').length;
 
   it('lets @huggingface/hub download a plain, an LFS and a Xet-backed file, reaching no host but the proxy', async () => {
     const from = w.net.seen.length;
@@ -133,4 +145,38 @@ describe('proxy: Hugging Face mount', { timeout: 120_000 }, () => {
     assert.equal(missing.status, 404);
     assert.equal(missing.headers['x-error-code'], 'EntryNotFound');
   });
+
+  // On a second server with a cache of its own (the first one holds these files by now): a body
+  // that does not hash to the name its storage URL gives it is refused (cut before its end, never
+  // whole) and not cached; the right one then is.
+  for (const [kind, file, host] of [
+    ['LFS', 'model.bin', 'cdn-lfs.hf.co'],
+    ['Xet', 'weights.safetensors', 'cas-bridge.xethub.hf.co'],
+  ] as const) {
+    it(`refuses a ${kind} object whose body does not match its hash, and caches nothing`, async () => {
+      const url = `${fresh.url}/proxy/hf/${HF_REPO}/resolve/main/${file}`;
+      const good = kind === 'LFS' ? hub.lfs : hub.xet;
+      hub.tamper.add(kind === 'LFS' ? 'lfs' : 'xet');
+      try {
+        for (let i = 1; i <= 2; i++) {
+          const before = fetched(host);
+          const r = await curl([url]);
+          assert.ok(r.exit !== 0 || r.status === 502, `attempt ${i}: refused (${r.status}, exit ${r.exit})`);
+          assert.ok(r.body.length < good.length, `attempt ${i}: never the whole body`);
+          assert.equal(fetched(host), before + 1, `attempt ${i}: asked upstream again (nothing cached)`);
+        }
+      } finally {
+        hub.tamper.clear();
+      }
+      assert.match(logs.text(), /upstream object does not match its hash/);
+      const ok = await curl([url]);
+      assert.equal(ok.status, 200);
+      assert.ok(ok.body.equals(good), 'the right body is served');
+      const before = fetched(host);
+      const hit = await curl([url]);
+      assert.ok(hit.body.equals(good));
+      assert.equal(hit.headers['x-cache'], 'HIT', 'and cached once verified');
+      assert.equal(fetched(host), before);
+    });
+  }
 });

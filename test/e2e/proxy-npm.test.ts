@@ -98,6 +98,21 @@ describe('proxy: npm registry mount', { skip: toolSkip('npm'), timeout: 180_000 
     assert.match(reg.accepts.at(-1) ?? '', /^application\/vnd\.npm\.install-v1\+json/, 'Accept forwarded');
   });
 
+  it('answers version documents (by version and by dist-tag) with the tarball URL on the proxy', async () => {
+    for (const path of ['devutil-unscoped/1.0.0', '@devutil%2fscoped/latest']) {
+      const r = await curl([`${w.base}/npm/${path}`]);
+      assert.equal(r.status, 200, path);
+      const doc = JSON.parse(r.body.toString()) as {
+        name: string;
+        version: string;
+        dist: { tarball: string };
+      };
+      const p = reg.packages.find((x) => x.name === doc.name);
+      assert.ok(p, path);
+      assert.equal(doc.dist.tarball, `${w.base}/npm${p.path}`);
+    }
+  });
+
   it("relays the registry's own 404 and refuses oversize metadata in npm's error shape", async () => {
     const missing = await curl([`${w.base}/npm/devutil-missing`]);
     assert.equal(missing.status, 404);

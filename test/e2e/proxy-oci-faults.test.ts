@@ -21,6 +21,15 @@ registerSecret(SECRET);
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
+// A manifest asked for by its digest, and another one the registry answers with, its header naming
+// the digest of what it sent (consistent with itself, not with what was asked for).
+const ASKED = Buffer.from(
+  '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}',
+);
+const SWAPPED = Buffer.from(
+  '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[],"x":1}',
+);
+
 /**
  * A registry client doing what docker does: ping, token from the realm, then the request; from
  * its own loopback address when given one (each of the 16 clients is a client of its own).
@@ -93,6 +102,14 @@ function ghcr(w: RegistryWorld, blob: Buffer, other: Buffer, big: Buffer, bigWro
         'docker-content-digest': sha(Buffer.from('something else')),
       });
       res.end(body);
+      return true;
+    }
+    if (p === `/v2/o/img/manifests/${sha(ASKED)}`) {
+      res.writeHead(200, {
+        'content-type': 'application/vnd.oci.image.index.v1+json',
+        'docker-content-digest': sha(SWAPPED),
+      });
+      res.end(SWAPPED);
       return true;
     }
     if (p === '/v2/o/bigmanifest/manifests/1') {
@@ -327,6 +344,12 @@ describe('proxy: container registries, faults and limits', {
     [
       'a manifest whose digest does not match',
       '/v2/ghcr.io/o/badmanifest/manifests/1',
+      502,
+      'DIGEST_INVALID',
+    ],
+    [
+      'a manifest by digest answered with another one, whose header names what was sent',
+      `/v2/ghcr.io/o/img/manifests/${sha(ASKED)}`,
       502,
       'DIGEST_INVALID',
     ],

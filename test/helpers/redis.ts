@@ -30,13 +30,15 @@ async function waitForPort(port: number, ms = 5000): Promise<void> {
   }
 }
 
-export async function startRedis(): Promise<RedisHandle> {
+/** A redis-server; with `password`, it requires it (requirepass) and `url` carries it. */
+export async function startRedis(o: { password?: string } = {}): Promise<RedisHandle> {
   const port = await freePort();
   let proc: ChildProcess;
+  const auth = o.password ? ['--requirepass', o.password] : [];
   const launch = async () => {
     proc = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
       {
         stdio: 'ignore',
       },
@@ -51,7 +53,7 @@ export async function startRedis(): Promise<RedisHandle> {
     });
   await launch();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${o.password ? `:${o.password}@` : ''}127.0.0.1:${port}`,
     port,
     stop,
     restart: async () => {

@@ -264,7 +264,24 @@ export function list(def: string[], o: Opts & { item?: (s: string) => string | n
 }
 
 /** An absolute http(s) URL, or '' when `optional`. Stored without a trailing slash. */
-export function url(def: string, o: Opts & { optional?: boolean }): Field<string> {
+// Whitespace, quotes and what a shell treats specially. URLs devutil shows or writes (its pages'
+// copyable commands, setup.sh and the profile and config files it edits, its answers) are used as
+// they are configured, so these never pass: percent-encoding says the same thing safely.
+const SHELL_META = /[\s'"`$\\;&|<>(){}*?!#^[\]]/;
+// Brackets belong around an IPv6 host and nowhere else.
+const V6_HOST = /^([a-z][a-z0-9+.-]*:\/\/(?:[^/@]*@)?)\[[0-9a-f:.]+\]/i;
+
+/** The first character of `s` a shell would treat specially (or whitespace), if any. */
+export function shellUnsafe(s: string): string | undefined {
+  return SHELL_META.exec(s.replace(V6_HOST, '$1'))?.[0];
+}
+
+/**
+ * An http(s) URL, without a trailing slash. Unless `anyChars` (a URL only ever sent to its server,
+ * never shown or written) or secret (never shown or written either), it may not carry whitespace,
+ * quotes or shell metacharacters.
+ */
+export function url(def: string, o: Opts & { optional?: boolean; anyChars?: boolean }): Field<string> {
   return {
     kind: 'url',
     default: def,
@@ -273,6 +290,11 @@ export function url(def: string, o: Opts & { optional?: boolean }): Field<string
       if (typeof raw !== 'string') return bad(`expected a URL, got ${show(raw)}`);
       const s = raw.trim();
       if (s === '' && o.optional) return ok('');
+      const meta = o.anyChars || o.secret ? undefined : shellUnsafe(s);
+      if (meta !== undefined)
+        return bad(
+          `expected a URL without quotes, spaces or shell metacharacters (found ${JSON.stringify(meta)}; percent-encode it), got ${show(s)}`,
+        );
       try {
         const u = new URL(s);
         if (u.protocol !== 'http:' && u.protocol !== 'https:')
@@ -284,6 +306,26 @@ export function url(def: string, o: Opts & { optional?: boolean }): Field<string
     },
   };
 }
+
+/**
+ * `f` (a Host header name; '' for none) checked as a host name with an optional :port: it forms
+ * the utility's public URL, shown and written as the URLs are.
+ */
+export function hostName(f: Field<string>): Field<string> {
+  return {
+    ...f,
+    parse(raw) {
+      const r = f.parse(raw);
+      if (r.ok && r.value !== '' && !HOST_PORT.test(r.value))
+        return bad(`expected a host name with an optional :port, got ${show(r.value)}`);
+      return r;
+    },
+  };
+}
+
+/** A host name (or an IPv4 or bracketed IPv6 address), optionally with a port, as a Host header names it. */
+export const HOST_PORT =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 export interface Rate {
   /** Requests allowed per window; 0 = unlimited. */

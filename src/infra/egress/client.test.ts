@@ -145,6 +145,51 @@ describe('egress client', () => {
       assert.equal(hits, before, 'no request reached the server');
     });
 
+  // Every reserved range, dialled as a literal (no lookup happens, so only the connect-time check
+  // can refuse it): the cloud metadata address, private, shared, documentation, benchmark,
+  // multicast and reserved ranges, and the IPv6 forms that embed an IPv4 address.
+  const literals = [
+    '0.1.2.3',
+    '10.0.0.1',
+    '10.255.255.254',
+    '100.64.0.1',
+    '127.0.0.2',
+    '169.254.169.254',
+    '172.16.0.1',
+    '172.31.255.254',
+    '192.0.0.8',
+    '192.0.2.1',
+    '192.88.99.1',
+    '192.168.0.1',
+    '198.18.0.1',
+    '198.51.100.1',
+    '203.0.113.1',
+    '224.0.0.1',
+    '239.255.255.250',
+    '240.0.0.1',
+    '255.255.255.255',
+    '[::]',
+    '[::ffff:10.0.0.1]',
+    '[::ffff:a9fe:a9fe]',
+    '[64:ff9b::a9fe:a9fe]',
+    '[64:ff9b:1::1]',
+    '[100::1]',
+    '[2001::1]',
+    '[2001:db8::1]',
+    '[2002:a00:1::1]',
+    '[fc00::1]',
+    '[fd00:ec2::254]',
+    '[fe80::1]',
+    '[fec0::1]',
+    '[ff02::1]',
+  ];
+  for (const target of literals)
+    it(`refuses to dial the literal ${target} (guard, not a failed connection)`, async () => {
+      await assert.rejects(get(egress({ connectTimeoutMs: 1000 }), `http://${target}/`), (e: unknown) =>
+        isBlocked(e),
+      );
+    });
+
   it('reaches loopback through an override, keeping the Host the caller asked for', async () => {
     const d = egress({ resolve: [`fixture.test=127.0.0.1:${port}`] });
     assert.deepEqual(await get(d, 'http://fixture.test/'), { status: 200, text: 'hello fixture.test' });

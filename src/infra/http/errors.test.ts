@@ -8,6 +8,7 @@ import {
   AppError,
   badGateway,
   badRequest,
+  ENVELOPES,
   EnvelopeTable,
   installErrorHandling,
   OnceLogController,
@@ -133,6 +134,20 @@ describe('errors', () => {
     assert.equal(other.statusCode, 404, 'GET /x is unknown, not a PUT-only path');
     assert.equal(other.json().status, 0, 'and answers in the fallback envelope');
     assert.deepEqual(a.routeList(), ['PUT /:name']);
+  });
+
+  it('matches a :param segment of an envelope prefix against any one segment', () => {
+    const t = new EnvelopeTable(ENVELOPES.v1);
+    t.mount('/proxy', 'text');
+    t.mount('/proxy/t/:secret/npm', 'legacy');
+    t.mount('/proxy/t/:secret/hf', 'file');
+    assert.equal(t.forPath('/proxy/t/abc/npm/left-pad'), ENVELOPES.legacy);
+    assert.equal(t.forPath('/proxy/t/abc/npm'), ENVELOPES.legacy);
+    assert.equal(t.forPath('/proxy/t/abc/hf/x'), ENVELOPES.file);
+    assert.equal(t.forPath('/proxy/t/abc/npmx/y'), ENVELOPES.text);
+    assert.equal(t.forPath('/proxy/t/a/b/npm/y'), ENVELOPES.text, 'one segment only');
+    assert.equal(t.forPath('/proxy/t//npm/y'), ENVELOPES.text, 'an empty segment is none');
+    assert.equal(t.forPath('/other'), ENVELOPES.v1);
   });
 
   it('keeps AppError fields', () => {

@@ -215,23 +215,39 @@ export type EnvelopeName = keyof typeof ENVELOPES;
 
 /** Maps URL path prefixes to envelopes; the longest matching prefix wins. */
 export class EnvelopeTable {
-  private rows: { prefix: string; env: Envelope }[] = [];
+  private rows: { prefix: string; env: Envelope; pattern: RegExp | null }[] = [];
   private fallback: Envelope;
   constructor(fallback: Envelope = ENVELOPES.v1) {
     this.fallback = fallback;
   }
 
-  /** `prefix` matches itself and anything below it: '/api/file' covers '/api/file/x'. */
+  /**
+   * `prefix` matches itself and anything below it: '/api/file' covers '/api/file/x'. A `:name`
+   * segment matches any one segment, as in a route ('/proxy/t/:secret/npm').
+   */
   mount(prefix: string, env: EnvelopeName | Envelope): void {
     const e = typeof env === 'string' ? ENVELOPES[env] : env;
+    const pattern = prefix.includes('/:')
+      ? new RegExp(
+          `^${prefix
+            .replace(/\/$/, '')
+            .split('/')
+            .map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+            .join('/')}(?:/|$)`,
+        )
+      : null;
     this.rows = this.rows.filter((r) => r.prefix !== prefix);
-    this.rows.push({ prefix, env: e });
+    this.rows.push({ prefix, env: e, pattern });
     this.rows.sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
   forPath(path: string): Envelope {
     for (const r of this.rows) {
-      if (path === r.prefix || path.startsWith(r.prefix.endsWith('/') ? r.prefix : `${r.prefix}/`))
+      if (
+        r.pattern
+          ? r.pattern.test(path)
+          : path === r.prefix || path.startsWith(r.prefix.endsWith('/') ? r.prefix : `${r.prefix}/`)
+      )
         return r.env;
     }
     return this.fallback;

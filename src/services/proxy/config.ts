@@ -80,7 +80,10 @@ export const proxySection = (ecosystems: readonly string[]) => ({
     doc: 'bytes one client address (IPv6: its /64) may pull per window, e.g. 20GiB/day (off = no budget)',
   }),
   totalBytes: budget('off', { doc: 'bytes all clients together may pull per window, e.g. 3TiB/month' }),
-  maxConcurrent: int(32, { min: 0, doc: 'concurrent proxied requests per client IP (0 = unlimited)' }),
+  maxConcurrent: int(32, {
+    min: 0,
+    doc: 'concurrent proxied requests per client (an IPv6 client: its /64; 0 = unlimited)',
+  }),
   clients: list([], { item: cidrItem, doc: 'client CIDR allow-list (empty = everyone)' }),
   secret: str('', {
     secret: true,

@@ -88,10 +88,12 @@ export class ProxyGate {
     }
     // For the admin dashboard's top repositories, packages and files (counted when it is on).
     if (ctx.usage && subjects) req.usageSubjects = subjects;
+    // By client key (IPv6: its /64), as every other per-client limit: one host's addresses are one client.
     const active = this.active;
-    const n = active.get(ip) ?? 0;
+    const who = req.clientKey;
+    const n = active.get(who) ?? 0;
     if (cfg.maxConcurrent > 0 && n >= cfg.maxConcurrent) throw tooMany('too many concurrent requests', 1);
-    active.set(ip, n + 1);
+    active.set(who, n + 1);
     const ac = new RequestAbort();
     const started = performance.now();
     // An upstream failure (before or during the body) is reported once, on the exchange line.
@@ -105,9 +107,9 @@ export class ProxyGate {
       },
     };
     reply.raw.once('close', () => {
-      const left = (active.get(ip) ?? 1) - 1;
-      if (left <= 0) active.delete(ip);
-      else active.set(ip, left);
+      const left = (active.get(who) ?? 1) - 1;
+      if (left <= 0) active.delete(who);
+      else active.set(who, left);
       const finished = reply.raw.writableFinished;
       if (!finished) {
         ac.abort();

@@ -9,6 +9,7 @@ import { humanBytes } from '../../infra/config/schema.ts';
 import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress/capped-body.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { REDIRECT_STATUSES, type RedirectFault, redirectTarget } from '../../infra/egress/redirect.ts';
+import { verifiedBody } from '../../infra/egress/verified-body.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type HostPolicy, type Route } from './policy.ts';
@@ -79,7 +80,8 @@ function capped(src: Readable, max: number, what: string): Readable {
 export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Upstream> {
   const withBody = r.body !== null && r.method !== 'GET' && r.method !== 'HEAD';
   const headers = requestHeaders(r.headers, { withBody });
-  if (r.route.rewrite) headers['accept-encoding'] = 'identity';
+  // A body rewritten or checked against its hash is wanted as it is, not encoded.
+  if (r.route.rewrite || r.route.verify) headers['accept-encoding'] = 'identity';
   let body: Readable | null = null;
   if (withBody && r.body) {
     // undici destroys a failed request's body with the error; the failure is reported once, below.
@@ -93,6 +95,8 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
   let url = r.route.path ? new URL(`${r.url.origin}${r.route.path}${r.url.search}`) : r.url;
   const firstHost = url.hostname;
   let htmlGuard = r.route.htmlGuard;
+  // The hash the final hop's object is known by (its own route's, after a redirect).
+  let verify = r.route.verify;
   const keep = r.route.keepFromRedirect;
   let kept: HeaderMap | undefined;
   for (let hop = 0; ; hop++) {
@@ -144,6 +148,8 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
         return { ...up, headers: { ...kept, ...up.headers } };
       }
       htmlGuard ||= d.route.htmlGuard;
+      verify = d.route.verify;
+      if (verify) headers['accept-encoding'] = 'identity';
       url = next;
       continue;
     }
@@ -152,7 +158,7 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
     if (kept) for (const k in kept) out[k] ??= kept[k] as string;
     return finish(
       o,
-      { ...r, route: { ...r.route, htmlGuard } },
+      { ...r, route: { ...r.route, htmlGuard, verify } },
       {
         status: res.statusCode,
         headers: out,
@@ -229,6 +235,18 @@ async function finish(
     return { ...up, headers: h, body: null, text: raw };
   }
   if (up.body && Number.isNaN(len)) up.body = capped(up.body, o.maxResponseBytes, 'upstream response');
+  if (r.route.verify && up.body && up.status === 200) {
+    const enc = h['content-encoding'] ?? 'identity';
+    if (enc !== 'identity') {
+      discard(up.body);
+      throw new ProxyError(502, 'upstream sent an encoded object where its plain bytes were asked for');
+    }
+    up.body = verifiedBody(
+      up.body,
+      r.route.verify(),
+      () => new ProxyError(502, 'upstream object does not match its hash'),
+    );
+  }
   return up;
 }
 

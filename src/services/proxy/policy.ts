@@ -2,6 +2,7 @@
 // reachable for, how its responses are treated (HTML guard, body rewrite) and which cache class they fall
 // in.
 
+import type { BodyHash } from '../../infra/egress/verified-body.ts';
 import type { Links } from './links.ts';
 
 export type CacheClass = 'none' | 'immutable' | 'revalidate';
@@ -36,6 +37,12 @@ export interface Route {
    * hash, with an expiring query): the object is stored under this, never under its URL.
    */
   cacheKey?: string;
+  /**
+   * The hash of an object its URL names (a CDN object named by its content): a whole 200 body is
+   * checked against it as it streams, and one that does not match is refused (502) and never
+   * cached (infra/egress/verified-body.ts).
+   */
+  verify?: () => BodyHash;
 }
 
 /** Policy of an ecosystem's own upstream hosts (its CDNs), consulted before the host list's; null = not its host. */

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { AppError, forbidden } from '../../infra/http/errors.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
+import { afterAccess } from './access.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify } from './errors.ts';
@@ -76,11 +77,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
     onRequest: deps.gate.onRequest,
     handler: async (req, reply) => {
       let raw = (req.raw.url ?? '/').slice(MOUNT.length);
-      if (cfg.secret) {
-        const p = `/t/${cfg.secret}/`;
-        if (!raw.startsWith(p)) throw forbidden('this proxy needs its access prefix /t/<secret>/');
-        raw = raw.slice(p.length - 1);
-      }
+      if (cfg.secret) raw = afterAccess(raw, cfg.secret);
       const t = parseOrThrow(raw, cfg);
       if (!deps.allow.has(t.host)) throw forbidden(`host not allowed: ${t.host}`);
       if (req.method === 'OPTIONS') {

@@ -1,7 +1,7 @@
 // Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep strelaysrv's
 // names and defaults (docs/protocols/syncthing-relay.md §13); durations are held in milliseconds and accept
 // Go style ("1m0s", "90s", "500ms") or, as before, plain seconds.
-import { bool, budget, bytes, duration, int, str } from '../../infra/config/schema.ts';
+import { bool, budget, bytes, duration, HOST_PORT, int, str } from '../../infra/config/schema.ts';
 
 export const relaySection = {
   enabled: bool(true, { doc: 'run the Syncthing relay (protocol v1) listener' }),
@@ -11,6 +11,10 @@ export const relaySection = {
     doc: 'listen address for the relay and status ports (empty = every IPv6 and IPv4 address, IPv4 only without IPv6)',
   }),
   extAddress: str('', {
+    // host[:port] as it goes into the relay URI devices are told (pages, setup.sh); an IPv6
+    // address bracketed or bare.
+    pattern: new RegExp(`${HOST_PORT.source}|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$`),
+    hint: 'host[:port] or [v6]:port',
     doc: 'host[:port] advertised in the relay URI (empty = host of the public URL and the listen port)',
   }),
   messageTimeout: duration(60_000, {

@@ -67,7 +67,7 @@ async function invite(relay: Relay, a: MessageStream, aId: ClientIdentity, bId: 
   return { client, server };
 }
 
-describe('relay over the raw protocol', () => {
+describe('relay over the raw protocol', { timeout: 300_000 }, () => {
   let relay: Relay;
   const a = clientIdentity();
   const b = clientIdentity();
@@ -245,7 +245,7 @@ describe('relay over the raw protocol', () => {
   });
 });
 
-describe('relay timers and limits', () => {
+describe('relay timers and limits', { timeout: 300_000 }, () => {
   it('pings joined clients, and closes those that stop answering and those that never join', async () => {
     // Margins are wide (5 pings per timeout) so a loaded CI machine does not make this flaky.
     const relay = await startRelay({ pingIntervalMs: 300, networkTimeoutMs: 1500 });
@@ -265,7 +265,9 @@ describe('relay timers and limits', () => {
     }
   });
 
-  it('discards a session that is not paired within the message timeout', async () => {
+  // Its own clock bound, ten times the deadline: a session kept past it (a fixed two minutes, say)
+  // fails here instead of passing late.
+  it('discards a session that is not paired within the message timeout', { timeout: 15_000 }, async () => {
     const relay = await startRelay({ messageTimeoutMs: 1500 });
     try {
       const a = clientIdentity();

@@ -2,7 +2,9 @@
 # devutil setup.sh: points git, pip, apt, npm, go, Docker and Hugging Face clients at one devutil
 # instance and prints its Syncthing relay URI. devutil serves it at /setup.sh with that instance's
 # URLs filled in (the settings block below). Every file it changes is backed up first and listed in
-# a manifest under ~/.config/devutil; --undo puts each one back byte for byte. POSIX sh.
+# a manifest under ~/.config/devutil; --undo puts each one back byte for byte. POSIX sh. Every value
+# is quoted for whatever reads it (the shell, for ~/.profile), and a value that no URL has (control
+# characters, `"`, `\`) stops it before anything is changed.
 #
 #   curl -fsSL <instance>/setup.sh | sh -s -- [--dry-run] TOOL...   (git pip apt npm go docker hf relay, or all)
 #   curl -fsSL <instance>/setup.sh | sh -s -- --undo                (the files of the last run, as they were)
@@ -28,6 +30,8 @@ MARK_BEGIN='# >>> devutil setup >>>'
 MARK_END='# <<< devutil setup <<<'
 
 say() { printf '%s\n' "$*"; }
+# $1 as one single-quoted word for sh (as devutil quotes the settings above).
+shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 note() { printf 'devutil setup: %s\n' "$*" >&2; }
 die() {
   note "$*"
@@ -81,6 +85,9 @@ for arg in "$@"; do
       ;;
   esac
 done
+
+# No pathname expansion: the settings are split into words (lists of URLs), never globbed.
+set -f
 
 WORK=$(mktemp -d 2>/dev/null) || die "cannot create a temporary directory"
 trap 'rm -rf "$WORK"' EXIT
@@ -251,7 +258,7 @@ check_reach() {
   for cr_u in $DEVUTIL_CHECK; do
     fetch "$cr_u" >"$WORK/check" 2>"$WORK/check.err" ||
       die "cannot reach $cr_u ($(head -n 1 "$WORK/check.err")); nothing was changed"
-    grep -qxF "DEVUTIL_URL='$DEVUTIL_URL'" "$WORK/check" ||
+    grep -qxF "DEVUTIL_URL=$(shq "$DEVUTIL_URL")" "$WORK/check" ||
       die "$cr_u did not answer as the devutil instance $DEVUTIL_URL; nothing was changed"
   done
 }
@@ -328,6 +335,30 @@ probe() {
   note "$pb_tool: skipped, nothing changed: devutil could not fetch $pb_shown ($pb_why)"
   SKIPPED="$SKIPPED $pb_tool"
   return 1
+}
+
+# Values that go into files (config lines, JSON, ~/.profile): a URL never has control characters,
+# quotes or backslashes, and one that does could end a line or a string where it is written.
+check_value() {
+  case $2 in
+    *[[:cntrl:]\"\\]*) die "$1 of $DEVUTIL_URL has characters a URL never has; nothing was changed" ;;
+  esac
+  case $1:$2 in
+    APT_MAP:*) ;; # host=URL pairs, one space between them
+    *' '*) die "$1 of $DEVUTIL_URL has a space, which a URL never has; nothing was changed" ;;
+  esac
+}
+
+check_values() {
+  check_value GIT_URL "$GIT_URL"
+  check_value PIP_URL "$PIP_URL"
+  check_value PIP_TRUSTED_HOST "$PIP_TRUSTED_HOST"
+  check_value APT_MAP "$APT_MAP"
+  check_value NPM_URL "$NPM_URL"
+  check_value GO_URL "$GO_URL"
+  check_value HF_URL "$HF_URL"
+  check_value DOCKER_MIRROR "$DOCKER_MIRROR"
+  check_value DOCKER_INSECURE "$DOCKER_INSECURE"
 }
 
 # --- the tools ---------------------------------------------------------------------------------
@@ -438,14 +469,14 @@ do_npm() {
 
 do_go() {
   command -v go >/dev/null 2>&1 || {
-    note "go: not installed; skipped (for one shell: export GOPROXY=$GO_URL)"
+    note "go: not installed; skipped (for one shell: export GOPROXY=$(shq "$GO_URL"))"
     return 0
   }
   probe go "$GO_PROBE" || return 0
   # In the temporary directory: a go.mod where this runs must not make go fetch a toolchain.
   go_file=$(cd "$WORK" && GOTOOLCHAIN=local go env GOENV 2>/dev/null)
   if [ -z "$go_file" ] || [ "$go_file" = off ]; then
-    note "go: GOENV is off, so go env -w cannot be used; set GOPROXY=$GO_URL in your environment"
+    note "go: GOENV is off, so go env -w cannot be used; set GOPROXY=$(shq "$GO_URL") in your environment"
     return 0
   fi
   stage "$go_file"
@@ -459,7 +490,7 @@ do_hf() {
   probe hf "$HF_PROBE" || return 0
   stage "$HOME/.profile"
   # One marked block: replaced where it is, appended when missing.
-  B=$MARK_BEGIN E=$MARK_END V="export HF_ENDPOINT='$HF_URL'" awk '
+  B=$MARK_BEGIN E=$MARK_END V="export HF_ENDPOINT=$(shq "$HF_URL")" awk '
     function block() { print ENVIRON["B"]; print ENVIRON["V"]; print ENVIRON["E"]; done = 1 }
     $0 == ENVIRON["B"] { skip = 1; next }
     skip && $0 == ENVIRON["E"] { skip = 0; if (!done) block(); next }
@@ -469,7 +500,7 @@ do_hf() {
   ' "$WORK/new" >"$WORK/edit" || die "hf: cannot edit a temporary copy of $TARGET"
   edited
   commit hf
-  say "hf: for this shell: export HF_ENDPOINT='$HF_URL'"
+  say "hf: for this shell: export HF_ENDPOINT=$(shq "$HF_URL")"
   if [ -f "$HOME/.bash_profile" ] || [ -f "$HOME/.bash_login" ]; then
     say "hf: bash login shells read ~/.bash_profile (or ~/.bash_login) instead of ~/.profile: have it source ~/.profile"
   fi
@@ -543,7 +574,10 @@ do_apt() {
   a_changed=0
   a_set=0
   a_denied=''
-  for a_file in "$ROOT/etc/apt/sources.list" "$ROOT"/etc/apt/sources.list.d/*.list "$ROOT"/etc/apt/sources.list.d/*.sources; do
+  set +f
+  set -- "$ROOT/etc/apt/sources.list" "$ROOT"/etc/apt/sources.list.d/*.list "$ROOT"/etc/apt/sources.list.d/*.sources
+  set -f
+  for a_file in "$@"; do
     [ -f "$a_file" ] || continue
     stage "$a_file"
     for a_pair in $APT_MAP; do
@@ -599,6 +633,7 @@ if [ -z "$WANT" ]; then
   exit 2
 fi
 fill_secret
+check_values
 check_reach
 [ "$DRY" = 0 ] || say "dry run: showing the changes, making none"
 DONE=' '

@@ -171,6 +171,23 @@ describe('Kroki API hostile input', { timeout: 300_000 }, () => {
     }
   });
 
+  it('counts the size cap in bytes: a source over it in UTF-8 bytes but under it in characters gets 413', async () => {
+    // 90,000 three-byte characters: 270,000 bytes, over the default 256 KiB; 90,000 characters, under it.
+    const source = '\u20ac'.repeat(90_000);
+    for (const [what, payload, type] of [
+      ['a text body', source, 'text/plain'],
+      ['a JSON body', JSON.stringify({ diagram_source: source }), 'application/json'],
+    ] as const) {
+      const r = await app.inject({
+        method: 'POST',
+        url: '/plantuml/graphviz/svg',
+        payload,
+        headers: { 'content-type': type },
+      });
+      assert.equal(r.statusCode, 413, `${what}: ${r.body.slice(0, 200)}`);
+    }
+  });
+
   it('serves a small Graphviz diagram after a bomb timed out (the thread was replaced)', async () => {
     const r = await app.inject({
       method: 'POST',

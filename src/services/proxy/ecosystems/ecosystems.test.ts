@@ -124,6 +124,21 @@ describe('proxy ecosystem profiles', { timeout: 60_000 }, () => {
       assert.equal((await slow).statusCode, 200);
     });
 
+    it('counts one IPv6 client by its /64 for the concurrency share, as every other limit does', async () => {
+      const slow = app.inject({ url: '/proxy/toy/slow', remoteAddress: '2001:db8:1:2::1' });
+      // A neighbour in the same /64 is refused once the slow request holds the share (polled: the
+      // slow one may not have been admitted yet when the first neighbour asks).
+      let r = await app.inject({ url: '/proxy/toy/n', remoteAddress: '2001:db8:1:2:aaaa::9' });
+      for (const until = Date.now() + 10_000; r.statusCode === 200 && Date.now() < until; )
+        r = await app.inject({ url: '/proxy/toy/n', remoteAddress: '2001:db8:1:2:aaaa::9' });
+      assert.equal(r.statusCode, 429);
+      assert.equal(r.body, 'too many concurrent requests\n', 'another address of the same /64 shares it');
+      const other = await app.inject({ url: '/proxy/toy/o', remoteAddress: '2001:db8:1:3::1' });
+      assert.equal(other.statusCode, 200, 'another /64 is another client');
+      await app.inject({ url: '/proxy/toy/release', remoteAddress: '198.51.100.5' });
+      assert.equal((await slow).statusCode, 200);
+    });
+
     it('counts its packages for the admin dashboard and lists itself there', async () => {
       await app.inject({ url: '/proxy/toy/counted', remoteAddress: '198.51.100.6' });
       const r = await app.inject({
@@ -175,6 +190,37 @@ describe('proxy ecosystem profiles', { timeout: 60_000 }, () => {
       const page = await app.inject({ url: '/' });
       assert.match(page.body, /toy config set registry http:\/\/[^ ]+\/proxy\/t\/&lt;SECRET&gt;\/toy\//);
       assert.doesNotMatch(page.body, /toy-secret-1/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('never name the secret in a route: the OpenAPI document and request metrics show /t/{secret}/, and every other prefix is refused', async () => {
+    const app = await server({
+      DEVUTIL_PROXY_ECOSYSTEMS: 'toy',
+      DEVUTIL_PROXY_SECRET: 'toy-secret-1',
+      DEVUTIL_PROXY_HOST: 'proxy.test',
+    });
+    try {
+      for (const [url, host] of [
+        ['/proxy/t/toy-secret-1/toy/a', undefined],
+        ['/t/toy-secret-1/toy/b', 'proxy.test'],
+      ] as const) {
+        const r = await app.inject({ url, ...(host ? { headers: { host } } : {}) });
+        assert.equal(r.statusCode, 200, url);
+      }
+      // Same length, a prefix of it, longer, empty, encoded: all refused in the proxy's text envelope.
+      for (const wrong of ['toy-secret-2', 'toy-secret-', 'toy-secret-1x', '', 'toy%2Dsecret-1']) {
+        const r = await app.inject({ url: `/proxy/t/${wrong}/toy/x` });
+        assert.equal(r.statusCode, 403, wrong);
+        assert.equal(r.body, 'this proxy needs its access prefix /t/<secret>/\n');
+      }
+      const doc = (await app.inject({ url: '/openapi.json' })).body;
+      assert.ok(doc.includes('/proxy/t/{secret}/toy/'), 'the route is documented with a parameter');
+      const metrics = (await app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /route="\/proxy\/t\/:secret\/toy\/\*"/);
+      for (const text of [doc, metrics, (await app.inject({ url: '/docs/json' })).body])
+        assert.ok(!text.includes('toy-secret-1'));
     } finally {
       await app.close();
     }

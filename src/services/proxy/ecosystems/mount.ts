@@ -1,9 +1,11 @@
 // Serves the enabled ecosystem profiles (DEVUTIL_PROXY_ECOSYSTEMS) inside the proxy plugin: each
 // route at /proxy/<path> (so on the proxy's own host at /<path>), under /t/<secret>/ when the proxy
-// has a secret, and at the base host's root for those that need it, always behind the proxy's
-// access checks. What the ecosystem then does with a request goes through api.gate.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+// has a secret (registered as /t/:secret/, checked per request: ../access.ts), and at the base
+// host's root for those that need it, always behind the proxy's access checks. What the ecosystem
+// then does with a request goes through api.gate.
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { ACCESS_SEGMENT, afterAccess } from '../access.ts';
 import type { ProxyCache, ProxyStore } from '../cache.ts';
 import type { ProxyGate } from '../exchange.ts';
 import type { ForwardOptions } from '../forward.ts';
@@ -30,8 +32,18 @@ export async function mountEcosystems(
 ): Promise<void> {
   const secret = ctx.config.proxy.secret;
   const taken = new Map<string, string>();
+  // The access prefix, checked after the gate's own hooks (rate limit first: guesses cost too).
+  const access: onRequestHookHandler = (req, _reply, done) => {
+    try {
+      afterAccess((req.raw.url ?? '/').slice(shared.mount.length), secret);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  };
   for (const def of defs) {
-    const prefix = `${shared.mount}${secret && !def.ownAccess ? `/t/${secret}` : ''}`;
+    const gated = secret !== '' && !def.ownAccess;
+    const prefix = `${shared.mount}${gated ? ACCESS_SEGMENT : ''}`;
     for (const p of def.paths) {
       if (!/^\/[a-z0-9_-]+$/i.test(p))
         throw new Error(`ecosystem ${def.name}: path ${p} must be one segment without a dot`);
@@ -53,7 +65,9 @@ export async function mountEcosystems(
       cache: shared.cache,
       rawPath: (req: FastifyRequest) => {
         const raw = req.raw.url ?? '/';
-        return raw.startsWith(`${prefix}/`) ? raw.slice(prefix.length) : raw;
+        if (!raw.startsWith(`${shared.mount}/`)) return raw;
+        const rest = raw.slice(shared.mount.length);
+        return gated ? afterAccess(rest, secret) : rest;
       },
       route: (r: EcosystemRoute) => {
         if (!def.paths.some((p) => r.url === p || r.url.startsWith(`${p}/`)))
@@ -66,7 +80,7 @@ export async function mountEcosystems(
             exposeHeadRoute: false,
             schema: { summary: `${def.title}: ${r.summary}`, tags: ['proxy'] },
             ...(r.config ? { config: r.config } : {}),
-            onRequest: shared.gate.onRequest,
+            onRequest: gated && url !== r.url ? [...shared.gate.onRequest, access] : shared.gate.onRequest,
             handler: r.handler,
           });
       },

@@ -21,6 +21,9 @@ describe('Go module proxy paths', { timeout: 10_000 }, () => {
     ],
     ['/example.com/m/@v/v2.0.0+incompatible.zip', 'zip', '/example.com/m/@v/v2.0.0+incompatible.zip'],
     ['/example.com/m/@v/master.info', 'info', '/example.com/m/@v/master.info'],
+    ['/example.com/m/@v/v1.2.info', 'info', '/example.com/m/@v/v1.2.info'],
+    ['/example.com/m/@v/release-1.x.info', 'info', '/example.com/m/@v/release-1.x.info'],
+    ['/example.com/m/@v/console.info', 'info', '/example.com/m/@v/console.info'],
     ['/sumdb/sum.golang.org/lookup/golang.org/x/text@v0.14.0', 'sumdb', '/lookup/golang.org/x/text@v0.14.0'],
     ['/sumdb/sum.golang.org/tile/8/0/000', 'sumdb', '/tile/8/0/000'],
     ['/sumdb/sum.golang.org/tile/8/1/x001/234.p/7', 'sumdb', '/tile/8/1/x001/234.p/7'],
@@ -79,6 +82,12 @@ describe('Go module proxy paths', { timeout: 10_000 }, () => {
     ['/sumdb/sum.golang.org/tile/8/0/../../x', 404],
     ['/sumdb/sum.golang.org/lookup/golang.org/x/text@1.0', 400],
     ['/sumdb/evil.example/latest', 404],
+    // Queries the go command never sends (module.EscapeVersion refuses them).
+    ['/golang.org/x/text/@v/v1.0.0..info', 400],
+    ['/golang.org/x/text/@v/...info', 400],
+    ['/golang.org/x/text/@v/..info', 400],
+    ['/golang.org/x/text/@v/con.info', 400],
+    ['/golang.org/x/text/@v/!l!p!t1.x.info', 400],
   ];
   for (const [path, status] of refused)
     it(`refuses ${path} with ${status}`, () => {

@@ -17,6 +17,22 @@ const DOMAIN = /^[a-z0-9][a-z0-9-]*(\.[a-z0-9-]+)+$/;
 const CANONICAL = /^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-(?:[0-9a-z.-]|![a-z])+)?(\+incompatible)?$/;
 // `.info` also answers queries: a branch, a tag or a commit hash (escaped like versions).
 const QUERY = /^(?:[a-z0-9._+~-]|![a-z]){1,128}$/;
+// Names Windows reserves, which the go command refuses as a path element (golang.org/x/mod/module).
+const WINDOWS_NAME = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])$/;
+
+/**
+ * A query the go command could send for `.info`: what module.EscapeVersion accepts (no element
+ * that is only dots, no trailing dot, no Windows reserved name before its first dot), within
+ * QUERY's characters; `v1.0.0.` is none, so it never reaches the upstream.
+ */
+function isQuery(v: string): boolean {
+  return (
+    QUERY.test(v) &&
+    !v.includes('..') &&
+    !v.endsWith('.') &&
+    !WINDOWS_NAME.test(v.split('.')[0]!.replace(/!/g, ''))
+  );
+}
 const TILE = /^tile\/\d{1,2}\/(?:\d{1,2}|data)\/(?:x\d{3}\/)*\d{3}(\.p\/\d{1,3})?$/;
 
 /** Throws unless `escaped` is a module path in the protocol's escaped form. */
@@ -68,7 +84,7 @@ export function parseGoPath(rest: string, dbs: readonly string[]): GoRequest {
   const kind = m[3] as 'info' | 'mod' | 'zip';
   const version = m[2].slice(0, -(kind.length + 1));
   const canonical = CANONICAL.test(version);
-  if (!canonical && (kind !== 'info' || !QUERY.test(version) || version.includes('..')))
+  if (!canonical && (kind !== 'info' || !isQuery(version)))
     throw new MountError(400, `invalid version: ${version.slice(0, 80)}`);
   return { kind, module, version, canonical };
 }

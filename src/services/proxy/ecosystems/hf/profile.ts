@@ -3,11 +3,14 @@
 // headers (X-Repo-Commit, X-Linked-Size, X-Linked-Etag, X-Xet-Hash) on the answer. Xet hints are
 // kept and rewritten: the Link header, the read token's casUrl and the reconstruction's signed
 // URLs all point at the proxy, so a Xet client (hf_xet, @huggingface/hub) reaches no other host.
+import { createHash } from 'node:crypto';
+import type { BodyHash } from '../../../../infra/egress/verified-body.ts';
 import { check, type Decision, READ, type Route, route } from '../../policy.ts';
 import { MountError } from '../mount-error.ts';
 import type { UpstreamProfile } from '../upstream.ts';
 import { type HubRequest, parseHubPath } from './paths.ts';
 import { rewriteXetJson } from './rewrite.ts';
+import { XetFileHash } from './xet-hash.ts';
 
 /** Hub answer headers describing the file a redirect leads to (the CDN's answer lacks them). */
 const HUB_FILE_HEADERS = [
@@ -24,8 +27,20 @@ const HUB_FILE_HEADERS = [
 const STORAGE = '*.hf.co';
 // cdn-lfs*.hf.co/repos/<a>/<b>/<repo hash>/<sha256>, cas-bridge.xethub.hf.co/<bridge>/<repo>/<xet hash>.
 const CONTENT_ADDRESSED =
-  /^(?:cdn-lfs[a-z0-9-]*\.hf\.co\/repos\/[^/]+\/[^/]+\/[^/]+|cas-bridge\.xethub\.hf\.co\/[^/]+\/[^/]+)\/([0-9a-f]{64})$/;
+  /^(?:(cdn-lfs)[a-z0-9-]*\.hf\.co\/repos\/[^/]+\/[^/]+\/[^/]+|cas-bridge\.xethub\.hf\.co\/[^/]+\/[^/]+)\/([0-9a-f]{64})$/;
 const RECONSTRUCTION = /^\/v[12]\/reconstructions(\/[0-9a-f]{64})?$/;
+
+/** The SHA-256 an LFS object is named by (its Git LFS oid). */
+function sha256Hash(hex: string): BodyHash {
+  const h = createHash('sha256');
+  return { update: (c) => h.update(c), matches: () => h.digest('hex') === hex };
+}
+
+/** The Xet file hash a Xet bridge object is named by. */
+function xetHash(hex: string): BodyHash {
+  const h = new XetFileHash();
+  return { update: (c) => h.update(c), matches: () => h.hex() === hex };
+}
 
 function hubOf(cfg: { hfEndpoint: string }): URL {
   return new URL(`${cfg.hfEndpoint}/`);
@@ -67,9 +82,22 @@ function storage(method: string, url: URL): Decision {
   if (RECONSTRUCTION.test(url.pathname))
     return check(method, route({ rewrite: rewriteXetJson, rewriteTypes: ['application/json'] }));
   // Signed object URLs (LFS CDN, Xet bridge, xorb transfers): read-only, never cached by URL. The
-  // LFS CDN and the Xet bridge name the file by its hash: stored under that, whatever the signature.
+  // LFS CDN names a file by its SHA-256, the Xet bridge by its Xet hash: each body is checked against
+  // that hash, so it binds the object whatever repository or signature led to it, and the object is
+  // stored under its kind and hash (an LFS and a Xet hash are different namespaces).
   const named = CONTENT_ADDRESSED.exec(`${url.hostname}${url.pathname}`);
-  if (named?.[1]) return check(method, route({ cache: 'immutable', cacheKey: `hf:${named[1]}` }));
+  const hex = named?.[2];
+  if (hex) {
+    const lfs = named[1] !== undefined;
+    return check(
+      method,
+      route({
+        cache: 'immutable',
+        cacheKey: `hf:${lfs ? 'lfs' : 'xet'}:${hex}`,
+        verify: () => (lfs ? sha256Hash(hex) : xetHash(hex)),
+      }),
+    );
+  }
   return check(method, route({}));
 }
 
