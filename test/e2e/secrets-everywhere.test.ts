@@ -114,7 +114,14 @@ describe('every secret configured, none in a public answer, a trace or a log', {
           server: { port },
           redis: { url: redis.url },
           storage: s3.overrides,
-          egress: { resolve: [idp.resolve] },
+          // The one outbound proxy (formerly telegram.proxyUrl), with a password. Upstreams overridden to
+          // loopback (the stand-ins) go direct; the Bot API stand-in, a loopback literal the guard lets through only
+          // when allowed, goes through it.
+          egress: {
+            resolve: [idp.resolve],
+            proxy: `http://ops:${S.tgProxy}@${new URL(tgProxy.url).host}`,
+            allowCidrs: ['127.0.0.1'],
+          },
           admin: {
             token: S.admin,
             rateLimit: '1000/min',
@@ -133,7 +140,6 @@ describe('every secret configured, none in a public answer, a trace or a log', {
           telegram: {
             ...BUDGETS_OFF,
             apiBase: fake.url,
-            proxyUrl: `http://ops:${S.tgProxy}@${new URL(tgProxy.url).host}`,
           },
           avatar: { adminToken: S.avatar },
           relay: { token: S.relay },

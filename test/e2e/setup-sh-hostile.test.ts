@@ -55,6 +55,7 @@ describe('setup.sh with hostile operator values', { skip, timeout: 120_000 }, ()
       pipTrustedHost: '',
       apt: [],
       dockerInsecure: '',
+      probes: {},
     });
   }
 
