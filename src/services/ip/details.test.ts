@@ -16,7 +16,7 @@ const RIPE = {
   org: 'Reseaux IP Europeens Network Coordination Centre (RIPE NCC)',
 };
 
-describe('caller IP details', () => {
+describe('caller IP details', { timeout: 120_000 }, () => {
   let app: FastifyInstance;
   const logs = new LogCapture();
   const via = (forwarded: string, url = `${URL_}?details=1`) =>
@@ -151,7 +151,7 @@ describe('caller IP details', () => {
   });
 });
 
-describe('caller IP details from operator databases', () => {
+describe('caller IP details from operator databases', { timeout: 120_000 }, () => {
   it('reads ip-range CSV files named in config (quoted names, IPv6 rows)', async () => {
     const dir = tempDir('devutil-ipdb-');
     writeFileSync(

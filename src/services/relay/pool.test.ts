@@ -23,7 +23,7 @@ async function until(ok: () => boolean, what: string): Promise<void> {
   }
 }
 
-describe('relay URL for pools', () => {
+describe('relay URL for pools', { timeout: 10_000 }, () => {
   it('writes timings as Go does and sorts the query as url.Values.Encode', () => {
     assert.deepEqual([60_000, 120_000, 90_000, 1500, 500, 3_600_000].map(goDuration), [
       '1m0s',
