@@ -9,6 +9,10 @@ interface IpData {
   country?: string | null;
   asn?: string | null;
   org?: string | null;
+  /** Only where a city database is installed. */
+  city?: string | null;
+  region?: string | null;
+  timezone?: string | null;
 }
 
 const SCOPES: Record<string, string> = {
@@ -53,6 +57,13 @@ function show(d: IpData): void {
   set('ip-country', d.country ? countryName(d.country) : none);
   set('ip-asn', d.asn ?? none);
   set('ip-org', d.org ?? none);
+  for (const k of ['city', 'timezone'] as const) {
+    const row = byId(`ip-${k}-row`);
+    if (row) row.hidden = !(k in d);
+  }
+  if ('city' in d)
+    set('ip-city', d.city ? [...new Set([d.city, d.region].filter(Boolean))].join(', ') : none);
+  if ('timezone' in d) set('ip-timezone', d.timezone ?? none);
   const box = byId('ip-details');
   if (box) box.hidden = false;
 }

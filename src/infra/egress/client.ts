@@ -165,6 +165,8 @@ export interface EgressOptions {
   resolve?: readonly string[];
   /** PEM file of extra CAs trusted for upstream TLS. */
   caFile?: string;
+  /** A TLS client certificate presented to every upstream (the relay's own, to a relay pool). */
+  clientCert?: { cert: string; key: string };
   /** The default of the three timeouts below (10 s when absent too). */
   timeoutMs?: number;
   connectTimeoutMs?: number;
@@ -207,7 +209,10 @@ export function createEgress(o: EgressOptions): Egress {
   // One secure context for every connection: passing `ca` to each tls.connect would parse the
   // whole root store per handshake (it dominated CPU under load).
   const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
-  const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
+  const tls =
+    ca || o.clientCert
+      ? { secureContext: createSecureContext({ ...(ca ? { ca } : {}), ...o.clientCert }) }
+      : {};
   let made: Promise<Built> | undefined;
   let closed = false;
   const dispatcher = () => (made ??= loadUndici().then((undici) => build(undici, o, tls)));

@@ -2,6 +2,7 @@
 // then the query with its long/short aliases (long wins). Never throws: bad values fall back like
 // Gravatar's do.
 
+import { type DicebearStyle, dicebearStyle } from './gen/dicebear.ts';
 import { deriveInitials } from './gen/font.ts';
 import { type GeneratorName, isGenerator } from './gen/index.ts';
 import type { Format } from './render.ts';
@@ -12,6 +13,7 @@ export type Rating = (typeof RATINGS)[number];
 
 export type DefaultChoice =
   | { kind: 'generate'; name: GeneratorName }
+  | { kind: 'dicebear'; style: DicebearStyle }
   | { kind: '404' }
   | { kind: 'url'; url: string };
 
@@ -73,6 +75,8 @@ export function parseDefault(raw: string | undefined, fallback: GeneratorName): 
   const k = d.toLowerCase();
   if (k === '404') return { kind: '404' };
   if (k === 'mm' || k === 'mystery' || k === 'mysteryman') return { kind: 'generate', name: 'mp' };
+  const style = dicebearStyle(k);
+  if (style) return { kind: 'dicebear', style };
   // Unknown keywords are treated as absent (docs/protocols/gravatar.md §4).
   return { kind: 'generate', name: isGenerator(k) ? k : fallback };
 }

@@ -7,6 +7,7 @@ import { AppError, badRequest, forbidden, notFound, unavailable } from '../../in
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';
+import { DicebearMissing } from './gen/dicebear.ts';
 import { parseLogin } from './github.ts';
 import { parseFile, parseQuery, RATINGS, type Rating } from './request.ts';
 import { parseHash } from './seed.ts';
@@ -107,6 +108,7 @@ export function avatarRoutes(
       return await send(req, reply, await svc.resolve(q, client), name);
     } catch (err) {
       if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
+      if (err instanceof DicebearMissing) throw notInstalled(err);
       if (err instanceof AppError || q.force) throw err;
       // A stored original that no longer decodes must not take the avatar down: serve the default.
       req.log.warn(
@@ -114,7 +116,10 @@ export function avatarRoutes(
         'avatar source failed, serving the default',
       );
       reply.removeHeader('last-modified');
-      return send(req, reply, await svc.resolve({ ...q, force: true }, client), name);
+      const fallback = await svc.resolve({ ...q, force: true }, client).catch((e: unknown) => {
+        throw e instanceof DicebearMissing ? notInstalled(e) : e;
+      });
+      return send(req, reply, fallback, name);
     }
   };
   const config = { svc: 'avatar' };
@@ -122,7 +127,7 @@ export function avatarRoutes(
   const getDoc = {
     summary: 'Avatar for an MD5 or SHA-256 email hash (Gravatar query: s, d, r, f; .png/.jpg/.webp suffix)',
     description:
-      'Uploaded here, else mirrored from the upstream, else the d= default (identicon, retro, monsterid, wavatar, robohash, mp, initials, blank, 404 or an allowed URL). Without a hash: the default picture.',
+      'Uploaded here, else mirrored from the upstream, else the d= default (identicon, retro, monsterid, wavatar, robohash, mp, initials, blank, color, a DiceBear style as dicebear-<style>, 404 or an allowed URL). Without a hash: the default picture.',
     tags,
   };
   // No hook at all when unlimited: this is the hot path of every page that shows avatars.
@@ -153,6 +158,7 @@ export function avatarRoutes(
         return await send(req, reply, await svc.resolveGithub(login, q, req.clientKey), login);
       } catch (err) {
         if (err instanceof QueueFull) throw unavailable('busy rendering avatars, try again shortly', 1);
+        if (err instanceof DicebearMissing) throw notInstalled(err);
         throw err;
       }
     },
@@ -226,6 +232,14 @@ export function avatarRoutes(
       return reply.code(204).send();
     },
   );
+}
+
+/**
+ * A DiceBear style the operator has not installed: 501 naming the install line, so whoever tries
+ * the URL learns what to run (an optional dependency; docs/avatar.md).
+ */
+function notInstalled(err: DicebearMissing): AppError {
+  return new AppError('DICEBEAR_NOT_INSTALLED', 501, err.message);
 }
 
 function firstString(v: unknown): string | undefined {

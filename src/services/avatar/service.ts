@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../infra/limits/fair-queue.ts';
+import { dicebearSvg, dicebearVersion } from './gen/dicebear.ts';
 import { GENERATORS } from './gen/index.ts';
 import type { Mirror } from './mirror.ts';
 import { allowedRedirect, type parseAllowList } from './redirect.ts';
@@ -117,6 +118,16 @@ export class AvatarService {
     if (def.kind === 'url') {
       const location = allowedRedirect(def.url, this.d.redirectRules);
       if (location) return { kind: 'redirect', location };
+    }
+    if (def.kind === 'dicebear') {
+      // Which packages draw it is part of the key: an upgrade may draw another picture. Throws
+      // DicebearMissing when they are not installed (the route names the install line).
+      const drawnBy = dicebearVersion(def.style);
+      // DiceBear's initials are letters of the seed: the initials or name given, else the hash.
+      const seed = def.style === 'initials' && q.initials ? q.initials : q.seedText;
+      return this.cached(q, client, 'generated', `gen:dicebear:${drawnBy}:${seed}`, null, async () =>
+        renderArt({ kind: 'svg', svg: await dicebearSvg(def.style, seed, q.size) }, q.size, q.format),
+      );
     }
     // An off-list d=<url> gets the configured default, never a fetch or a redirect.
     const name = def.kind === 'generate' ? def.name : q.fallback;

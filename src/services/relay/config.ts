@@ -1,7 +1,7 @@
 // Syncthing relay section (its own TLS listener, not part of the HTTP server). Limits keep strelaysrv's
 // names and defaults (docs/protocols/syncthing-relay.md §13); durations are held in milliseconds and accept
 // Go style ("1m0s", "90s", "500ms") or, as before, plain seconds.
-import { bool, budget, bytes, duration, HOST_PORT, int, str } from '../../infra/config/schema.ts';
+import { bool, budget, bytes, duration, HOST_PORT, int, list, str } from '../../infra/config/schema.ts';
 
 export const relaySection = {
   enabled: bool(true, { doc: 'run the Syncthing relay (protocol v1) listener' }),
@@ -55,4 +55,11 @@ export const relaySection = {
   maxMessageBytes: int(1024, { min: 64, max: 65_536, doc: 'frame payload cap (strelaysrv: 1024)' }),
   token: str('', { secret: true, doc: 'if set, joining requires this token (relay URI &token=)' }),
   providedBy: str('', { doc: 'free text shown in /status (strelaysrv -provided-by)' }),
+  pools: list([], {
+    item: (s) => (/^https:\/\/[^\s/?#]+(\/\S*)?$/.test(s) ? null : 'expected an https:// URL'),
+    doc: 'relay pools to join (strelaysrv -pools), e.g. https://relays.syncthing.net/endpoint: the relay then serves anyone the pool sends; none by default, and none while a token is set',
+  }),
+  poolCa: str('', {
+    doc: 'PEM file of extra CAs trusted for the pools (a private pool); outbound requests use DEVUTIL_EGRESS_RESOLVE',
+  }),
 };

@@ -80,6 +80,7 @@ const relay: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             port: r.invitationPort,
             running: true,
             stats: pick(r.status()),
+            pools: handle.pools(),
           },
         };
       }

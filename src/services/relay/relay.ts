@@ -36,6 +36,8 @@ export interface RelaySettings {
   token: string;
   providedBy: string;
   version: string;
+  /** Relay pools joined (pool.ts), shown in /status as strelaysrv shows them. */
+  pools?: readonly string[];
 }
 
 export interface RelayEvents {
@@ -255,7 +257,7 @@ export class Relay implements Hub {
         'message-timeout': Math.round(s.messageTimeoutMs / 1000),
         'per-session-rate': s.perSessionRate,
         'global-rate': s.globalRate,
-        pools: [],
+        pools: s.pools ?? [],
         'provided-by': s.providedBy,
       },
       startTime: this.startTime.toISOString(),

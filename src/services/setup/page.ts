@@ -8,7 +8,7 @@ import { scriptValues, TOOLS } from './script.ts';
 export const setupPage: PageSection = {
   nav: 'Set up',
   title: 'Set me up',
-  lead: 'One command points your tools at this server: it writes each tool’s own setting (git, pip, apt, npm, go, Docker, Hugging Face) and prints the Syncthing relay URI. Every file it changes is backed up first, and --undo puts it back.',
+  lead: 'One command points your tools at this server: it writes each tool’s own setting (git, pip, apt, npm, go, Maven, Docker, Hugging Face) and prints Gradle’s repository lines and the Syncthing relay URI. Every file it changes is backed up first, and --undo puts it back.',
   body(p) {
     const on = (name: string) => p.services.some((d) => d.name === name && isEnabled(p.config, d));
     const v = scriptValues({ ...p, proxy: on('proxy'), relay: on('relay'), ecosystems: ECOSYSTEMS });

@@ -15,7 +15,8 @@ export interface Probe {
   header?: string;
 }
 
-export const PROBES: Record<Exclude<Tool, 'apt' | 'relay'>, Probe> = {
+// Gradle has no mirror setting: the script only prints its lines, so there is nothing to check first.
+export const PROBES: Record<Exclude<Tool, 'apt' | 'relay' | 'gradle'>, Probe> = {
   // Protocol v2: the answer is the server's capabilities (a few hundred bytes), not every ref.
   git: {
     upstream: 'https://github.com/git/git.git/info/refs?service=git-upload-pack',
@@ -26,6 +27,11 @@ export const PROBES: Record<Exclude<Tool, 'apt' | 'relay'>, Probe> = {
   // What `npm ping` asks.
   npm: { upstream: 'https://registry.npmjs.org/-/ping', below: '-/ping' },
   go: { upstream: 'https://proxy.golang.org/rsc.io/quote/@v/list', below: '/rsc.io/quote/@v/list' },
+  // A release POM: small, immutable, and what Maven fetches first for a dependency.
+  maven: {
+    upstream: 'https://repo.maven.apache.org/maven2/junit/junit/4.13.2/junit-4.13.2.pom',
+    below: 'junit/junit/4.13.2/junit-4.13.2.pom',
+  },
   hf: {
     upstream: 'https://huggingface.co/api/models/openai-community/gpt2',
     below: '/api/models/openai-community/gpt2',

@@ -10,7 +10,7 @@ import { advertisedRelay } from '../relay/page.ts';
 import { APT_PROBES, PROBES } from './probes.ts';
 
 /** The tools setup.sh knows, in the order it lists them. */
-export const TOOLS = ['git', 'pip', 'apt', 'npm', 'go', 'docker', 'hf', 'relay'] as const;
+export const TOOLS = ['git', 'pip', 'apt', 'npm', 'go', 'maven', 'gradle', 'docker', 'hf', 'relay'] as const;
 export type Tool = (typeof TOOLS)[number];
 
 export interface ScriptInput {
@@ -67,6 +67,8 @@ export function scriptValues(p: ScriptInput): ScriptValues {
       tools[d.script.tool as Tool] = d.script.url({ urls: p.urls, config: p.config, proxy: x });
     }
     if (tools.docker?.startsWith('http:')) dockerInsecure = new URL(tools.docker).host;
+    // Gradle reads the same repository; it has no mirror setting, so the script prints its lines.
+    if (tools.maven) tools.gradle = tools.maven;
   }
   if (p.relay) tools.relay = advertisedRelay(p).uri;
   const probes: Partial<Record<Tool, string>> = {};
@@ -105,6 +107,7 @@ function settings(v: ScriptValues): string {
     ['APT_MAP', v.apt.map(([h, u]) => `${h}=${u}`).join(' ')],
     ['NPM_URL', t('npm')],
     ['GO_URL', t('go')],
+    ['MAVEN_URL', t('maven')],
     ['HF_URL', t('hf')],
     ['DOCKER_MIRROR', t('docker')],
     ['DOCKER_INSECURE', v.dockerInsecure],

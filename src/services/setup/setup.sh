@@ -1,12 +1,12 @@
 #!/bin/sh
-# devutil setup.sh: points git, pip, apt, npm, go, Docker and Hugging Face clients at one devutil
+# devutil setup.sh: points git, pip, apt, npm, go, Maven, Docker and Hugging Face clients at one devutil
 # instance and prints its Syncthing relay URI. devutil serves it at /setup.sh with that instance's
 # URLs filled in (the settings block below). Every file it changes is backed up first and listed in
 # a manifest under ~/.config/devutil; --undo puts each one back byte for byte. POSIX sh. Every value
 # is quoted for whatever reads it (the shell, for ~/.profile), and a value that no URL has (control
 # characters, `"`, `\`) stops it before anything is changed.
 #
-#   curl -fsSL <instance>/setup.sh | sh -s -- [--dry-run] TOOL...   (git pip apt npm go docker hf relay, or all)
+#   curl -fsSL <instance>/setup.sh | sh -s -- [--dry-run] TOOL...   (git pip apt npm go maven gradle docker hf relay, or all)
 #   curl -fsSL <instance>/setup.sh | sh -s -- --undo                (the files of the last run, as they were)
 #
 # Before it changes a tool it fetches one real file of that tool's upstream through devutil (the
@@ -15,7 +15,7 @@ set -u
 
 # @SETTINGS@
 
-KNOWN='git pip apt npm go docker hf relay'
+KNOWN='git pip apt npm go maven gradle docker hf relay'
 DRY=0
 UNDO=0
 WANT=''
@@ -51,6 +51,8 @@ Tools this instance serves: ${DEVUTIL_TOOLS:-none}  (or: all)
   apt     Debian's hosts in /etc/apt sources (as root; otherwise prints what to do)
   npm     registry in ~/.npmrc
   go      GOPROXY in go env (go env -w)
+  maven   a mirror of Maven Central in ~/.m2/settings.xml
+  gradle  prints the settings.gradle lines (Gradle has no mirror setting)
   docker  registry-mirrors in /etc/docker/daemon.json (as root; otherwise prints what to do)
   hf      HF_ENDPOINT in ~/.profile
   relay   prints the Syncthing relay URI
@@ -283,6 +285,8 @@ fill_secret() {
   NPM_PROBE=$(printf '%s' "$NPM_PROBE" | sed "s|<SECRET>|$fs_s|g")
   GO_PROBE=$(printf '%s' "$GO_PROBE" | sed "s|<SECRET>|$fs_s|g")
   HF_PROBE=$(printf '%s' "$HF_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  MAVEN_URL=$(printf '%s' "$MAVEN_URL" | sed "s|<SECRET>|$fs_s|g")
+  MAVEN_PROBE=$(printf '%s' "$MAVEN_PROBE" | sed "s|<SECRET>|$fs_s|g")
 }
 
 # --- each tool's way out -------------------------------------------------------------------------
@@ -357,6 +361,7 @@ check_values() {
   check_value NPM_URL "$NPM_URL"
   check_value GO_URL "$GO_URL"
   check_value HF_URL "$HF_URL"
+  check_value MAVEN_URL "$MAVEN_URL"
   check_value DOCKER_MIRROR "$DOCKER_MIRROR"
   check_value DOCKER_INSECURE "$DOCKER_INSECURE"
 }
@@ -506,6 +511,91 @@ do_hf() {
   fi
 }
 
+# --- Maven and Gradle ---------------------------------------------------------------------------
+
+# A <mirror> of central named devutil, first in ~/.m2/settings.xml's <mirrors> (an exact mirrorOf
+# wins over wildcards, and the first exact one wins): an earlier devutil mirror gets this URL,
+# <mirrors> gets it at its top, a file without <mirrors> gets one before </settings>. Lines inside
+# comments are left alone (the stock settings.xml is mostly commented-out examples).
+do_maven() {
+  probe maven "$MAVEN_PROBE" || return 0
+  stage "$HOME/.m2/settings.xml"
+  if [ ! -s "$WORK/new" ]; then
+    printf '<?xml version="1.0" encoding="UTF-8"?>\n<settings>\n  <mirrors>\n  </mirrors>\n</settings>\n' >"$WORK/new"
+  fi
+  URL=$MAVEN_URL awk '
+    function block(indent) {
+      return indent "<mirror>\n" indent "  <id>devutil</id>\n" indent "  <mirrorOf>central</mirrorOf>\n" indent "  <url>" ENVIRON["URL"] "</url>\n" indent "</mirror>"
+    }
+    # The part of this line outside comments (a comment may span lines).
+    function live(line,   out, i, j) {
+      out = ""
+      while (line != "") {
+        if (incomment) {
+          j = index(line, "-->")
+          if (!j) return out
+          line = substr(line, j + 3)
+          incomment = 0
+        } else {
+          i = index(line, "<!--")
+          if (!i) return out line
+          out = out substr(line, 1, i - 1)
+          line = substr(line, i + 4)
+          incomment = 1
+        }
+      }
+      return out
+    }
+    # First pass: is there a devutil mirror already (then only its URL changes)?
+    FNR == NR { if (live($0) ~ /<id>[ \t]*devutil[ \t]*<\/id>/) have = 1; next }
+    FNR == 1 { incomment = 0 }
+    {
+      text = live($0)
+      if (have) {
+        if (text ~ /<id>[ \t]*devutil[ \t]*<\/id>/) ours = 1
+        if (ours && text ~ /<url>[^<]*<\/url>/) {
+          sub(/<url>[^<]*<\/url>/, "<url>" ENVIRON["URL"] "</url>")
+          done = 1
+        }
+        if (text ~ /<\/mirror>/) ours = 0
+      } else if (!done && text ~ /<mirrors[ \t]*\/>/) {
+        sub(/<mirrors[ \t]*\/>/, "<mirrors>\n" block("    ") "\n  </mirrors>")
+        done = 1
+      } else if (!done && text ~ /<mirrors>/) {
+        sub(/<mirrors>/, "<mirrors>\n" block("    "))
+        done = 1
+      } else if (!done && text ~ /<\/settings>/) {
+        sub(/<\/settings>/, "  <mirrors>\n" block("    ") "\n  </mirrors>\n</settings>")
+        done = 1
+      }
+      lines[++n] = $0
+    }
+    END {
+      if (!done) exit 3
+      for (i = 1; i <= n; i++) print lines[i]
+    }
+  ' "$WORK/new" "$WORK/new" >"$WORK/edit" || die "maven: $TARGET has no <settings> element; it was not changed"
+  edited
+  commit maven
+  case $MAVEN_URL in
+    http://localhost[:/]* | http://127.0.0.1[:/]* | https://*) ;;
+    *) say "maven: $MAVEN_URL is plain http: Maven 3.8.1+ blocks http repositories other than localhost; serve devutil over https" ;;
+  esac
+}
+
+do_gradle() {
+  say "gradle: Gradle has no mirror setting. In settings.gradle (or settings.gradle.kts), in place of mavenCentral():"
+  say "  dependencyResolutionManagement {"
+  say "    repositories {"
+  say "      maven { url = uri(\"$MAVEN_URL\") }"
+  say "    }"
+  say "  }"
+  case $MAVEN_URL in
+    https://*) ;;
+    *) say "  (plain http: add allowInsecureProtocol = true in the maven { } block; Kotlin: isAllowInsecureProtocol = true)" ;;
+  esac
+}
+
 docker_json() {
   if [ -n "$DOCKER_INSECURE" ]; then
     printf '{\n  "registry-mirrors": ["%s"],\n  "insecure-registries": ["%s"]\n}\n' "$DOCKER_MIRROR" "$DOCKER_INSECURE"
@@ -653,6 +743,8 @@ for t in $WANT; do
     apt) do_apt ;;
     npm) do_npm ;;
     go) do_go ;;
+    maven) do_maven ;;
+    gradle) do_gradle ;;
     docker) do_docker ;;
     hf) do_hf ;;
     relay) do_relay ;;

@@ -5,7 +5,14 @@
 import type { EcosystemDef } from './define.ts';
 import { goEcosystem } from './go/definition.ts';
 import { hfEcosystem } from './hf/definition.ts';
+import { mavenEcosystem } from './maven/definition.ts';
 import { npmEcosystem } from './npm/definition.ts';
 import { ociEcosystem } from './oci/definition.ts';
 
-export const ECOSYSTEMS: readonly EcosystemDef[] = [ociEcosystem, hfEcosystem, npmEcosystem, goEcosystem];
+export const ECOSYSTEMS: readonly EcosystemDef[] = [
+  ociEcosystem,
+  hfEcosystem,
+  npmEcosystem,
+  goEcosystem,
+  mavenEcosystem,
+];
