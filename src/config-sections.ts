@@ -244,7 +244,8 @@ function proxyUrl(o: Parameters<typeof str>[1]): Field<string> {
       if (typeof raw !== 'string') return { ok: false, error: 'expected a proxy URL' };
       if (raw.trim() === '') return { ok: true, value: '' };
       const r = normaliseProxyUrl(raw);
-      return 'url' in r ? { ok: true, value: r.url } : { ok: false, error: r.error };
+      // `, got <value>` as the schema's own messages end: a secret field's message drops it.
+      return 'url' in r ? { ok: true, value: r.url } : { ok: false, error: `${r.error}, got ${raw}` };
     },
   };
 }

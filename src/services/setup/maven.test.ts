@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type Internet, startInternet } from '../../../test/fixtures/proxy/internet.ts';
+import { installProbes } from '../../../test/fixtures/proxy/probes.ts';
 import { run } from '../../../test/fixtures/proxy/run.ts';
 import { type Running, startTestServer, tempDir } from '../../../test/helpers/server.ts';
 import { hasTool, missing } from '../../../test/helpers/tools.ts';
@@ -39,14 +41,24 @@ const STOCK = `<?xml version="1.0" encoding="UTF-8"?>
 
 describe('setup.sh maven and gradle', { skip, timeout: 120_000 }, () => {
   let srv: Running;
+  let net: Internet | undefined;
   let script = '';
   let url = '';
   before(async () => {
-    srv = await startTestServer({ overrides: { proxy: { ecosystems: ['maven'] } } });
+    // The script fetches one real file of Maven Central through devutil before it changes anything.
+    net = await startInternet(tempDir('devutil-maven-net-'));
+    installProbes(net);
+    srv = await startTestServer({
+      overrides: { proxy: { ecosystems: ['maven'] } },
+      env: { DEVUTIL_PROXY_RESOLVE: net.resolve.join(','), DEVUTIL_PROXY_UPSTREAM_CA: net.caFile },
+    });
     script = await (await fetch(`${srv.url}/setup.sh`)).text();
     url = `${srv.url}/proxy/maven/`;
   });
-  after(() => srv?.close());
+  after(async () => {
+    await srv?.close();
+    await net?.close();
+  });
 
   const setup = (home: string, args: string[]) =>
     run('dash', ['-s', '--', ...args], {
@@ -67,6 +79,10 @@ describe('setup.sh maven and gradle', { skip, timeout: 120_000 }, () => {
     const home = tempDir('devutil-setup-mvn-');
     const r = await setup(home, ['maven', 'gradle']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
+    // Checked first with a release POM of Maven Central, fetched through devutil.
+    assert.ok(
+      net?.seen.some((x) => x.host === 'repo.maven.apache.org' && x.url.endsWith('/junit-4.13.2.pom')),
+    );
     assert.equal(
       settings(home),
       `<?xml version="1.0" encoding="UTF-8"?>\n<settings>\n  <mirrors>\n${mirror('    ', url)}  </mirrors>\n</settings>\n`,

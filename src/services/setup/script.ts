@@ -112,7 +112,7 @@ function settings(v: ScriptValues): string {
     ['DOCKER_MIRROR', t('docker')],
     ['DOCKER_INSECURE', v.dockerInsecure],
     ['RELAY_URI', t('relay')],
-    ...TOOLS.filter((k) => k !== 'relay').map((k): [string, string] => [
+    ...TOOLS.filter((k) => k === 'apt' || k in PROBES).map((k): [string, string] => [
       `${k.toUpperCase()}_PROBE`,
       v.probes[k] ?? '',
     ]),
