@@ -20,6 +20,11 @@ const secrets = [
 const PATTERNS = [
   ['telegram bot token', /\b\d{6,}:[A-Za-z0-9_-]{30,}\b/],
   ['telegram recipient token', /tgr_(?!\[redacted\])[A-Za-z0-9_-]{16,}/],
+  // The same with characters percent-encoded, as a path or a query string may carry it.
+  [
+    'encoded recipient token',
+    /(?:t|%74)(?:g|%67)(?:r|%72)(?:_|%5f)(?!\[redacted\])(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/i,
+  ],
   ['bearer token', /Bearer (?!\[redacted\])[A-Za-z0-9._~+/-]{8,}/],
   ['signed URL signature', /(X-Amz-Signature|Signature|sig)=(?!\[redacted\])[A-Za-z0-9%]{16,}/],
   ['password in URL', /[a-z][a-z0-9+.-]*:\/\/[^/\s:@"]*:(?!\[redacted\])[^/\s@"]+@/i],

@@ -270,7 +270,11 @@ export function sendError(
 ): FastifyReply {
   // A route whose path cannot name its family (PUT /<name> at the root) names its envelope itself.
   const named = req.routeOptions?.config?.envelope;
-  const env = named ? ENVELOPES[named] : req.server.envelopes.forPath(pathOf(req.url));
+  const env = named
+    ? typeof named === 'string'
+      ? ENVELOPES[named]
+      : named
+    : req.server.envelopes.forPath(pathOf(req.url));
   reply.code(status);
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   reply.header('cache-control', 'no-store');
@@ -383,8 +387,11 @@ export function installErrorHandling(
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The envelope of this route's errors, when no path prefix can name it (a route at the root). */
-    envelope?: EnvelopeName;
+    /**
+     * The envelope of this route's errors, when no path prefix can name it (a route at the root, or
+     * one that speaks another service's protocol under a prefix of its own).
+     */
+    envelope?: EnvelopeName | Envelope;
     /** The route matches any one-segment path: other methods there stay 404, never 405 for it. */
     anyPath?: boolean;
   }

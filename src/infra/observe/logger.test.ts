@@ -16,6 +16,7 @@ const PREFIX = registerSecret('prefix-Secret_9876');
 const LITERAL = registerSecret('admin-token-4f5e6d7c');
 const PASS = registerSecret('hunter2-pass-word');
 const UPLOAD = registerSecret('fedcba98'.repeat(4));
+const RECIPIENT = registerSecret(`tgr_${'Rc9-_x'.repeat(7)}z`);
 protectSecrets([PREFIX, LITERAL]);
 
 const signed = `https://bucket.s3.example.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${encodeURIComponent(CRED)}&X-Amz-Signature=${SIG}`;
@@ -87,6 +88,24 @@ const shapes: [string, (l: Logger) => void, string[]][] = [
   ['a thrown plain object with an apiKey', (l) => l.error({ err: { apiKey: BOT, note: 'x' } }), [BOT]],
   ['a thrown string with a signature', (l) => l.error({ err: `failed ?Signature=${SIG}` }), [SIG]],
   ['JSON quoted in a message', (l) => l.warn(`upstream body {"token":"${SIG}","ok":false}`), [SIG]],
+  [
+    'a recipient token as an ntfy topic and a Gotify ?token=',
+    (l) => {
+      l.info({ req: fakeReq(`/telegram/${RECIPIENT}`) });
+      l.info({ req: fakeReq(`/telegram/message?token=${RECIPIENT}`) });
+    },
+    [RECIPIENT],
+  ],
+  [
+    'a recipient token with its characters percent-encoded in the path',
+    (l) => {
+      const enc = [...RECIPIENT].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
+      l.info({ req: fakeReq(`/telegram/r/${RECIPIENT.replace('_', '%5F')}`) });
+      l.info({ req: fakeReq(`/telegram/${enc}`) });
+      l.info({ req: fakeReq(`/telegram/${enc.toUpperCase()}`) });
+    },
+    [RECIPIENT, RECIPIENT.replace('_', '%5F'), RECIPIENT.slice(4)],
+  ],
   [
     'a resumable upload URL (its id is the capability)',
     (l) => l.info({ req: fakeReq(`/api/upload/${UPLOAD}`) }),

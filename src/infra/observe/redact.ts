@@ -9,8 +9,9 @@ const SECRET_NAME =
 const BOT_PATH = /\/bot\d+:[A-Za-z0-9_-]+/g;
 const BOT_TOKEN = /\b\d{5,}:[A-Za-z0-9_-]{20,}/g;
 // A Telegram recipient token (services/telegram/recipients.ts), wherever it appears: in
-// /telegram/r/<token>, in a bot path (/bottgr_...), in a message.
-const RECIPIENT = /tgr_[A-Za-z0-9_-]{16,}/g;
+// /telegram/r/<token>, in a bot path (/bottgr_...), an ntfy topic, a Gotify ?token=, a message;
+// also with any of its characters percent-encoded (the router decodes them back to the token).
+const RECIPIENT = /(?:t|%74)(?:g|%67)(?:r|%72)(?:_|%5f)(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/gi;
 const USERINFO = /(\/\/|^|\/)([^/@\s:]*):([^/@\s]+)@/g;
 // name=value in a query string or free text ("...?X-Amz-Signature=..", "failed: token=..").
 const PARAM = /(^|[?&;\s])([^=&?#\s"';]+)=([^&#\s"';]*)/g;
@@ -26,7 +27,7 @@ const DELETE_LINK = /(\/delete\/[^/?#\s"]+\/)[^/?#\s"]+/g;
 // The admin's single sign-on callback carries the authorization code and state in its query.
 const OIDC_CALLBACK = /(\/admin\/oidc\/callback\?)[^\s"#]+/g;
 // Cheap pre-check: text without any of these characters holds none of the shapes above.
-const MAYBE = /[:=@/]|bearer|tgr_/i;
+const MAYBE = /[:=@/%]|bearer|tgr_/i;
 
 const R = '[redacted]';
 const literals = new Set<string>();

@@ -52,6 +52,18 @@ export interface GatewayDeps {
   pollQueue: FairQueue;
 }
 
+/** How a recipient inlet of another protocol answers a sent message (Telegram's Message object). */
+type Shape = (message: Record<string, unknown>) => unknown;
+
+export interface SendOptions {
+  /** A refusal that passes with time is 503, not 429 (senders that retry 5xx only). */
+  retryable?: boolean;
+  /** The inlet, for the metrics' kind and the log line (ntfy, gotify); default recipient. */
+  via?: string;
+  /** The answer in the inlet's own shape, from Telegram's Message and the recipient. */
+  shape?: (message: Record<string, unknown>, r: Recipient) => unknown;
+}
+
 /** Who is calling: a bot key, or a recipient token standing in for one. */
 interface Caller {
   key: string;
@@ -193,40 +205,56 @@ export class BotApiGateway {
 
   /**
    * One message from a recipient token's own inlets (/telegram/r/<token>, its Alertmanager
-   * webhook): sendMessage into its chat, with the same rules and budgets as the Bot API path.
-   * `retryable`: a refusal that passes with time (a budget, Telegram's flood control) is answered
-   * 503 with its Retry-After instead of 429, for senders that retry a 5xx and drop a 4xx
+   * webhook, ntfy and Gotify publishes): sendMessage into its chat, with the same rules and budgets
+   * as the Bot API path. `params` may depend on the recipient (Gotify's default title is its name).
+   * Telegram's answer is passed on as it is, or given to `opts.shape` for an inlet that answers in
+   * another protocol's shape (its failures are then thrown, for the route's own envelope).
+   * `opts.retryable`: a refusal that passes with time (a budget, Telegram's flood control) is
+   * answered 503 with its Retry-After instead of 429, for senders that retry a 5xx and drop a 4xx
    * (Alertmanager: docs/protocols/alertmanager-webhook.md §1).
    */
   async sendAs(
     req: FastifyRequest,
     reply: FastifyReply,
     token: string,
-    params: Params,
-    retryable = false,
+    params: Params | ((r: Recipient) => Params),
+    opts: SendOptions = {},
   ): Promise<FastifyReply> {
     try {
-      return await this.sendOne(req, reply, token, params, retryable);
+      return await this.sendOne(req, reply, token, params, opts);
     } catch (err) {
-      throw retryable ? laterNotLost(err) : err;
+      throw opts.retryable ? laterNotLost(err) : err;
     }
+  }
+
+  /** The recipient a token's own inlet sends for; a path that holds no recipient token says why. */
+  private async recipientOf(token: string): Promise<Caller & { recipient: Recipient }> {
+    if (!isRecipientToken(token))
+      throw notFound(
+        isBotKey(token)
+          ? 'this is a bot key, not a recipient token: send with it at /bot<key>/sendMessage, or register a recipient token with POST /recipients'
+          : "not a recipient token (tgr_ and 43 letters, digits, '_' or '-')",
+        'NOT_A_TOKEN',
+      );
+    const who = await this.caller(token);
+    return who as Caller & { recipient: Recipient };
   }
 
   private async sendOne(
     req: FastifyRequest,
     reply: FastifyReply,
     token: string,
-    params: Params,
-    retryable: boolean,
+    params: Params | ((r: Recipient) => Params),
+    opts: SendOptions,
   ): Promise<FastifyReply> {
-    const who = await this.caller(token);
+    const who = await this.recipientOf(token);
     const rcpt = who.recipient;
-    if (!rcpt) throw notFound('not a recipient token', 'NOT_A_TOKEN');
     if (!rcpt.methods.includes('sendMessage'))
       throw forbidden(`this recipient token may call only ${rcpt.methods.join(', ')}`, 'METHOD_NOT_ALLOWED');
     let confined: Params;
     try {
-      confined = confine('sendMessage', rcpt.chat, Object.entries(params));
+      const given = typeof params === 'function' ? params(rcpt) : params;
+      confined = confine('sendMessage', rcpt.chat, Object.entries(given));
     } catch (err) {
       throw recipientRefusal(err);
     }
@@ -247,16 +275,22 @@ export class BotApiGateway {
     }
     const ms = performance.now() - started;
     const result = resultLabel(r);
-    this.d.metrics.api.inc({ kind: 'recipient', result });
-    this.d.metrics.apiDuration.observe({ kind: 'recipient', result }, ms / 1000);
+    const kind = opts.via ?? 'recipient';
+    this.d.metrics.api.inc({ kind, result });
+    this.d.metrics.apiDuration.observe({ kind, result }, ms / 1000);
     const fields = {
       bot: who.bot.slice(0, 8),
       method: 'sendMessage',
       result,
       ms: Math.round(ms),
       recipient: rcpt.id,
+      ...(opts.via ? { via: opts.via } : {}),
     };
-    return this.answer(req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat), retryable);
+    const shape = opts.shape;
+    return this.answer(req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat), {
+      retryable: opts.retryable === true,
+      ...(shape ? { shape: (message: Record<string, unknown>) => shape(message, rcpt) } : {}),
+    });
   }
 
   /** Telegram's answer as Telegram gave it; our own failures in the same shape. */
@@ -266,19 +300,24 @@ export class BotApiGateway {
     r: CallResult,
     fields: Record<string, unknown>,
     chatKey: string | null,
-    retryable = false,
+    { retryable = false, shape }: { retryable?: boolean; shape?: Shape } = {},
   ) {
     reply.header('cache-control', 'no-store');
     if (r.kind === 'ok') {
       req.log.info(fields, 'bot api call');
-      return reply.code(r.status).type('application/json').send(r.text);
+      if (!shape) return reply.code(r.status).type('application/json').send(r.text);
+      const message = typeof r.result === 'object' && r.result !== null ? r.result : {};
+      return reply
+        .code(200)
+        .type('application/json')
+        .send(`${JSON.stringify(shape(message as Record<string, unknown>))}\n`);
     }
     if (r.kind === 'api-error' && r.errorCode < 500) {
       req.log.info({ ...fields, description: r.description }, 'telegram refused');
-      if (r.errorCode === 429) {
-        if (chatKey) await this.d.pacing.paused(req, chatKey, r.retryAfter);
-        reply.header('retry-after', Math.max(1, Math.ceil(r.retryAfter ?? 1)));
-      }
+      if (r.errorCode === 429 && chatKey) await this.d.pacing.paused(req, chatKey, r.retryAfter);
+      // Another protocol's inlet: Telegram's refusal in that protocol's envelope.
+      if (shape) throw alreadyLogged(toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
+      if (r.errorCode === 429) reply.header('retry-after', Math.max(1, Math.ceil(r.retryAfter ?? 1)));
       const parameters = {
         ...(r.retryAfter !== undefined ? { retry_after: r.retryAfter } : {}),
         ...(r.migrateTo !== undefined ? { migrate_to_chat_id: r.migrateTo } : {}),

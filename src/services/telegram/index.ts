@@ -1,6 +1,6 @@
 // Message-bot relay: POST /rest/api/v1/telegram sends through the Telegram Bot API for callers that
-// cannot reach it; /telegram/ is a Bot API base URL (every method, uploads, downloads, long polls)
-// and the home of recipient tokens. The bot key stays out of logs and metrics on every path.
+// cannot reach it; /telegram/ is a Bot API base URL (every method, uploads, downloads, long polls),
+// the home of recipient tokens, and an ntfy and Gotify server whose tokens are recipient tokens. The bot key stays out of logs and metrics on every path.
 import type { FastifyPluginAsync } from 'fastify';
 import type { Counter, Histogram } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
@@ -10,6 +10,7 @@ import { botApiRoutes } from './api-routes.ts';
 import { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
 import { BOT_API_ENVELOPE } from './envelope.ts';
+import { notifyRoutes } from './notify-routes.ts';
 import { Pacing } from './pacing.ts';
 import { Pauses } from './pauses.ts';
 import { recipientRoutes } from './recipient-routes.ts';
@@ -20,7 +21,7 @@ export interface TelegramMetrics {
   calls: Counter<'result'>;
   duration: Histogram<'result'>;
   refused: Counter<'reason'>;
-  /** Calls through the Bot API base URL and recipient tokens, by kind (message, upload, poll, call, file, recipient). */
+  /** Calls through the Bot API base URL and recipient tokens, by kind (message, upload, poll, call, file, recipient, ntfy, gotify). */
   api: Counter<'kind' | 'result'>;
   apiDuration: Histogram<'kind' | 'result'>;
 }
@@ -101,6 +102,8 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // Raw bodies (uploads stream through) in a scope of their own; the recipient API reads JSON.
   await app.register(async (scope) => botApiRoutes(scope, ctx, gateway));
   await app.register(async (scope) => recipientRoutes(scope, ctx, { gateway, client, recipients }));
+  // ntfy and Gotify publishes read any body as bytes: a scope of their own too.
+  await app.register(async (scope) => notifyRoutes(scope, ctx, gateway));
 };
 
 export default telegram;

@@ -5,7 +5,7 @@ import type { PageSection } from '../../page/section.ts';
 export const telegramPage: PageSection = {
   nav: 'Telegram',
   title: 'Message relay',
-  lead: 'Sends Telegram bot messages for you when your machine cannot reach the Telegram Bot API: one POST, a Bot API base URL for bot libraries and Alertmanager, and recipient tokens that send to one chat without the bot key.',
+  lead: 'Sends Telegram bot messages for you when your machine cannot reach the Telegram Bot API: one POST, a Bot API base URL for bot libraries and Alertmanager, and recipient tokens that send to one chat without the bot key, also from any app with an ntfy or Gotify setting.',
   body(p) {
     const b = p.urls.base;
     const post = `curl -X POST ${b}/rest/api/v1/telegram -H 'Content-Type: application/json' \\\n  -d `;
@@ -17,6 +17,8 @@ export const telegramPage: PageSection = {
     const register = `curl ${t}/recipients -H 'Authorization: Bearer <BOT_KEY>' \\\n  -H 'Content-Type: application/json' -d '{"chat_id":"@mychannel"}'`;
     const viaToken = `curl ${t}/r/<TOKEN> -H 'Content-Type: text/plain' --data-binary 'deploy 42 done'`;
     const alert = `webhook_configs:\n  - url: ${t}/r/<TOKEN>/alertmanager`;
+    const ntfy = `ntfy server: ${t}   topic: <TOKEN>\ncurl -H 'Title: Backup' -H 'Tags: warning' -d 'disk 91% full' ${t}/<TOKEN>`;
+    const gotify = `Gotify server: ${t}   application token: <TOKEN>\ncurl '${t}/message?token=<TOKEN>' -F title=Backup -F message=done`;
     return html`<div class="split"><div class="examples">
 ${example('Send (MarkdownV2 by default)', curl)}
 ${example('Plain text, escaped for the parse mode by the server', tgPlain)}
@@ -25,6 +27,8 @@ ${example('A Bot API base URL for bot libraries: every method, uploads, long pol
 ${example('A recipient token: sends to one chat, without the bot key', register)}
 ${example('Send with the token (CI jobs, scripts)', viaToken)}
 ${example('Alertmanager webhook, one readable message per alert group', alert)}
+${example("An app's ntfy setting: the token is the topic", ntfy)}
+${example("An app's Gotify setting: the token is the application token", gotify)}
 </div>
 <form class="tool" id="telegram-form" autocomplete="off">
 <p class="note">Your bot key stays in this page: it is sent only with this request and never stored.</p>

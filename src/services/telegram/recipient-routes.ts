@@ -156,6 +156,8 @@ export async function recipientRoutes(
             message: `${base}/r/${t}`,
             alertmanager: `${base}/r/${t}/alertmanager`,
             bot_api: `${base}/bot${t}`,
+            ntfy: `${base}/${t}`,
+            gotify: `${base}/message?token=${t}`,
           },
         },
       };
@@ -240,7 +242,7 @@ export async function recipientRoutes(
         reply,
         req.params.token,
         { text, parse_mode: 'HTML', link_preview_options: { is_disabled: true } },
-        true,
+        { retryable: true },
       );
     },
   );
