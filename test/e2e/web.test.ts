@@ -83,6 +83,8 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       // The page's diagram previews are rendered for real; on a machine busy with other suites a
       // first render can pass the default 10 s deadline (a 504 the console would report).
       diagrams: { timeoutMs: 90_000 },
+      // Chromium beside other suites can be slow to send a form's small body (a 408 at load 22).
+      server: { bodyTimeoutMs: 90_000 },
     };
     // No outside internet in tests: the avatar service must not wait for the real Gravatar.
     overrides.avatar = { upstream: 'none' } as Overrides['avatar'];
