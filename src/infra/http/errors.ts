@@ -9,6 +9,7 @@ import {
   type preParsingHookHandler,
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
+import { humanBytes } from '../config/bytes.ts';
 import { redact } from '../observe/logger.ts';
 import { nodeHttp } from './node-http.ts';
 
@@ -264,15 +265,17 @@ export function sendError(
 }
 
 /** Known framework errors with a message that is safe and useful to show. */
-function frameworkMessage(err: FastifyError): string {
+function frameworkMessage(err: FastifyError, req: FastifyRequest): string {
   if (err.validation)
     return `invalid request: ${err.message.replace(/^(querystring|body|params|headers)\//, '$1.')}`;
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'malformed JSON body';
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return 'request body is too large';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+      const limit = req.routeOptions?.bodyLimit;
+      return `request body is too large${limit ? `: at most ${humanBytes(limit)}` : ''}`;
+    }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return 'unsupported content type';
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -359,7 +362,7 @@ export function installErrorHandling(
       req.log.error({ err }, 'unhandled error');
       return sendError(req, reply, 500, 'internal error', 'INTERNAL');
     }
-    const message = frameworkMessage(fe);
+    const message = frameworkMessage(fe, req);
     refuse(req, { code: fe.code, status, reason: message });
     return sendError(req, reply, status, message, fe.code ?? 'BAD_REQUEST');
   });

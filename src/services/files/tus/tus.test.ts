@@ -438,7 +438,10 @@ describe('tus uploads under the files quota', () => {
     // 50 000 bytes of A's parts are stored: 60 000 more for B do not fit.
     const full = await patch(urlB, 0, body.subarray(0, 60_000));
     assert.equal(full.status, 507);
-    assert.deepEqual(await full.json(), { success: false, message: 'storage quota is full' });
+    assert.deepEqual(await full.json(), {
+      success: false,
+      message: 'storage quota of 97.66 KiB (100000 bytes) is full',
+    });
     assert.equal((await fetch(urlB, { method: 'HEAD', headers: T })).headers.get('upload-offset'), '0');
     // A completes: the file's reservation takes over the space of its parts.
     const done = await patch(urlA, 50_000, body.subarray(50_000));
