@@ -338,11 +338,20 @@ export async function tusRoutes(
   // The files utility's routes (resumable uploads end in a stored file), tagged like the rest of it.
   const tags = ['files'];
   const base = { onRequest: [tusHeaders, requestLimit] };
-  for (const url of ['/api/upload', '/api/upload/']) {
-    app.options(url, { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags } }, options);
+  // Clients send both spellings; /docs lists the one without the slash once (hide: the other).
+  for (const [url, hide] of [
+    ['/api/upload', false],
+    ['/api/upload/', true],
+  ] as const) {
+    const also = hide ? {} : { description: 'also at /api/upload/' };
+    app.options(
+      url,
+      { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags, hide, ...also } },
+      options,
+    );
     app.post(
       url,
-      { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags } },
+      { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags, hide, ...also } },
       create,
     );
   }

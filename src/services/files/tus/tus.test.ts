@@ -47,6 +47,13 @@ describe('tus 1.0 at /api/upload/', () => {
   const key = () => `tus-${randomBytes(5).toString('hex')}`;
   const abs = (loc: string | null) => new URL(loc ?? '', `${srv.url}/api/upload/`).toString();
 
+  it('is listed once in /docs, without the trailing slash that clients may also send', async () => {
+    const doc = (await (await fetch(`${srv.url}/openapi.json`)).json()) as { paths: Record<string, object> };
+    const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/api/upload'));
+    assert.deepEqual(paths.sort(), ['/api/upload', '/api/upload/{id}']);
+    assert.deepEqual(Object.keys(doc.paths['/api/upload'] ?? {}).sort(), ['options', 'post']);
+  });
+
   it('answers OPTIONS with the version, extensions, size limit and CORS preflight', async () => {
     for (const path of ['/api/upload/', '/api/upload', `/api/upload/${'a'.repeat(32)}`]) {
       const res = await fetch(`${srv.url}${path}`, {
