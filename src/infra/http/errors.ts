@@ -264,10 +264,20 @@ export function sendError(
   return reply.send(body);
 }
 
+/** How many of an enum's values a validation message names. */
+const MAX_ALLOWED_SHOWN = 20;
+
 /** Known framework errors with a message that is safe and useful to show. */
 function frameworkMessage(err: FastifyError, req: FastifyRequest): string {
-  if (err.validation)
-    return `invalid request: ${err.message.replace(/^(querystring|body|params|headers)\//, '$1.')}`;
+  if (err.validation) {
+    const where = err.message.replace(/^(querystring|body|params|headers)\//, '$1.');
+    // Ajv says "must be equal to one of the allowed values" without them: name them (from the schema).
+    const allowed = err.validation.find((v) => v.keyword === 'enum')?.params['allowedValues'];
+    if (!Array.isArray(allowed)) return `invalid request: ${where}`;
+    const shown = allowed.slice(0, MAX_ALLOWED_SHOWN).map((v) => JSON.stringify(v));
+    if (allowed.length > MAX_ALLOWED_SHOWN) shown.push('...');
+    return `invalid request: ${where}: ${shown.join(', ')}`;
+  }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

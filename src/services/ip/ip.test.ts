@@ -57,6 +57,17 @@ describe('caller IP endpoints', () => {
     assert.equal(b.body, '203.0.113.5\n');
   });
 
+  it('names the allowed values when ?details= is not one of them', async () => {
+    const r = await app.inject({ url: '/rest/api/v1/ip?details=maybe', remoteAddress: '198.51.100.4' });
+    assert.equal(r.statusCode, 400);
+    assert.deepEqual(r.json(), {
+      status: 0,
+      message:
+        'invalid request: querystring.details must be equal to one of the allowed values: "", "1", "true", "yes", "0", "false", "no"',
+      data: null,
+    });
+  });
+
   it('reports ::ffff:127.0.0.1 as 127.0.0.1', async () => {
     const r = await app.inject({ url: '/rest/api/v1/ip', remoteAddress: '::ffff:127.0.0.1' });
     assert.equal(r.json().data.ip, '127.0.0.1');
@@ -90,7 +101,8 @@ describe('caller IP endpoints', () => {
       ? { status: 1, msg: 'success', data: { ip } }
       : { status: 1, message: 'success', data: { ip } };
   const badFormat = (url: string) => {
-    const m = 'invalid request: querystring.format must be equal to one of the allowed values';
+    const m =
+      'invalid request: querystring.format must be equal to one of the allowed values: "json", "text"';
     return legacy(url) ? { status: 0, msg: m, data: null } : { status: 0, message: m, data: null };
   };
   // [url, headers, status, address from an untrusted peer, address from a trusted proxy (127.0.0.0/8)]
