@@ -2,10 +2,12 @@
 // seed's upload (`curl -F` to POST /api/file/<key>, the same store), with a bare Node server writing
 // the PUT body to disk as the ceiling; (2) GET /zip/<k1,k2,k3> of three 32 MiB files vs a bare Node
 // server streaming the same three files from disk into yazl (the ceiling: the zip work alone), with
-// devutil's RSS before and after the zips (the archive is never held in memory).
+// devutil's RSS before and after the zips (the archive is never held in memory); (3) the same
+// upload and its download with a password (OpenPGP, pgp.ts) against gpg encrypting and decrypting
+// the same file.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/helpers/ports.ts';
@@ -42,6 +44,15 @@ http.createServer((q, s) => {
   z.end({}, (total) => { s.writeHead(200, { 'content-type': 'application/zip', 'content-length': total }); z.outputStream.pipe(s); });
 }).listen(+process.env.PORT, '127.0.0.1');
 `;
+
+function hasGpg(): boolean {
+  try {
+    execFileSync('gpg', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function main(): Promise<void> {
   requireCommand('curl');
@@ -101,6 +112,83 @@ async function main(): Promise<void> {
     console.log(
       `devutil RSS ${(rssBefore / MiB).toFixed(0)} MiB before the zips, ${(rssAfter / MiB).toFixed(0)} MiB after ${RUNS} x 96 MiB`,
     );
+
+    // (3) Password-protected: the upload encrypts as it stores, the download decrypts as it sends,
+    // against gpg doing the same to the same bytes (AES-256, no compression, file to file).
+    if (hasGpg()) {
+      const pw = ['-H', 'X-Encrypt-Password: bench password'];
+      const sealedPut = curlRate(() => [...pw, '-T', big, `${dev.url}/big.bin`], 64 * MiB);
+      const link = execFileSync('curl', ['-fsS', ...pw, '-T', big, `${dev.url}/big.bin`], {
+        encoding: 'utf8',
+      });
+      const rssBeforeDec = rssOf(dev.pid);
+      const sealedGet = curlRate(() => ['-H', 'X-Decrypt-Password: bench password', link.trim()], 64 * MiB);
+      const rssAfterDec = rssOf(dev.pid);
+      const home = join(dir, 'gnupg');
+      mkdirSync(home, { mode: 0o700 });
+      const gpg = (args: string[]) => {
+        const t = performance.now();
+        execFileSync(
+          'gpg',
+          ['--homedir', home, '--batch', '--yes', '--no-symkey-cache', '--pinentry-mode'].concat([
+            'loopback',
+            '--passphrase',
+            'bench password',
+            ...args,
+          ]),
+          { stdio: 'ignore' },
+        );
+        return 64 / ((performance.now() - t) / 1000);
+      };
+      const enc = join(dir, 'big.gpg');
+      const gpgEnc = Math.max(
+        ...Array.from({ length: RUNS }, () =>
+          gpg([
+            '--cipher-algo',
+            'AES256',
+            '--s2k-digest-algo',
+            'SHA256',
+            '--compress-algo',
+            'none',
+            '-o',
+            enc,
+            '-c',
+            big,
+          ]),
+        ),
+      );
+      const gpgDec = Math.max(
+        ...Array.from({ length: RUNS }, () => gpg(['-o', join(dir, 'big.out'), '-d', enc])),
+      );
+      report('password-protected 64 MiB (incompressible)', 'gpg', [
+        {
+          metric: 'curl -T with X-Encrypt-Password',
+          devutil: sealedPut,
+          anchor: gpgEnc,
+          unit: 'MiB/s',
+          higherIsBetter: true,
+        },
+        {
+          metric: 'GET with X-Decrypt-Password',
+          devutil: sealedGet,
+          anchor: gpgDec,
+          unit: 'MiB/s',
+          higherIsBetter: true,
+        },
+      ]);
+      report('password-protected 64 MiB (incompressible)', 'plain PUT', [
+        {
+          metric: 'curl -T with X-Encrypt-Password',
+          devutil: sealedPut,
+          anchor: put,
+          unit: 'MiB/s',
+          higherIsBetter: true,
+        },
+      ]);
+      console.log(
+        `devutil RSS ${(rssBeforeDec / MiB).toFixed(0)} MiB before the decrypted downloads, ${(rssAfterDec / MiB).toFixed(0)} MiB after ${RUNS} x 64 MiB`,
+      );
+    } else console.log('(gpg not installed: the password-protected figures are skipped)');
   } finally {
     bare.kill();
     await dev.close();

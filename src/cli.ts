@@ -107,7 +107,11 @@ export async function main(
   const { prelaunch } = await import('./prelaunch.ts');
   const prelaunched = prelaunch(config, logger);
   const { serve } = await import('./main.ts');
-  return serve(config, loaded.warnings, { logger, prelaunched });
+  const { activatedSocket } = await import('./activation.ts');
+  const { default: cluster } = await import('node:cluster');
+  // A socket systemd passed (deploy/devutil.socket) replaces the port: restarts then lose nothing.
+  const socket = activatedSocket(env, { pid: process.pid, ppid: process.ppid, worker: cluster.isWorker });
+  return serve(config, loaded.warnings, { logger, prelaunched, socket });
 }
 
 function parse(argv: string[]) {

@@ -1,8 +1,9 @@
 // Process entry: config -> buildServer -> listen; background listeners (relay); signals -> close.
 // With --workers N the primary forks N HTTP workers that share the port (node:cluster).
 import cluster from 'node:cluster';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import type { Logger } from 'pino';
+import { ACTIVATED_BACKLOG, type ActivatedSocket } from './activation.ts';
 import { type Background, ListenError, listenFailure, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { createLogger } from './infra/observe/logger.ts';
@@ -14,6 +15,8 @@ export type ServeOptions = Pick<BuildOptions, 'plugins'> & {
   logger?: Logger;
   /** What the CLI started before the server's modules loaded (else started here). */
   prelaunched?: Promise<Prelaunched>;
+  /** A listening socket the service manager passed (systemd socket activation): used, not the port. */
+  socket?: ActivatedSocket | null;
 };
 
 export { workerCount };
@@ -32,18 +35,34 @@ export async function serve(
 }
 
 async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Promise<number> {
-  const { prelaunched, ...build } = opts;
+  const { prelaunched, socket, ...build } = opts;
   const early = await (prelaunched ?? prelaunch(config, logger));
   const app = await buildServer({ config, logger, ...build, prelaunched: early });
   try {
-    await listenWithFallback(
-      (host) => app.listen({ port: config.server.port, host }),
-      config.server.host,
-      logger,
-    );
+    if (socket) {
+      // Node listens on a passed descriptor before it looks at a port or host (the host only keeps
+      // Fastify from binding 'localhost' twice); in a cluster worker the primary listens on it.
+      await app.listen({
+        fd: socket.fd,
+        host: config.server.host,
+        backlog: ACTIVATED_BACKLOG,
+      } as FastifyListenOptions);
+      logger.info(
+        { fd: socket.fd, name: socket.name, worker: cluster.worker?.id },
+        'listening on the socket systemd passed: restarts keep it open',
+      );
+    } else
+      await listenWithFallback(
+        (host) => app.listen({ port: config.server.port, host }),
+        config.server.host,
+        logger,
+      );
   } catch (err) {
     const { host, port } = config.server;
-    logger.fatal({ code: (err as NodeJS.ErrnoException).code }, listenFailure('', host, port, err));
+    const code = (err as NodeJS.ErrnoException).code;
+    if (socket)
+      logger.fatal({ code, fd: socket.fd }, `cannot listen on the socket systemd passed: ${String(err)}`);
+    else logger.fatal({ code }, listenFailure('', host, port, err));
     await app.close();
     return 1;
   }

@@ -17,7 +17,9 @@ export const ROOT = join(WEB_DIR, '..');
  * page runs always means a rebuild. Type-only imports (`import type`, e.g. the admin page's answer
  * shape from src/services/admin/stats.ts) are erased and bundle nothing.
  */
-export const SHARED_SOURCES = ['src/services/diagrams/text-encoder.ts'].map((p) => join(ROOT, p));
+export const SHARED_SOURCES = ['src/services/diagrams/text-encoder.ts', 'src/infra/config/bytes.ts'].map(
+  (p) => join(ROOT, p),
+);
 
 /** Logical asset name -> hashed file name, plus the hash of the sources it was built from. */
 export interface Manifest {

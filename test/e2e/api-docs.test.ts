@@ -32,6 +32,7 @@ const NOT_DOCUMENTED: Record<string, string> = {
   '/openapi.json': 'the description itself',
   '/docs': 'its page',
   '/api/file/*': 'not a route of its own: a key with "/" in it answers 400 like any bad key',
+  '/api/upload/': 'tus creation again (clients send either spelling): listed once, as /api/upload',
 };
 
 // A parameter's constraint (:topic(^tgr_.*$)) belongs to its name.

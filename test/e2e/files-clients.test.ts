@@ -45,12 +45,14 @@ describe('transfer.sh-style uploads with real clients', {
   });
   after(() => srv?.close());
 
-  it('curl -T file HOST/ stores the file, answers the link, and the delete link deletes it', async () => {
+  it('curl -T file HOST/ stores the file, prints the link on a line of its own, and the delete link deletes it', async () => {
     const file = join(dir, 'report 2026.txt');
     writeFileSync(file, 'quarterly numbers\n');
     const hdr = join(dir, 'h.txt');
-    const { stdout: link } = await run('curl', ['-fsS', '-D', hdr, '-T', file, `${srv.url}/`]);
-    assert.match(link, new RegExp(`^${srv.url}/api/file/[A-Za-z0-9]{12}\\.txt$`));
+    const { stdout: printed } = await run('curl', ['-fsS', '-D', hdr, '-T', file, `${srv.url}/`]);
+    // The newline: the shell's prompt after the command starts on the next line.
+    assert.match(printed, new RegExp(`^${srv.url}/api/file/[A-Za-z0-9]{12}\\.txt\n$`));
+    const link = printed.trim();
     const got = await run('curl', ['-fsS', link], { encoding: 'buffer' });
     assert.deepEqual(got.stdout, readFileSync(file));
     const del = /^x-url-delete: (\S+)\r?$/im.exec(readFileSync(hdr, 'utf8'))?.[1] ?? '';
@@ -65,7 +67,7 @@ describe('transfer.sh-style uploads with real clients', {
     const body = randomBytes(200_000);
     const r = await runWithInput('curl', ['-fsS', '-T', '-', `${srv.url}/screen.png`], body, dir);
     assert.equal(r.code, 0, r.stderr);
-    const got = await fetch(r.stdout);
+    const got = await fetch(r.stdout.trim());
     assert.deepEqual(Buffer.from(await got.arrayBuffer()), body);
     assert.match(got.headers.get('content-disposition') ?? '', /filename="screen\.png"/);
   });
@@ -121,7 +123,8 @@ describe('transfer.sh-style uploads with real clients', {
     const evil = join(dir, 'evil');
     writeFileSync(evil, 'x');
     const { stdout } = await run('curl', [...args, `${srv.url}/`]);
-    const lines = stdout.split('\n');
+    assert.match(stdout, /\n$/);
+    const lines = stdout.trimEnd().split('\n');
     assert.equal(lines.length, 4);
     const zipPath = join(dir, 'bundle.zip');
     await run('curl', ['-fsS', '-o', zipPath, lines[3] ?? '']);

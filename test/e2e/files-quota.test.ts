@@ -105,7 +105,7 @@ async function race(
   for (const r of results) {
     assert.ok(r.status === 200 || r.status === 507, `${r.key}: ${r.status} ${r.body}`);
     if (r.status === 507)
-      assert.deepEqual(JSON.parse(r.body), { success: false, message: 'storage quota is full' });
+      assert.deepEqual(JSON.parse(r.body), { success: false, message: 'storage quota of 1 MiB is full' });
   }
   const sizes = await storedSizes(bases[0] ?? '', keys);
   const total = sizes.reduce((a, b) => a + b, 0);

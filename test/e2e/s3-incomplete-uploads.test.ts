@@ -1,10 +1,14 @@
 // kill -9 during a large S3 upload and a tus PATCH leaves incomplete multipart uploads in the bucket
 // (a listing of objects never shows them); the next start aborts them. Uploads outside devutil's
 // namespaces, and one inside that is younger than the safe age (another node's upload in flight),
-// are left alone. Needs a store with ListMultipartUploads: a single-node Ceph radosgw.
+// are left alone. A node whose data directory survives the kill knows its own orphans: it aborts
+// them at its next start whatever their age. Needs a store with ListMultipartUploads: a
+// single-node Ceph radosgw.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   CreateMultipartUploadCommand,
@@ -14,6 +18,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
 import { type RadosgwHandle, radosgwSkip, startRadosgw } from '../helpers/radosgw.ts';
+import { tempDir } from '../helpers/server.ts';
 import { create } from '../helpers/tus.ts';
 
 /** The safe age set for this test: long enough for a busy machine's sweep, short enough to wait out. */
@@ -158,4 +163,57 @@ describe('incomplete multipart uploads after kill -9', { skip: radosgwSkip(), ti
       [],
     );
   });
+
+  it('aborts the uploads its own killed process left at the next start, long before the safe age', async () => {
+    await dev?.stop();
+    // The node's data directory outlives its processes, as /var/lib/devutil does; the safe age is
+    // the default (over an hour), so only the node's own record can explain an abort.
+    const node = { ...rgw.env, DEVUTIL_DATA_DIR: tempDir(), DEVUTIL_LOG_FORMAT: 'json' };
+    dev = await startDevutilProcess(node);
+    const before = new Set((await pending()).map((u) => u.id));
+    const big = hanging(`${dev.url}/big.bin`, 'PUT', {}, 20 * MiB, 64 * MiB);
+    let mine: Awaited<ReturnType<typeof pending>> = [];
+    for (let i = 0; i < 600 && mine.length < 1; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      mine = (await pending()).filter((u) => !before.has(u.id));
+    }
+    assert.equal(mine.length, 1, 'the PUT has its multipart upload in flight');
+    // On record before its first part is sent (the store lists it a moment before that).
+    const journal = join(node.DEVUTIL_DATA_DIR, 's3-uploads');
+    for (let i = 0; i < 100 && journalFiles(journal).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(journalFiles(journal).length, 1, 'and the node has it on record');
+    // Another node's upload in flight in the same bucket: not this node's to abort.
+    const neighbour = await begin('files/another-node-in-flight');
+    await dev.kill9();
+    big.destroy();
+    dev = undefined;
+    assert.ok(
+      (await pending()).some((u) => u.id === mine[0]?.id),
+      'the killed upload is still there',
+    );
+
+    dev = await startDevutilProcess(node);
+    const left = await pending();
+    assert.equal(
+      left.some((u) => u.id === mine[0]?.id),
+      false,
+      'aborted at start-up, before the node answered',
+    );
+    assert.ok(
+      left.some((u) => u.id === neighbour),
+      "another node's young upload is untouched",
+    );
+    assert.match(
+      dev.output(),
+      /"aborted":1,"msg":"multipart uploads a killed process of this node left aborted/,
+    );
+    assert.deepEqual(journalFiles(journal), [], 'the record is cleared');
+  });
 });
+
+/** The journal entries under <dataDir>/s3-uploads/<host>/. */
+function journalFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((host) => readdirSync(join(dir, host)));
+}

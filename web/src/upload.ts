@@ -3,6 +3,7 @@
 // page's uploads are remembered in memory only (never in storage), so a refused re-upload (409) can
 // offer to replace or delete the file without the token being lost from view. Files over the form's
 // data-resumable-over size go through tus (./tus.ts) and survive a dropped connection or a reload.
+import { humanBytes } from '../../src/infra/config/bytes.ts';
 import { byId, type PageConfig, pretty, setStatus } from './dom.ts';
 import { tusUpload } from './tus.ts';
 
@@ -39,10 +40,7 @@ export function initUpload(cfg: PageConfig): void {
   const picked = () => {
     const f = input.files?.[0];
     const text = byId('drop-text');
-    if (text)
-      text.textContent = f
-        ? `${f.name} (${f.size.toLocaleString()} bytes)`
-        : 'Drop a file here or choose one';
+    if (text) text.textContent = f ? `${f.name} (${humanBytes(f.size)})` : 'Drop a file here or choose one';
     if (f && !keyInput.value) keyInput.value = keyFromName(f.name);
   };
   input.addEventListener('change', picked);

@@ -1,5 +1,8 @@
 // Declarative config fields: one definition gives the type, the default, the env name, the
 // parser, the docs line and whether `devutil config` masks the value.
+import { BINARY, humanBytes } from './bytes.ts';
+
+export { humanBytes };
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -105,30 +108,10 @@ export function bytes(def: number, o: Opts & { min?: number }): Field<number> {
   };
 }
 
-const BINARY: [string, number][] = [
-  ['TiB', 1024 ** 4],
-  ['GiB', 1024 ** 3],
-  ['MiB', 1024 ** 2],
-  ['KiB', 1024],
-];
-
 /** `1073741824` -> "1GiB"; a count that is no whole number of KiB stays a number. */
 export function formatBytes(n: number): string | number {
   const unit = BINARY.find(([, size]) => n >= size && n % size === 0);
   return unit ? `${n / unit[1]}${unit[0]}` : n;
-}
-
-/**
- * A byte count for people, in messages and logs: 16777216 -> "16 MiB", 1536 -> "1.5 KiB",
- * 10000 -> "9.77 KiB (10000 bytes)" (the exact count is kept when the unit rounds), 1 -> "1 byte".
- * formatBytes above is for values written back into config (it must parse again).
- */
-export function humanBytes(n: number): string {
-  const unit = BINARY.find(([, size]) => Math.abs(n) >= size);
-  if (!unit) return `${n} ${Math.abs(n) === 1 ? 'byte' : 'bytes'}`;
-  const v = n / unit[1];
-  const shown = Number(v.toFixed(2));
-  return shown * unit[1] === n ? `${shown} ${unit[0]}` : `${shown} ${unit[0]} (${n} bytes)`;
 }
 
 type TimeUnit = 'ms' | 's';

@@ -70,7 +70,7 @@ describe('errors', () => {
     assert.match(v.json().message, /querystring/);
   });
 
-  it('answers oversized bodies with 413 and unknown content types with 415', async () => {
+  it('answers oversized bodies with 413 naming the limit in units, and unknown content types with 415', async () => {
     const a = await app();
     const big = await a.inject({
       method: 'POST',
@@ -80,6 +80,14 @@ describe('errors', () => {
     });
     assert.equal(big.statusCode, 413);
     assert.equal(big.json().status, 0);
+    assert.equal(big.json().msg, 'request body is too large: at most 64 bytes');
+    const k = Fastify({ logger: false, bodyLimit: 16 * 1024 });
+    k.decorate('envelopes', new EnvelopeTable());
+    installErrorHandling(k);
+    k.post('/p', async () => 'ok');
+    const kib = await k.inject({ method: 'POST', url: '/p', payload: { x: 'y'.repeat(20_000) } });
+    assert.equal(kib.statusCode, 413);
+    assert.match(kib.body, /request body is too large: at most 16 KiB/);
     const odd = await a.inject({
       method: 'POST',
       url: '/legacy/json',

@@ -9,6 +9,7 @@ import {
   type preParsingHookHandler,
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
+import { humanBytes } from '../config/bytes.ts';
 import { redact } from '../observe/logger.ts';
 import { nodeHttp } from './node-http.ts';
 
@@ -283,16 +284,29 @@ export function sendError(
   return reply.send(body);
 }
 
+/** How many of an enum's values a validation message names. */
+const MAX_ALLOWED_SHOWN = 20;
+
 /** Known framework errors with a message that is safe and useful to show. */
-function frameworkMessage(err: FastifyError): string {
-  if (err.validation)
-    return `invalid request: ${err.message.replace(/^(querystring|body|params|headers)\//, '$1.')}`;
+function frameworkMessage(err: FastifyError, req: FastifyRequest): string {
+  if (err.validation) {
+    const said = err.message.replace(/^(querystring|body|params|headers)\//, '$1.');
+    // Ajv says "must be equal to one of the allowed values" without them: name them (from the schema).
+    const allowed = err.validation.find((v) => v.keyword === 'enum')?.params['allowedValues'];
+    if (!Array.isArray(allowed)) return `invalid request: ${said}`;
+    const named = allowed.filter((v) => v !== '').map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+    const shown = `${named.slice(0, MAX_ALLOWED_SHOWN).join(', ')}${named.length > MAX_ALLOWED_SHOWN ? ', ...' : ''}`;
+    const empty = named.length < allowed.length ? ' (or empty)' : '';
+    return `invalid request: ${said.replace('must be equal to one of the allowed values', `must be one of: ${shown}${empty}`)}`;
+  }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'malformed JSON body';
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return 'request body is too large';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+      const limit = req.routeOptions?.bodyLimit;
+      return `request body is too large${limit ? `: at most ${humanBytes(limit)}` : ''}`;
+    }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return 'unsupported content type';
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -379,7 +393,7 @@ export function installErrorHandling(
       req.log.error({ err }, 'unhandled error');
       return sendError(req, reply, 500, 'internal error', 'INTERNAL');
     }
-    const message = frameworkMessage(fe);
+    const message = frameworkMessage(fe, req);
     refuse(req, { code: fe.code, status, reason: message });
     return sendError(req, reply, status, message, fe.code ?? 'BAD_REQUEST');
   });

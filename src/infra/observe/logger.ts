@@ -14,6 +14,8 @@ export const REDACT_PATHS = [
   'req.headers.cookie',
   'req.headers["x-owner-token"]',
   'req.headers["proxy-authorization"]',
+  'req.headers["x-encrypt-password"]',
+  'req.headers["x-decrypt-password"]',
   'res.headers["set-cookie"]',
   'res.headers["x-owner-token"]',
   '*.apiKey',

@@ -141,7 +141,7 @@ export const BLOB_KEY = /^(?:[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/){0,7}[A-Za-z0-
 
 export interface BlobStoreConfig {
   backend: 'fs' | 's3';
-  /** For fs: blobs live in <dataDir>/blobs. */
+  /** For fs: blobs live in <dataDir>/blobs; for s3: the upload journal in <dataDir>/s3-uploads. */
   dataDir: string;
   s3Endpoint: string;
   s3Bucket: string;
@@ -180,6 +180,7 @@ export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> 
       forcePathStyle: cfg.s3ForcePathStyle,
       timeoutMs: cfg.s3TimeoutMs ?? 10_000,
       incompleteUploadAgeMs: cfg.s3IncompleteUploadAgeMs,
+      journalDir: `${cfg.dataDir}/s3-uploads`,
       logger: cfg.logger,
     });
     await store.init();

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { pipeline, type Readable, Transform } from 'node:stream';
 import {
+  AbortMultipartUploadCommand,
   CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
@@ -30,6 +31,7 @@ import {
   type PutOptions,
 } from './blob-store.ts';
 import { abortIncompleteUploads, MultipartListingUnsupported } from './s3-incomplete.ts';
+import { UploadJournal } from './s3-journal.ts';
 
 export interface S3Options {
   endpoint: string;
@@ -45,6 +47,11 @@ export interface S3Options {
    * aborted (at start-up and by sweepAbandoned): longer than any upload may legitimately run.
    */
   incompleteUploadAgeMs?: number;
+  /**
+   * Where this node journals its multipart uploads in flight (<dataDir>/s3-uploads), so that the
+   * next start aborts those a killed process left, whatever their age. None: only the sweep.
+   */
+  journalDir?: string;
   logger?: Pick<Logger, 'info' | 'warn' | 'debug'>;
 }
 
@@ -83,6 +90,7 @@ export class S3BlobStore implements BlobStore {
   private multipartListing = true;
   /** A failing sweep is logged as a warning once, then at debug until one succeeds. */
   private sweepFailing = false;
+  private readonly journal: UploadJournal | null;
 
   constructor(o: S3Options) {
     if (!o.bucket)
@@ -123,11 +131,78 @@ export class S3BlobStore implements BlobStore {
     this.bucket = o.bucket;
     this.incompleteAgeMs = o.incompleteUploadAgeMs ?? STALE_MS;
     this.log = o.logger;
+    this.journal = o.journalDir ? new UploadJournal(o.journalDir, o.logger) : null;
+    if (this.journal) this.journalUploads(this.journal);
+  }
+
+  /**
+   * Every multipart upload this client creates is journaled before its first part goes out (the
+   * middleware returns CreateMultipartUpload's answer only then) and forgotten when it completes
+   * or is aborted; lib-storage's uploads included.
+   */
+  private journalUploads(journal: UploadJournal): void {
+    this.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { Key?: string; UploadId?: string };
+        let result: Awaited<ReturnType<typeof next>>;
+        try {
+          result = await next(args);
+        } catch (err) {
+          // Gone already (completed, or aborted by a sweeper): nothing left to remember.
+          if (context.commandName === 'AbortMultipartUploadCommand' && status(err) === 404 && input.UploadId)
+            await journal.end(input.UploadId);
+          throw err;
+        }
+        const made = (result.output as { UploadId?: string }).UploadId;
+        if (context.commandName === 'CreateMultipartUploadCommand' && made && input.Key)
+          await journal.begin({ key: input.Key, uploadId: made });
+        else if (
+          (context.commandName === 'CompleteMultipartUploadCommand' ||
+            context.commandName === 'AbortMultipartUploadCommand') &&
+          input.UploadId
+        )
+          await journal.end(input.UploadId);
+        return result;
+      },
+      { step: 'initialize', name: 'devutilUploadJournal' },
+    );
   }
 
   /** What crashed writers left, removed at start-up; best effort (the bucket may be down). */
   async init(): Promise<{ removed: number; aborted: number }> {
-    return this.sweepAbandoned();
+    const own = await this.abortOwnOrphans();
+    const swept = await this.sweepAbandoned();
+    return { removed: swept.removed, aborted: own + swept.aborted };
+  }
+
+  /**
+   * Aborts the multipart uploads this node's journal names for processes that are gone: a process
+   * killed mid-upload, at its next start, whatever the uploads' age. An upload the store no longer
+   * knows (it completed before the kill) is simply forgotten; one the store could not abort now
+   * stays journaled for the next start (and the sweep).
+   */
+  private async abortOwnOrphans(): Promise<number> {
+    if (!this.journal) return 0;
+    let aborted = 0;
+    let failed = 0;
+    for await (const { entry, file } of this.journal.orphans()) {
+      try {
+        await this.client.send(
+          new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: entry.key, UploadId: entry.uploadId }),
+        );
+        aborted++;
+      } catch (err) {
+        if (status(err) !== 404) {
+          if (!failed++)
+            this.log?.warn({ err }, 'an orphaned s3 multipart upload was not aborted; next start retries');
+          continue;
+        }
+      }
+      await this.journal.drop(file);
+    }
+    if (aborted)
+      this.log?.info({ aborted }, 'multipart uploads a killed process of this node left aborted at start-up');
+    return aborted;
   }
 
   /**

@@ -39,7 +39,8 @@ export async function readTrailer(
   }
 }
 
-function alive(pid: number): boolean {
+/** A process with this pid exists (another user's counts): a writer that may still be working. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -73,6 +73,14 @@ export const filesSection = {
     doc: 'largest total of one multipart upload to / (each file also within max_bytes), and of one zip download',
   }),
   qrRateLimit: rate('300/min', { doc: 'QR codes (/qr.svg) per client' }),
+  passwordRateLimit: rate('30/min', {
+    doc: 'downloads with X-Decrypt-Password per client: each costs a key derivation, and a wrong password is a guess',
+  }),
+  passwordConcurrency: int(2, {
+    min: 1,
+    max: 64,
+    doc: 'password key derivations (16 MiB of SHA-256 each) running at once per process; more wait in a fair queue (16 per slot), past it 503',
+  }),
   uploadLockWaitMs: duration(2000, {
     unit: 'ms',
     min: 0,

@@ -13,6 +13,7 @@ import { type KeyReq, keyOf, params } from './http.ts';
 import { DAY_MS } from './lifetime.ts';
 import { contentDisposition } from './names.ts';
 import { asciiDisposition, type OffloadConfig, offloadOf } from './offload.ts';
+import { passwordOf, sealedView } from './protect.ts';
 import type { FileStore, StoredFile } from './store.ts';
 
 // Stored HTML, SVG and scripts must never run on our origin, whatever a browser decides.
@@ -35,12 +36,20 @@ export function downloadRoute(
 
   const download = async (req: KeyReq, reply: FastifyReply) => {
     const key = keyOf(req);
+    const password = passwordOf(req.headers, 'decrypt');
     for (let attempt = 0; attempt < 3; attempt++) {
-      const file = await files.find(key);
-      if (!file) throw notFound('no file with this key');
+      const found = await files.find(key);
+      if (!found) throw notFound('no file with this key');
+      // A protected file: the original with its password (403 with another), else the stored
+      // OpenPGP message as <name>.gpg. A password for a file without one is ignored.
+      const secret =
+        found.protection && password
+          ? await files.keys.unlock(req.clientKey, found.protection, password)
+          : undefined;
+      const file = found.protection && !secret ? sealedView(found) : found;
       const encoded =
         file.encoding !== 'identity' && acceptsEncoding(req.headers['accept-encoding'], file.encoding);
-      const etag = etagOf(file, encoded);
+      const etag = secret ? `"${file.sha256.slice(0, 32)}-decrypted"` : etagOf(file, encoded);
       // A compressed file's two forms differ only in coding: If-None-Match may name either.
       const v: Validators = {
         etag,
@@ -67,8 +76,9 @@ export function downloadRoute(
       // first and deletes the used-up file cannot take them from one counted before it.
       const limited = file.lifetime?.maxDownloads != null;
       let body: Readable | null = null;
+      const opening = { raw, ...slice, ...(secret ? { key: secret } : {}) };
       if (limited && kind !== 'peek' && length > 0) {
-        body = await files.open(file, { raw, ...slice });
+        body = await files.open(file, opening);
         if (!body) continue; // replaced meanwhile: start over
       }
       let admitted: Awaited<ReturnType<DownloadLimits['admit']>>;
@@ -88,6 +98,11 @@ export function downloadRoute(
       reply.header('content-disposition', contentDisposition(file.filename));
       reply.header('content-security-policy', CSP);
       if (file.encoding !== 'identity') reply.header('vary', 'accept-encoding');
+      if (found.protection) {
+        reply.header('vary', 'x-decrypt-password');
+        // The original of a protected file is for whoever gave the password: no cache keeps it.
+        if (secret) reply.header('cache-control', 'no-store');
+      }
       if (pre === 'not-modified') return reply.code(304).send();
       if (pre === 'failed')
         throw new AppError(
@@ -98,7 +113,7 @@ export function downloadRoute(
       reply.type(file.mimetype);
       // A file with Max-Downloads is always sent from here: a presigned URL could be fetched again
       // and again, and its final byte is what deletes the last allowed download.
-      const off = limited ? null : offloadOf(file, req, offload);
+      const off = limited || secret ? null : offloadOf(file, req, offload);
       if (off?.kind === 'accel') {
         // nginx sends the body file (Range included); the headers are ours (README: nginx offload).
         if (off.encoded) reply.header('content-encoding', file.encoding);
@@ -136,15 +151,20 @@ export function downloadRoute(
           limits.finish(file).catch((err: unknown) => req.log.warn({ err }, 'used-up file not deleted'));
         });
       if (length === 0) return reply.send();
-      body ??= await files.open(file, { raw, ...slice });
+      body ??= await files.open(file, opening);
       if (body) return reply.send(body);
     }
     throw notFound('no file with this key');
   };
 
+  // Each password costs a key derivation, and a wrong one is a guess: those downloads are counted.
+  const passwordLimit = ctx.limiter.hook('files-password', cfg.passwordRateLimit);
   app.route({
     method: ['GET', 'HEAD'],
     url: '/api/file/:key',
+    onRequest: async function (req, reply) {
+      if (req.headers['x-decrypt-password'] !== undefined) await passwordLimit.call(this, req, reply);
+    },
     schema: {
       summary: 'Download a file under its original name (Range, ETag, br for clients that accept it)',
       tags: ['files'],

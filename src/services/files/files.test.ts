@@ -375,8 +375,9 @@ for (const backend of ['fs', 's3'] as const) {
       assert.equal(declared.res.status, 413);
     });
 
-    it('never overwrites without the owner token; with it (header or Bearer) replaces; oversize keeps the old', async () => {
+    it('never overwrites without the owner token; with it (header or Bearer) replaces, and says so; oversize keeps the old', async () => {
       const first = await upload(srv.url, 'owned', Buffer.from('first version'), { name: 'v1.txt' });
+      assert.equal(first.json.message, 'file uploaded');
       const token = first.res.headers.get('x-owner-token') ?? '';
       assert.match(token, /^[A-Za-z0-9_-]{32}$/);
       const refused: Record<string, string>[] = [
@@ -400,6 +401,7 @@ for (const backend of ['fs', 's3'] as const) {
         headers: { 'x-owner-token': token },
       });
       assert.equal(second.res.status, 200);
+      assert.equal(second.json.message, 'file replaced');
       assert.equal(second.res.headers.get('x-owner-token'), null);
       const got = await download(srv.url, 'owned');
       assert.equal(got.body.toString(), 'second');

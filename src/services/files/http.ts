@@ -35,8 +35,11 @@ export function tokenOf(req: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-/** The 2.1 upload result (plus data.lifetime when limits were set): one shape for POST and tus. */
+/**
+ * The 2.1 upload result (plus data.lifetime when limits were set): one shape for POST and tus. The
+ * message says whether the key was new or its file replaced.
+ */
 export function uploadAnswer(key: string, out: UploadResult) {
   const data = { key, file_info: out.info, ...(out.lifetime ? { lifetime: out.lifetime } : {}) };
-  return { success: true, message: 'file uploaded', data };
+  return { success: true, message: out.replaced ? 'file replaced' : 'file uploaded', data };
 }

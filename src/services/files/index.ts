@@ -8,6 +8,7 @@ import { SpaceQuota } from '../../infra/limits/quota.ts';
 import { Leases } from '../../infra/state/lease.ts';
 import { DownloadCounter } from './download-counter.ts';
 import { DownloadLimits } from './downloads.ts';
+import { KeyWork } from './protect.ts';
 import { fileRoutes } from './routes.ts';
 import { FileStore } from './store.ts';
 import { transferRoutes } from './transfer/routes.ts';
@@ -33,6 +34,7 @@ const files: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     now: ctx.now,
     // Shared through Redis when configured, so Max-Downloads holds across instances.
     downloads: new DownloadCounter(ctx.state, cfg.resumeGraceSec * 1000),
+    keys: new KeyWork({ concurrency: cfg.passwordConcurrency }),
   });
   if (cfg.accelRedirect && ctx.blobs.kind !== 'fs')
     log.warn('files.accelRedirect only applies to the fs storage backend; downloads are served as usual');

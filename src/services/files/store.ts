@@ -24,6 +24,8 @@ import {
   lifetimeResult,
 } from './lifetime.ts';
 import { ratio } from './names.ts';
+import { decryptor, encryptedOverhead, encryptor } from './pgp.ts';
+import { KeyWork, type Protection, protectionOf, type Seal } from './protect.ts';
 import { alreadyCompressed, sniff, usableDeclaredType } from './sniff.ts';
 
 export interface FilesOptions {
@@ -63,6 +65,8 @@ export interface StoredFile {
   lifetime?: Lifetime | null;
   /** SHA-256 of the owner token (hex): files uploaded together share it. */
   ownerHash: string;
+  /** Stored as an OpenPGP message under a password (X-Encrypt-Password), else null. */
+  protection?: Protection | null;
 }
 
 export interface UploadInput {
@@ -83,15 +87,20 @@ export interface UploadInput {
   credit?: number;
   /** The owner token a new key gets (the files of one bundle share one); default: a fresh one. */
   ownerToken?: string;
+  /** Store the file encrypted with this key (X-Encrypt-Password). */
+  seal?: Seal;
 }
 
 export interface FileStoreDeps {
   now: () => number;
   downloads: DownloadCounter;
+  keys: KeyWork;
 }
 
 export interface UploadResult {
   info: FileInfo;
+  /** The key held a live file, which this upload replaced (by its owner). */
+  replaced: boolean;
   ownerToken?: string;
   /** Only when the upload set limits (data.lifetime). */
   lifetime?: LifetimeResult;
@@ -101,7 +110,9 @@ const SAMPLE = 64 * 1024;
 const NS = 'files/';
 /** One empty marker per file with limits: the sweeper reads these instead of every file's metadata. */
 const LIMITED = 'file-limits/';
-export const insufficientStorage = () => new AppError('STORAGE_FULL', 507, 'storage quota is full');
+/** 507 naming the quota, so a refused uploader knows the size it ran into. */
+export const insufficientStorage = (quotaBytes: number) =>
+  new AppError('STORAGE_FULL', 507, `storage quota of ${humanBytes(quotaBytes)} is full`);
 
 export const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
 
@@ -130,6 +141,7 @@ export function toStored(key: string, info: BlobInfo): StoredFile {
     ...(info.bodyFile ? { bodyFile: info.bodyFile } : {}),
     lifetime: lifetimeOf(m),
     ownerHash: m['owner'] ?? '',
+    protection: protectionOf(m),
   };
 }
 
@@ -161,12 +173,15 @@ export class FileStore {
   now: () => number;
   /** Download counts of files with Max-Downloads (index.ts passes the shared one). */
   downloads: DownloadCounter;
+  /** Password key derivations (X-Encrypt-Password, X-Decrypt-Password), fairly shared. */
+  readonly keys: KeyWork;
   constructor(blobs: BlobStore, o: FilesOptions, log: Logger, deps: Partial<FileStoreDeps> = {}) {
     this.blobs = blobs;
     this.o = o;
     this.log = log;
     this.now = deps.now ?? Date.now;
     this.downloads = deps.downloads ?? new DownloadCounter(new MemoryState(), 3_600_000);
+    this.keys = deps.keys ?? new KeyWork({ concurrency: 2 });
   }
 
   /** Every stored file's blob key and size (the quota's full count). */
@@ -233,11 +248,23 @@ export class FileStore {
     }
   }
 
-  /** Stored bytes (for a client that accepts the stored encoding) or decoded bytes, optionally a range of them. */
+  /**
+   * Stored bytes (for a client that accepts the stored encoding) or decoded bytes, optionally a
+   * range of them; with `key`, the decrypted bytes of a protected file (else its stored message).
+   */
   async open(
     file: StoredFile,
-    o: { raw: boolean; range?: { start: number; end: number } },
+    o: { raw: boolean; range?: { start: number; end: number }; key?: Buffer },
   ): Promise<Readable | null> {
+    if (o.key) {
+      const got = await this.blobs.get(NS + file.key);
+      if (!got || got.info.meta['sha256'] !== file.sha256) {
+        got?.body.destroy();
+        return null;
+      }
+      const plain = pipeline(got.body, decryptor(o.key), () => {});
+      return o.range ? pipeline(plain, slice(o.range.start, o.range.end), () => {}) : plain;
+    }
     if (file.encoding === 'identity' || o.raw) {
       const got = await this.blobs.get(NS + file.key, o.range);
       if (!got || got.info.meta['sha256'] !== file.sha256) {
@@ -303,6 +330,7 @@ export class FileStore {
     );
     return {
       info: fileInfo(file),
+      replaced: claim.replaces,
       ...(claim.ownerToken ? { ownerToken: claim.ownerToken } : {}),
       ...(file.lifetime ? { lifetime: lifetimeResult(file.lifetime) } : {}),
     };
@@ -335,11 +363,25 @@ export class FileStore {
   ): Promise<StoredFile> {
     const head = await this.readHead(inp.file);
     const mimetype = usableDeclaredType(inp.declaredType) ?? sniff(head.sample, inp.filename);
-    const codec = this.codecFor(head, mimetype);
-    const counted = this.meter(res);
+    const seal = inp.seal;
+    // Encrypted bytes do not compress: a protected file is stored as its message alone.
+    const codec = seal ? null : this.codecFor(head, mimetype);
+    const counted = this.meter(res, seal ? encryptedOverhead : () => 0);
     const src = pipeline(head.body, counted.stream, () => {}) as unknown as Readable;
-    const body = codec ? pipeline(src, encoder(codec, this.o.level), () => {}) : src;
-    const meta = { filename: inp.filename, mimetype, encoding: codec ?? 'identity', owner: claim.ownerHash };
+    // A protected file's version hash is the message's: the plaintext's would let anyone confirm a
+    // guess of the contents from an ETag.
+    const sealed = seal ? hashing() : null;
+    let body: Readable = src;
+    if (seal && sealed)
+      body = pipeline(src, encryptor(seal.key, seal.s2k, randomBytes(16)), sealed.stream, () => {});
+    else if (codec) body = pipeline(src, encoder(codec, this.o.level), () => {});
+    const meta = {
+      filename: inp.filename,
+      mimetype,
+      encoding: codec ?? 'identity',
+      owner: claim.ownerHash,
+      ...seal?.meta,
+    };
     let stored: BlobInfo;
     try {
       stored = await this.blobs.put(NS + inp.key, body, meta, {
@@ -349,7 +391,7 @@ export class FileStore {
           await inp.afterBody?.();
           return {
             size: String(counted.bytes()),
-            sha256: counted.sha256(),
+            sha256: sealed ? sealed.sha256() : counted.sha256(),
             created: new Date(this.now()).toISOString(),
             ...lifetimeMeta(inp.limits?.() ?? {}, this.now()),
           };
@@ -409,9 +451,12 @@ export class FileStore {
   /**
    * Counts, hashes and caps the original bytes, reserving them as they pass. Original bytes bound
    * the stored ones (a compressed copy is kept only when smaller), so reserving the original length
-   * is enough whatever the codec does.
+   * is enough whatever the codec does; an encrypted copy is longer by at most `overhead`.
    */
-  private meter(res: Reservation | null): { stream: Transform; bytes: () => number; sha256: () => string } {
+  private meter(
+    res: Reservation | null,
+    overhead: (n: number) => number,
+  ): { stream: Transform; bytes: () => number; sha256: () => string } {
     const maxBytes = this.o.maxBytes;
     const hash = createHash('sha256');
     const mapError = (err: unknown) => this.mapError(err);
@@ -423,7 +468,7 @@ export class FileStore {
           return cb(tooLarge(`file exceeds the upload limit of ${humanBytes(maxBytes)}`));
         hash.update(chunk);
         if (!res) return cb(null, chunk);
-        res.ensure(original).then(
+        res.ensure(original + overhead(original)).then(
           () => cb(null, chunk),
           (err: unknown) => cb(mapError(err) as Error),
         );
@@ -435,7 +480,7 @@ export class FileStore {
   private mapError(err: unknown): unknown {
     if (err instanceof BlobExistsError) return conflict('a file with this key exists', 'KEY_EXISTS');
     if (err instanceof AppError) return err;
-    if (err instanceof QuotaFullError) return insufficientStorage();
+    if (err instanceof QuotaFullError) return insufficientStorage(this.o.quotaBytes);
     // @fastify/multipart's per-file limit (FST_REQ_FILE_TOO_LARGE) and friends carry 413.
     if ((err as { statusCode?: number } | null)?.statusCode === 413)
       return tooLarge(`file exceeds the upload limit of ${humanBytes(this.o.maxBytes)}`);
@@ -499,6 +544,18 @@ function fileInfo(file: StoredFile): FileInfo {
     compressed_size: file.stored,
     compression_ratio: file.encoding === 'identity' ? '0.00%' : ratio(file.size, file.stored),
   };
+}
+
+/** Passes bytes through, hashing them (SHA-256). */
+function hashing(): { stream: Transform; sha256: () => string } {
+  const hash = createHash('sha256');
+  const stream = new Transform({
+    transform(chunk: Buffer, _e, cb) {
+      hash.update(chunk);
+      cb(null, chunk);
+    },
+  });
+  return { stream, sha256: () => hash.digest('hex') };
 }
 
 /** Passes only bytes [start, end] (inclusive) of the stream, then ends it. */

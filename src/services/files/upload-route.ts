@@ -9,6 +9,7 @@ import { docOnly } from '../../infra/http/openapi.ts';
 import { type KeyReq, keyOf, params, tokenOf, uploadAnswer } from './http.ts';
 import { readLimits } from './lifetime.ts';
 import { sanitizeFilename } from './names.ts';
+import { passwordOf } from './protect.ts';
 import type { FileStore } from './store.ts';
 import type { UploadMetrics } from './transfer/routes.ts';
 
@@ -110,6 +111,8 @@ export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: Fi
         throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
       // busboy only truncates at its limit (the error would surface when the body ends): one byte more
       // lets the store's own meter see the excess as it arrives and answer 413 at once.
+      const password = passwordOf(req.headers, 'encrypt');
+      const seal = password ? await files.keys.seal(req.clientKey, password) : undefined;
       const parts = req.parts({
         limits: { fileSize: cfg.maxBytes + 1, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 32 },
       });
@@ -171,6 +174,7 @@ export function uploadRoute(app: FastifyInstance, ctx: ServiceContext, files: Fi
           signal: aborted.signal,
           afterBody: () => rest,
           limits: () => readLimits(req.headers, fields, cfg),
+          ...(seal ? { seal } : {}),
         });
         uploads.inc({ result: 'stored' });
         bytesIn.inc({}, out.info.size);

@@ -6,7 +6,7 @@ import type { ServiceContext } from '../../context.ts';
 import { badRequest, forbidden, unavailable } from '../../infra/http/errors.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { PortCheck } from './port-check.ts';
-import { namedValues, wantsText } from './routes.ts';
+import { wantsText } from './routes.ts';
 import { scopeOf } from './scope.ts';
 
 type Route = { Params: { port: string }; Querystring: { format?: 'json' | 'text' } };
@@ -34,7 +34,6 @@ export function portRoute(app: FastifyInstance, ctx: ServiceContext): void {
     '/rest/api/v1/ip/port/:port',
     {
       ...(limit.limit > 0 ? { onRequest: ctx.limiter.hook('ip-port', limit) } : {}),
-      schemaErrorFormatter: namedValues,
       schema: {
         summary: "Whether a TCP port of the caller's own address is open, closed or filtered",
         description:

@@ -1,7 +1,7 @@
 // GET /api/ip and GET /rest/api/v1/ip (docs/protocols/public-interface.md §3.1, §3.2), plus what echoip and
 // icanhazip users expect: ?format=text or Accept: text/plain gives the bare address and a newline;
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { badRequest, unavailable } from '../../infra/http/errors.ts';
 import { parseAddress } from './address.ts';
@@ -74,22 +74,6 @@ const v1Shape = {
 
 const textShape = { type: 'string', description: 'the bare address and a newline (format=text)' } as const;
 
-/**
- * Schema errors of these routes, naming what a parameter may be: the validator's own words for an
- * unlisted value ("must be equal to one of the allowed values") leave the caller guessing.
- */
-export function namedValues(errors: FastifySchemaValidationError[], dataVar: string): Error {
-  const e = errors[0];
-  const where = `${dataVar}${e?.instancePath ?? ''}`;
-  const allowed = (e?.params as { allowedValues?: unknown } | undefined)?.allowedValues;
-  if (e?.keyword === 'enum' && Array.isArray(allowed)) {
-    const named = allowed.filter((v) => v !== '').map(String);
-    const empty = named.length < allowed.length ? ' (or empty)' : '';
-    return new Error(`${where} must be one of: ${named.join(', ')}${empty}`);
-  }
-  return new Error(`${where} ${e?.message ?? 'is not valid'}`);
-}
-
 /** True when the caller asked for plain text rather than JSON. */
 export function wantsText(req: FastifyRequest<{ Querystring: { format?: string } }>): boolean {
   const f = req.query.format;
@@ -140,7 +124,6 @@ export async function ipRoutes(
     '/api/ip',
     {
       ...limited,
-      schemaErrorFormatter: namedValues,
       schema: {
         summary: 'Caller IP (legacy shape)',
         tags: ['ip'],
@@ -169,7 +152,6 @@ export async function ipRoutes(
     '/rest/api/v1/ip',
     {
       ...limited,
-      schemaErrorFormatter: namedValues,
       schema: {
         summary: 'Caller IP',
         tags: ['ip'],

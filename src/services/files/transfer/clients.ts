@@ -4,7 +4,8 @@ import { renderSVG } from 'uqr';
 
 /**
  * A ShareX custom uploader (ShareX 14+ syntax: {filename}, {response}, {header:name}): the file is
- * PUT as the body to /<name>; the answer's body is the link, X-Url-Delete the delete link.
+ * PUT as the body to /<name>; X-Url-File is the link (the body too, with the newline a terminal
+ * wants), X-Url-Delete the delete link.
  */
 export function sharexUploader(base: string): string {
   const host = new URL(base).host;
@@ -15,7 +16,7 @@ export function sharexUploader(base: string): string {
     RequestMethod: 'PUT',
     RequestURL: `${base}/{filename}`,
     Body: 'Binary',
-    URL: '{response}',
+    URL: '{header:X-Url-File}',
     DeletionURL: '{header:X-Url-Delete}',
     ErrorMessage: '{response}',
   };

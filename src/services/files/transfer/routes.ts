@@ -13,6 +13,7 @@ import { html } from '../../../page/html.ts';
 import type { Admission, DownloadLimits } from '../downloads.ts';
 import { type Limits, readLimits } from '../lifetime.ts';
 import { contentDisposition, sanitizeFilename } from '../names.ts';
+import { passwordOf, type Seal, sealedView } from '../protect.ts';
 import { type FileStore, newOwnerToken, type StoredFile, tokenMatches } from '../store.ts';
 import { QR_MAX_CHARS, qrSvg, sharexFilename, sharexUploader, uploadScript } from './clients.ts';
 import { linksFor, parseKeys, randomKey } from './links.ts';
@@ -43,7 +44,7 @@ const keysParams = {
 const putDoc = {
   tags,
   description:
-    'The file is the body (curl -T file HOST/). Answers the download link as text/plain, X-Url-Delete and X-Owner-Token; Max-Downloads and Max-Days headers apply.',
+    'The file is the body (curl -T file HOST/). Answers the download link as text/plain, X-Url-Delete and X-Owner-Token; Max-Downloads and Max-Days headers apply; X-Encrypt-Password stores it as an OpenPGP message (gpg -d opens it; download with X-Decrypt-Password for the original).',
 };
 type KeysReq = FastifyRequest<{ Params: { keys: string; token?: string } }>;
 
@@ -87,6 +88,7 @@ export async function transferRoutes(
       token: string;
       declared?: number;
       limits: () => Limits;
+      seal: Seal | undefined;
     },
   ): Promise<{ key: string; size: number }> => {
     const aborted = new AbortController();
@@ -105,10 +107,11 @@ export async function transferRoutes(
         ...(o.declared !== undefined ? { declaredBytes: o.declared } : {}),
         signal: aborted.signal,
         limits: o.limits,
+        ...(o.seal ? { seal: o.seal } : {}),
       });
       metrics.uploads.inc({ result: 'stored' });
       metrics.bytesIn.inc({}, out.info.size);
-      req.log.info({ key, size: out.info.size }, 'file stored');
+      req.log.info({ key, size: out.info.size, ...(o.seal ? { encrypted: true } : {}) }, 'file stored');
       return { key, size: out.info.size };
     } catch (err) {
       o.file.resume();
@@ -123,9 +126,12 @@ export async function transferRoutes(
     reply.header('x-owner-token', token);
     if (l.zip) reply.header('x-url-zip', l.zip);
     reply.header('cache-control', 'no-store');
+    // A single file's link in a header as well: what the ShareX uploader reads, whatever the body.
+    if (l.files.length === 1 && l.files[0]) reply.header('x-url-file', l.files[0]);
     reply.type('text/plain; charset=utf-8');
-    // As transfer.sh: the body is the link itself, nothing around it (ShareX's {response}).
-    return [...l.files, ...(l.zip ? [l.zip] : [])].join('\n');
+    // The links one per line, each ending with a newline so the shell prompt after `curl -T` starts
+    // on a line of its own; $(curl ...) drops it.
+    return `${[...l.files, ...(l.zip ? [l.zip] : [])].join('\n')}\n`;
   };
 
   // curl -T file HOST/ (curl adds the file name), curl -T - HOST/name, ShareX's Binary body.
@@ -135,6 +141,8 @@ export async function transferRoutes(
     if (Number.isFinite(declared) && declared > cfg.maxBytes)
       throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
     const filename = sanitizeFilename(req.params.name, 'file');
+    const password = passwordOf(req.headers, 'encrypt');
+    const seal = password ? await files.keys.seal(req.clientKey, password) : undefined;
     const token = newOwnerToken();
     const { key } = await store(req, reply, {
       file: req.raw,
@@ -143,6 +151,7 @@ export async function transferRoutes(
       token,
       ...(Number.isFinite(declared) ? { declared } : {}),
       limits: () => headerLimits,
+      seal,
     });
     return answer(reply, [key], token);
   };
@@ -187,6 +196,9 @@ export async function transferRoutes(
         `the files of one upload exceed ${humanBytes(cfg.bundleMaxBytes)} together`,
         'BUNDLE_TOO_LARGE',
       );
+    const password = passwordOf(req.headers, 'encrypt');
+    // One key for the files of one upload (each message has its own random prefix).
+    const seal = password ? await files.keys.seal(req.clientKey, password) : undefined;
     const parts = req.parts({
       limits: {
         fileSize: cfg.maxBytes + 1,
@@ -229,6 +241,7 @@ export async function transferRoutes(
           type: part.mimetype,
           token,
           limits: () => lim,
+          seal,
         });
         stored.push(key);
       }
@@ -308,7 +321,8 @@ export async function transferRoutes(
   };
   app.get('/zip/:keys', { schema: zipSchema }, async (req: KeysReq, reply) => {
     const keys = parseKeys(req.params.keys, cfg.bundleMaxFiles);
-    const found = await findAll(keys);
+    // A protected file goes in as its stored message (<name>.gpg): a zip carries no password.
+    const found = (await findAll(keys)).map((f) => (f.protection ? sealedView(f) : f));
     const total = found.reduce((n, f) => n + f.size, 0);
     if (total > cfg.bundleMaxBytes)
       throw tooLarge(

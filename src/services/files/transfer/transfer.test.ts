@@ -16,7 +16,14 @@ async function put(
 ) {
   const payload = typeof body === 'string' ? body : new Blob([new Uint8Array(body)]);
   const res = await fetch(`${base}${path}`, { method: 'PUT', body: payload, headers });
-  return { res, text: await res.text() };
+  return { res, text: links(res, await res.text()) };
+}
+
+/** An answer's text; for a 200 (the links) without the newline that ends it, which it must have. */
+function links(res: Response, text: string): string {
+  if (res.status !== 200) return text;
+  assert.match(text, /\n$/, 'the links end with a newline');
+  return text.slice(0, -1);
 }
 
 async function post(base: string, files: [string, string | Uint8Array][], fields: [string, string][] = []) {
@@ -25,7 +32,7 @@ async function post(base: string, files: [string, string | Uint8Array][], fields
   for (const [name, body] of files)
     form.append('file', new Blob([typeof body === 'string' ? body : new Uint8Array(body)]), name);
   const res = await fetch(`${base}/`, { method: 'POST', body: form });
-  return { res, text: await res.text() };
+  return { res, text: links(res, await res.text()) };
 }
 
 const get = async (url: string, init: RequestInit = {}) => {
@@ -55,11 +62,12 @@ for (const backend of ['fs', 's3'] as const)
       await s3?.close();
     });
 
-    it('stores a PUT body under a random key and answers the link as the whole body', async () => {
+    it('stores a PUT body under a random key and answers the link and a newline as the whole body', async () => {
       const { res, text } = await put(base, '/notes.txt', 'first line\n');
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
       assert.match(text, new RegExp(`^${base}/api/file/[A-Za-z0-9]{12}\\.txt$`));
+      assert.equal(res.headers.get('x-url-file'), text);
       const again = await put(base, '/notes.txt', 'other\n');
       assert.notEqual(again.text, text, 'the same name gets a new key');
       const dl = await get(text);
@@ -256,11 +264,13 @@ for (const backend of ['fs', 's3'] as const)
         headers: { 'content-type': 'image/png' },
       });
       const response = await up.text();
-      const url = (sx['URL'] ?? '').replace('{response}', response);
-      const deletion = (sx['DeletionURL'] ?? '').replace(
-        /\{header:([^}]+)\}/,
-        (_, h: string) => up.headers.get(h) ?? '',
-      );
+      const fill = (v: string | undefined) =>
+        (v ?? '')
+          .replace('{response}', response)
+          .replace(/\{header:([^}]+)\}/, (_, h: string) => up.headers.get(h) ?? '');
+      const url = fill(sx['URL']);
+      const deletion = fill(sx['DeletionURL']);
+      assert.equal(url, response.trim(), 'the link, without the newline a terminal wants');
       const img = await get(url);
       assert.deepEqual(img.body, png);
       assert.equal(img.res.headers.get('content-type'), 'image/png');

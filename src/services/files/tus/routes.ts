@@ -20,6 +20,7 @@ import type { HeldLease, Leases } from '../../../infra/state/lease.ts';
 import { tokenOf, uploadAnswer } from '../http.ts';
 import { readLimits } from '../lifetime.ts';
 import { sanitizeFilename, validKey } from '../names.ts';
+import { notSupported } from '../protect.ts';
 import { type FileStore, insufficientStorage } from '../store.ts';
 import {
   CORS_HEADERS,
@@ -107,7 +108,7 @@ export async function tusRoutes(
     try {
       return files.quota ? await files.quota.reserve(bytes) : null;
     } catch (err) {
-      throw err instanceof QuotaFullError ? insufficientStorage() : err;
+      throw err instanceof QuotaFullError ? insufficientStorage(cfg.quotaBytes) : err;
     }
   }
 
@@ -171,6 +172,8 @@ export async function tusRoutes(
       throw badRequest('Upload-Defer-Length and Upload-Concat are not supported', 'TUS_UNSUPPORTED');
     if (Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'])
       throw badRequest('send the bytes with PATCH (creation-with-upload is not offered)', 'TUS_UNSUPPORTED');
+    // The password would be needed again at the last PATCH, and storing it meanwhile is out.
+    if (req.headers['x-encrypt-password'] !== undefined) throw notSupported('resumable (tus) uploads');
     const length = offsetHeader('Upload-Length', req.headers['upload-length']);
     if (length === null) throw badRequest('Upload-Length is required', 'NO_LENGTH');
     if (length > cfg.maxBytes) throw tooLarge(`file exceeds the upload limit of ${humanBytes(cfg.maxBytes)}`);
@@ -273,7 +276,7 @@ export async function tusRoutes(
         part = await uploads.writePart(s.id, s.offset, received(req.raw, room, res), lease);
       } catch (err) {
         await res?.release();
-        throw err instanceof QuotaFullError ? insufficientStorage() : err;
+        throw err instanceof QuotaFullError ? insufficientStorage(cfg.quotaBytes) : err;
       }
       if (part) await res?.settle(part.blob);
       else await res?.release();
@@ -324,18 +327,31 @@ export async function tusRoutes(
 
   const result = async (req: IdReq, reply: FastifyReply) => {
     const s = await load(req.params.id);
-    if (!s.result) throw conflict(`upload not complete: ${s.offset} of ${s.info.length} bytes`, 'INCOMPLETE');
+    if (!s.result)
+      throw conflict(
+        `upload not complete: ${humanBytes(s.offset)} of ${humanBytes(s.info.length)}`,
+        'INCOMPLETE',
+      );
     return reply.header('cache-control', 'no-store').type('application/json; charset=utf-8').send(s.result);
   };
 
   // The files utility's routes (resumable uploads end in a stored file), tagged like the rest of it.
   const tags = ['files'];
   const base = { onRequest: [tusHeaders, requestLimit] };
-  for (const url of ['/api/upload', '/api/upload/']) {
-    app.options(url, { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags } }, options);
+  // Clients send both spellings; /docs lists the one without the slash once (hide: the other).
+  for (const [url, hide] of [
+    ['/api/upload', false],
+    ['/api/upload/', true],
+  ] as const) {
+    const also = hide ? {} : { description: 'also at /api/upload/' };
+    app.options(
+      url,
+      { onRequest: tusHeaders, schema: { summary: 'tus discovery', tags, hide, ...also } },
+      options,
+    );
     app.post(
       url,
-      { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags } },
+      { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags, hide, ...also } },
       create,
     );
   }

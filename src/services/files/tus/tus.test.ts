@@ -47,6 +47,13 @@ describe('tus 1.0 at /api/upload/', () => {
   const key = () => `tus-${randomBytes(5).toString('hex')}`;
   const abs = (loc: string | null) => new URL(loc ?? '', `${srv.url}/api/upload/`).toString();
 
+  it('is listed once in /docs, without the trailing slash that clients may also send', async () => {
+    const doc = (await (await fetch(`${srv.url}/openapi.json`)).json()) as { paths: Record<string, object> };
+    const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/api/upload'));
+    assert.deepEqual(paths.sort(), ['/api/upload', '/api/upload/{id}']);
+    assert.deepEqual(Object.keys(doc.paths['/api/upload'] ?? {}).sort(), ['options', 'post']);
+  });
+
   it('answers OPTIONS with the version, extensions, size limit and CORS preflight', async () => {
     for (const path of ['/api/upload/', '/api/upload', `/api/upload/${'a'.repeat(32)}`]) {
       const res = await fetch(`${srv.url}${path}`, {
@@ -438,7 +445,10 @@ describe('tus uploads under the files quota', () => {
     // 50 000 bytes of A's parts are stored: 60 000 more for B do not fit.
     const full = await patch(urlB, 0, body.subarray(0, 60_000));
     assert.equal(full.status, 507);
-    assert.deepEqual(await full.json(), { success: false, message: 'storage quota is full' });
+    assert.deepEqual(await full.json(), {
+      success: false,
+      message: 'storage quota of 97.66 KiB (100000 bytes) is full',
+    });
     assert.equal((await fetch(urlB, { method: 'HEAD', headers: T })).headers.get('upload-offset'), '0');
     // A completes: the file's reservation takes over the space of its parts.
     const done = await patch(urlA, 50_000, body.subarray(50_000));
