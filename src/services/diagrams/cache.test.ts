@@ -13,7 +13,7 @@ const entry = (body: string, status: Rendered['status'] = 'ok'): Rendered => ({
 const key = (i: number) => i.toString(16).padStart(64, '0');
 const log = pino({ level: 'silent' });
 
-describe('render cache', () => {
+describe('render cache', { timeout: 60_000 }, () => {
   it('keeps results on disk across instances, error results included', async () => {
     const dataDir = tempDir();
     const sizes = { cacheMemory: 1024 * 1024, cacheDisk: 1024 * 1024 };

@@ -38,26 +38,40 @@ export const diagramsSection = {
   timeoutMs: duration(10_000, {
     unit: 'ms',
     min: 100,
-    doc: 'wall-clock limit of one render in any language (504 past it); a PlantUML render past it is abandoned on a low-priority thread, a render thread is replaced',
+    doc: 'wall-clock limit of one render in any language (504 past it); a PlantUML render past it is abandoned on a low-priority thread, any other is killed with its render process or program',
   }),
   quarantineSec: duration(600, {
     unit: 's',
     min: 0,
-    doc: 'a diagram whose render timed out or ran out of memory (a client: twice) is rendered this long by a separate low-priority JVM (0 = off)',
+    doc: 'a diagram whose render timed out, crashed or ran out of memory (a client: twice), in any language, is rendered this long by a separate low-priority JVM or render process (0 = off)',
   }),
+  // The keys keep their names from when the engines ran in worker threads (deployments set them).
   renderThreads: int(2, {
     min: 1,
     max: 64,
-    doc: 'worker threads for the JavaScript/WebAssembly engines (Graphviz, Mermaid, D2, Vega...); one render each at a time',
+    doc: 'render processes for the JavaScript/WebAssembly engines (Graphviz, Mermaid, D2, Vega...) rendering at once; one render each',
+  }),
+  renderSpares: int(1, {
+    min: 0,
+    max: 8,
+    doc: 'warm idle render processes kept beside the busy ones, so one killed under a bomb is replaced without a cold start',
   }),
   renderThreadHeap: bytes(512 * 1024 ** 2, {
     min: 64 * 1024 ** 2,
-    doc: 'JavaScript heap cap of each render thread; a diagram that needs more fails with 422, the server goes on',
+    doc: 'JavaScript heap cap of each render process; a diagram that needs more answers 422, the server goes on',
+  }),
+  renderMemory: bytes(1024 ** 3, {
+    min: 64 * 1024 ** 2,
+    doc: 'memory one render may add to its render process (committed, RLIMIT_DATA; and resident), and that a diagram program (blockdiag...) may use; past it the render is killed and answers 422',
   }),
   renderThreadIdleSec: duration(300, {
     unit: 's',
     min: 0,
-    doc: "a render thread idle this long exits, returning its engines' memory (0 = never)",
+    doc: "a render process idle this long exits, returning its engines' memory (0 = never)",
+  }),
+  maxOutput: bytes(32 * 1024 ** 2, {
+    min: 64 * 1024,
+    doc: 'largest diagram an engine other than PlantUML may answer (413 past it)',
   }),
   // Off unless an operator names a browser: it is the one heavy part of the diagram service (a
   // Chromium is ~150 MiB per process tree), and the common Mermaid types need none.

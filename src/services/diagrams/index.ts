@@ -21,6 +21,11 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ['event', 'pool'],
   );
   const log = ctx.logger.child({ svc: 'diagrams' });
+  const renderEvents = ctx.metrics.counter(
+    'devutil_plantuml_render_events_total',
+    'render process events: spawn, exit, timeout (killed at the deadline), crash (died under a render; memory=true: out of memory), cold (a render that waited for a process start), by lane (main, quarantine)',
+    ['event', 'lane'],
+  );
   // URL includes are fetched here, not by the JVM: through the address guard, with validators.
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
@@ -45,11 +50,17 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   engine.useIncludes(includes);
   engine.onEvent((event, pool) => events.inc({ event, pool }));
   ctx.metrics.caches.push(engine.cache);
-  // Every other language (Kroki API): worker threads and system programs, the same shared cache.
+  // Every other language (Kroki API): render processes and system programs, the same shared cache
+  // and the same suspects as PlantUML's.
   const renderer = new DiagramRenderer({
-    threads: cfg.renderThreads,
-    threadHeapMb: Math.round(cfg.renderThreadHeap / 1024 ** 2),
-    threadIdleMs: cfg.renderThreadIdleSec * 1000,
+    processes: cfg.renderThreads,
+    spares: cfg.renderSpares,
+    heapMb: Math.round(cfg.renderThreadHeap / 1024 ** 2),
+    memoryBytes: cfg.renderMemory,
+    maxOutputBytes: cfg.maxOutput,
+    idleMs: cfg.renderThreadIdleSec * 1000,
+    suspects: engine.suspects,
+    onEvent: (event, lane) => renderEvents.inc({ event, lane }),
     timeoutMs: cfg.timeoutMs,
     queueSize: cfg.queueSize,
     clientShare: cfg.clientShare,
@@ -81,15 +92,17 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   ctx.metrics
     .gauge('devutil_plantuml_queue_limit', 'renders that may wait for a worker before 503 (the queued cap)')
     .set(cfg.queueSize);
+  // The name is from when the engines ran in worker threads (dashboards use it).
   ctx.metrics.gauge(
     'devutil_plantuml_render_threads',
-    'render threads of the JavaScript/WebAssembly engines by state',
+    'render processes of the JavaScript/WebAssembly engines by state (quarantined: suspects rendering or waiting in their lane)',
     ['state'],
     (g) => {
       const t = renderer.stats();
       g.set({ state: 'busy' }, t.busy);
-      g.set({ state: 'idle' }, t.threads - t.busy);
+      g.set({ state: 'idle' }, t.processes - t.busy);
       g.set({ state: 'queued' }, t.queued);
+      g.set({ state: 'quarantined' }, t.quarantined);
     },
   );
   const diagrams = ctx.metrics.counter(

@@ -14,7 +14,7 @@ import {
 } from '../../../../test/helpers/chromium.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { BrowserPool, type BrowserPoolOptions, type PageKind } from './browser-pool.ts';
-import { ThreadTimeout } from './thread-pool.ts';
+import { RenderTimeout } from './render-job.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = toolSkip(CHROMIUM, ['--version']);
@@ -84,7 +84,7 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
     assert.deepEqual(first, { ok: true, body: '<svg><text>hello</text></svg>' });
     const renderers = () => chromiumProcesses(root).filter((p) => p.type === 'renderer').length;
     const before = renderers();
-    await assert.rejects(pool.run('loop'), ThreadTimeout);
+    await assert.rejects(pool.run('loop'), RenderTimeout);
     assert.ok(events.includes('timeout'));
     // The looping page's renderer process is gone (crashed and closed), not left spinning.
     await waitFor(() => renderers() < before, 'the looping renderer to exit');

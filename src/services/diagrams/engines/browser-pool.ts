@@ -11,7 +11,7 @@
 // caller's; this only dispatches to free pages.
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
-import { ThreadCrashed, ThreadPoolClosed, type ThreadReply, ThreadTimeout } from './thread-pool.ts';
+import { RenderCrashed, RenderPoolClosed, type RenderReply, RenderTimeout } from './render-job.ts';
 
 /** What a page serves and runs: the renderer's files, its CSP and the script that sets it up. */
 export interface PageKind {
@@ -59,7 +59,7 @@ export class BrowserUnavailable extends Error {}
 interface Pending {
   source: string;
   options: Record<string, string>;
-  resolve: (r: ThreadReply) => void;
+  resolve: (r: RenderReply) => void;
   reject: (e: Error) => void;
   /** Put back once already because its browser died under it. */
   retried: boolean;
@@ -121,9 +121,9 @@ export class BrowserPool {
     return [...this.browsers].flatMap((b) => (b.chromium ? [b.chromium.pid] : []));
   }
 
-  run(source: string, options: Record<string, string> = {}): Promise<ThreadReply> {
-    if (this.closed) return Promise.reject(new ThreadPoolClosed('the diagram renderer is shutting down'));
-    return new Promise<ThreadReply>((resolve, reject) => {
+  run(source: string, options: Record<string, string> = {}): Promise<RenderReply> {
+    if (this.closed) return Promise.reject(new RenderPoolClosed('the diagram renderer is shutting down'));
+    return new Promise<RenderReply>((resolve, reject) => {
       this.waiting.push({ source, options, resolve, reject, retried: false });
       this.dispatch();
     });
@@ -372,7 +372,7 @@ export class BrowserPool {
     if (!p) return;
     this.settle(page);
     this.o.onEvent?.('timeout', { pid: page.browser.chromium?.pid });
-    p.reject(new ThreadTimeout(`no result within ${this.o.timeoutMs} ms`));
+    p.reject(new RenderTimeout(`no result within ${this.o.timeoutMs} ms`));
     if (page.cdp && page.sessionId) void page.cdp.send('Page.crash', {}, page.sessionId).catch(() => {});
     this.retire(page);
     this.dispatch();
@@ -390,10 +390,11 @@ export class BrowserPool {
       } else {
         this.o.onEvent?.('crash', { pid: page.browser.chromium?.pid, why });
         p.reject(
-          new ThreadCrashed(
+          new RenderCrashed(
             why === 'page'
               ? 'the diagram crashed its browser page (out of memory, or the renderer failed)'
               : 'the browser died twice under this diagram',
+            false,
           ),
         );
       }
@@ -454,7 +455,7 @@ export class BrowserPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    const err = new ThreadPoolClosed('the diagram renderer is shutting down');
+    const err = new RenderPoolClosed('the diagram renderer is shutting down');
     for (const p of this.waiting.splice(0)) p.reject(err);
     const all = [...this.browsers];
     for (const b of all) {
@@ -469,7 +470,7 @@ export class BrowserPool {
   }
 }
 
-function replyOf(v: unknown, maxOutput: number): ThreadReply {
+function replyOf(v: unknown, maxOutput: number): RenderReply {
   const r = (v ?? {}) as { ok?: boolean; svg?: unknown; kind?: unknown; message?: unknown; line?: unknown };
   if (r.ok === true && typeof r.svg === 'string') {
     if (r.svg.length > maxOutput) return { ok: false, kind: 'failed', message: 'the diagram is too large' };

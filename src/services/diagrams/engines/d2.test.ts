@@ -1,7 +1,6 @@
-// D2 renders in a child process of its render thread (d2-process.js): the process ends with the
-// thread, whether the pool closes or the thread is replaced, and a server that rendered D2 exits at
-// once (with D2's WebAssembly inside the process, exit waited a minute or more for V8's background
-// optimisation of the 22 MB module).
+// D2 renders in a render process (render-process.js), which ends when the pool closes, and a server
+// that rendered D2 exits at once (with D2's WebAssembly inside the server process, exit waited a
+// minute or more for V8's background optimisation of the 22 MB module).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,19 +9,19 @@ import { describe, it } from 'node:test';
 import { TS_EXEC_ARGV } from '../../../../scripts/ts-loader.js';
 import { tempDir } from '../../../../test/helpers/server.ts';
 import { packageVersion } from '../kroki/packages.ts';
-import { ThreadPool } from './thread-pool.ts';
+import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Pids of the D2 processes whose parent is `ppid`. */
-function d2Children(ppid: number): number[] {
+/** Pids of the render processes whose parent is `ppid`. */
+function renderChildren(ppid: number): number[] {
   const out: number[] = [];
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === ppid && readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('d2-process.js'))
+      if (parent === ppid && readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('render-process.js'))
         out.push(Number(e));
     } catch {}
   }
@@ -35,35 +34,45 @@ async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void
 }
 
 const job = (source: string) => ({ engine: 'd2', source, format: 'svg', options: {} });
+const OPTIONS: ProcessPoolOptions = {
+  size: 1,
+  spares: 0,
+  timeoutMs: 60_000,
+  heapMb: 256,
+  memoryBytes: 1024 ** 3,
+  maxOutputBytes: 32 * 1024 ** 2,
+  idleMs: 0,
+  nice: 10,
+};
 
 describe('D2 engine process', {
   timeout: 240_000,
   skip: !packageVersion('@terrastruct/d2') && 'not installed',
 }, () => {
-  it('renders in a child of its thread, answers syntax errors, and the child ends when the pool closes', async () => {
-    const pool = new ThreadPool({ size: 1, timeoutMs: 60_000, heapMb: 256, idleMs: 0 });
+  it('renders in a render process, answers syntax errors, and the process ends when the pool closes', async () => {
+    const pool = new ProcessPool(OPTIONS);
     try {
       const r = await pool.run(job('client -> devutil: GET'));
       assert.equal(r.ok, true);
       assert.match(r.ok ? Buffer.from(r.body).toString() : '', /<svg[\s\S]*devutil/);
-      assert.equal(d2Children(process.pid).length, 1, 'one D2 process, a child of this process');
+      assert.equal(renderChildren(process.pid).length, 1, 'one render process, a child of this process');
       const bad = await pool.run(job('a -> b -> {'));
       assert.equal(bad.ok, false);
       assert.equal(!bad.ok && bad.kind, 'syntax');
     } finally {
       await pool.close();
     }
-    await until('no D2 process left after close', () => d2Children(process.pid).length === 0);
+    await until('no render process left after close', () => renderChildren(process.pid).length === 0);
   });
 
   it('lets a process that rendered D2 exit as soon as it is done', async () => {
     const dir = tempDir();
     const script = join(dir, 'render-and-exit.mts');
-    const poolUrl = new URL('./thread-pool.ts', import.meta.url).href;
+    const poolUrl = new URL('./process-pool.ts', import.meta.url).href;
     writeFileSync(
       script,
-      `import { ThreadPool } from ${JSON.stringify(poolUrl)};
-const pool = new ThreadPool({ size: 1, timeoutMs: 60_000, heapMb: 256, idleMs: 0 });
+      `import { ProcessPool } from ${JSON.stringify(poolUrl)};
+const pool = new ProcessPool(${JSON.stringify(OPTIONS)});
 const r = await pool.run({ engine: 'd2', source: 'a -> b', format: 'svg', options: {} });
 await pool.close();
 console.log(r.ok ? 'rendered' : 'failed');

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { BrowserPool, BrowserUnavailable, type PageKind } from './browser-pool.ts';
-import type { ThreadReply } from './thread-pool.ts';
+import type { RenderReply } from './render-job.ts';
 
 export const MERMAID_ORIGIN = 'http://devutil-mermaid.invalid';
 
@@ -101,7 +101,7 @@ export interface MermaidBrowser {
   /** The version of the `mermaid` package the pages run ('' when it is not installed). */
   readonly version: string;
   readonly pool: BrowserPool | null;
-  render(source: string): Promise<ThreadReply>;
+  render(source: string): Promise<RenderReply>;
   close(): Promise<void>;
 }
 

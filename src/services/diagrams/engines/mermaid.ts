@@ -34,7 +34,12 @@ export const BROWSERLESS = new Set([
 ]);
 
 export async function warm(): Promise<void> {
-  mod ??= import('beautiful-mermaid');
+  // ELK (the flowchart layout) builds itself on the first diagram: one is drawn here, so that it is
+  // loaded with the engine, not inside the first render's deadline and memory allowance.
+  mod ??= import('beautiful-mermaid').then(async (m) => {
+    await m.renderMermaidSVG('graph LR\n  a --> b');
+    return m;
+  });
   await mod;
 }
 

@@ -1,9 +1,14 @@
 // Vega and Vega-Lite (BSD-3-Clause): the spec is compiled (Vega-Lite to Vega), parsed and rendered
 // to SVG by a headless View (renderer "none": no canvas). Data may not be loaded from URLs or files:
-// the loader refuses every fetch, so a spec cannot make the server reach out.
+// the loader refuses every fetch, so a spec cannot make the server reach out. A mark's `href` is
+// never fetched, only sanitized (http, https and mailto pass, any other is dropped): Vega's SVG
+// renderer dereferences what a failed sanitize leaves in a promise nobody awaits, which used to end
+// the render thread (the headless renderer resolves links after writing the SVG, so it has none).
 import { DiagramError, lineOf } from './diagram-error.ts';
 
 type VegaMod = typeof import('vega');
+/** Links a mark may carry. */
+const LINK = /^(?:https?:\/\/|mailto:)[^\s]*$/i;
 let vega: Promise<VegaMod> | undefined;
 let lite: Promise<typeof import('vega-lite')> | undefined;
 
@@ -48,7 +53,12 @@ export async function render(
     throw new Error('refused');
   };
   loader.load = refuse;
-  loader.sanitize = refuse;
+  loader.sanitize = async (uri: string, opt?: { context?: string }) => {
+    if (opt?.context !== 'href') return refuse();
+    // null is what Vega's own sanitizer leaves for a link it refuses (the attribute is left out).
+    const href = typeof uri === 'string' && LINK.test(uri.trim()) ? uri.trim() : null;
+    return { href } as { href: string };
+  };
   let svg: string;
   try {
     const view = new v.View(v.parse(spec as never), { renderer: 'none', loader, logLevel: v.None });

@@ -21,6 +21,7 @@ async function plantumlAvailability(engine: PlantumlEngine): Promise<Availabilit
 
 export async function health(ctx: ServiceContext, engine: PlantumlEngine, renderer: DiagramRenderer) {
   const puml = await plantumlAvailability(engine);
+  await Promise.all(LANGUAGES.map((l) => renderer.detect(l)));
   const languages: LanguageHealth[] = LANGUAGES.map((l) => ({
     type: l.type,
     formats: l.formats,

@@ -1,15 +1,18 @@
 // The render pipeline of the Kroki API: one entry for every language. PlantUML languages go to the
 // JVM engine (its own cache entries and admission, engine.ts); the others are admitted through one
-// fair queue (a client's share of the render threads), rendered once per key (single flight) in a
-// worker thread or a system program under the render timeout, kept in the same shared cache as
-// PlantUML's (syntax errors too: the same source fails the same way) and rasterised to PNG/JPEG
-// from the SVG with sharp where Kroki offers those formats.
+// fair queue (a client's share of the render slots), rendered once per key (single flight) in a
+// render process or a system program under the render timeout and the kernel's bounds, kept in
+// the same shared cache as PlantUML's (syntax errors too: the same source fails the same way) and
+// rasterised to PNG/JPEG from the SVG (in a render process too) where Kroki offers those formats.
+// Suspects (a source or client whose render timed out, crashed or ran out of memory; the registry
+// is shared with the PlantUML engine) are served by a quarantine lane instead: one low-priority
+// render process and its own small queue, so they never hold a main slot again.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Cache } from '../../../infra/cache/cache.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
-import { loadSharp } from '../../../infra/media/sharp.ts';
+import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
 import type { RenderedMeta } from '../cache.ts';
 import { BrowserUnavailable } from '../engines/browser-pool.ts';
@@ -20,7 +23,15 @@ import {
   type MermaidBrowserOptions,
   mermaidBrowser,
 } from '../engines/mermaid-browser.ts';
-import { ThreadCrashed, ThreadPool, type ThreadReply } from '../engines/thread-pool.ts';
+import { type PoolEvent, ProcessPool } from '../engines/process-pool.ts';
+import {
+  QUARANTINE_NICE,
+  RENDER_NICE,
+  RenderCrashed,
+  type RenderJob,
+  type RenderReply,
+  RenderTimeout,
+} from '../engines/render-job.ts';
 import type { Language } from './languages.ts';
 import { packageVersion } from './packages.ts';
 
@@ -50,9 +61,17 @@ export class Unsupported extends Error {}
 export class TooLarge extends Error {}
 
 export interface RendererOptions {
-  threads: number;
-  threadHeapMb: number;
-  threadIdleMs: number;
+  /** Render processes rendering at once. */
+  processes: number;
+  /** Warm idle render processes kept beside the busy ones. */
+  spares: number;
+  /** V8 heap cap of a render process (MiB). */
+  heapMb: number;
+  /** Memory one render may add to its process, and a system program may use (bytes). */
+  memoryBytes: number;
+  /** Largest answer of an engine (bytes). */
+  maxOutputBytes: number;
+  idleMs: number;
   timeoutMs: number;
   queueSize: number;
   clientShare: number;
@@ -62,6 +81,10 @@ export interface RendererOptions {
   log: Logger;
   /** The headless-browser pool for the Mermaid types beautiful-mermaid does not draw; absent = off. */
   browser?: Omit<MermaidBrowserOptions, 'timeoutMs' | 'log'>;
+  /** Who goes to the quarantine lane (shared with the PlantUML engine); absent or off = no lane. */
+  suspects?: Suspects;
+  /** Every render process event, by lane (metrics). */
+  onEvent?: (event: PoolEvent, lane: 'main' | 'quarantine') => void;
 }
 
 export interface Availability {
@@ -71,13 +94,26 @@ export interface Availability {
 }
 
 const RASTER = new Set(['png', 'jpeg']);
+/** A quarantine process exits after this long without suspects' work. */
+const QUARANTINE_IDLE_MS = 60_000;
+
+/** A render lane: its admission (a client's share) and the processes behind it. */
+interface Lane {
+  admission: FairQueue;
+  pool: ProcessPool;
+  nice: number;
+}
 
 export class DiagramRenderer {
-  readonly pool: ThreadPool;
-  private readonly admission: FairQueue;
+  /** The main render processes. */
+  readonly pool: ProcessPool;
+  private readonly main: Lane;
+  /** Suspects' lane: one process at nice 19, started when a suspect's diagram comes. */
+  private readonly quarantine: Lane | null;
   private readonly flights = new SingleFlight<Outcome>();
   private readonly o: RendererOptions;
   private readonly versions = new Map<string, Availability>();
+  private readonly detecting = new Map<string, Promise<void>>();
   /** Off (null) unless configured; it starts no browser before a diagram needs one. */
   readonly browser: MermaidBrowser | null;
   /** Its slots: a client's share of them and of its queue, like the render threads'. */
@@ -93,41 +129,73 @@ export class DiagramRenderer {
           clientShare: o.clientShare / 100,
         })
       : null;
-    this.pool = new ThreadPool({
-      size: o.threads,
-      timeoutMs: o.timeoutMs,
-      heapMb: o.threadHeapMb,
-      idleMs: o.threadIdleMs,
-      // D2's Go WebAssembly takes seconds to start: loaded only by a thread that gets a D2 diagram.
-      preload: (engine) => engine !== 'd2',
-      onEvent: (event, detail) =>
-        o.log[event === 'spawn' || event === 'exit' ? 'debug' : 'warn'](detail, `render thread ${event}`),
-    });
-    this.admission = new FairQueue({
-      concurrency: o.threads,
-      queueLength: o.queueSize,
-      clientShare: o.clientShare / 100,
-    });
+    const pool = (lane: 'main' | 'quarantine') =>
+      new ProcessPool({
+        size: lane === 'main' ? o.processes : 1,
+        spares: lane === 'main' ? o.spares : 0,
+        timeoutMs: o.timeoutMs,
+        heapMb: o.heapMb,
+        memoryBytes: o.memoryBytes,
+        maxOutputBytes: o.maxOutputBytes,
+        idleMs: lane === 'main' ? o.idleMs : QUARANTINE_IDLE_MS,
+        nice: lane === 'main' ? RENDER_NICE : QUARANTINE_NICE,
+        // D2's Go WebAssembly takes a second or more and 200 MiB to load, sharp (PNG) 20 MiB: only
+        // a process that gets such a job loads them. A suspect's process loads only its engine.
+        preload: (engine) => lane === 'main' && engine !== 'd2' && engine !== 'raster',
+        onEvent: (event, detail) => {
+          o.log[event === 'spawn' || event === 'exit' || event === 'cold' ? 'debug' : 'warn'](
+            { ...detail, lane },
+            `render process ${event}`,
+          );
+          o.onEvent?.(event, lane);
+        },
+      });
+    const admission = (concurrency: number) =>
+      new FairQueue({ concurrency, queueLength: o.queueSize, clientShare: o.clientShare / 100 });
+    this.pool = pool('main');
+    this.main = { admission: admission(o.processes), pool: this.pool, nice: RENDER_NICE };
+    this.quarantine = o.suspects?.enabled
+      ? { admission: admission(1), pool: pool('quarantine'), nice: QUARANTINE_NICE }
+      : null;
   }
 
   stats() {
-    return { ...this.pool.stats(), queued: this.admission.stats.queued };
+    const q = this.quarantine;
+    return {
+      ...this.pool.stats(),
+      queued: this.main.admission.stats.queued + (q?.admission.stats.queued ?? 0),
+      quarantined: q ? q.pool.stats().busy + q.admission.stats.queued : 0,
+    };
   }
 
-  /** Whether a non-PlantUML language can render here, and its engine's version (cached). */
+  /**
+   * Finds out (once, without blocking) whether the system program of a `command` language is
+   * installed; the other languages need nothing. Routes await it before availability().
+   */
+  detect(lang: Language): Promise<void> {
+    if (lang.kind !== 'command' || this.versions.has(lang.engine)) return Promise.resolve();
+    let d = this.detecting.get(lang.engine);
+    if (!d) {
+      d = commandAvailability(lang.engine).then((a) => {
+        this.versions.set(lang.engine, a);
+      });
+      this.detecting.set(lang.engine, d);
+    }
+    return d;
+  }
+
+  /** Whether a non-PlantUML language can render here, and its engine's version (cached; detect() first). */
   availability(lang: Language): Availability {
     let a = this.versions.get(lang.engine);
     if (!a) {
-      if (lang.kind === 'command') a = commandAvailability(lang.engine);
-      else {
-        const v = lang.pkg ? packageVersion(lang.pkg) : null;
-        a = v
-          ? { available: true, version: v }
-          : {
-              available: false,
-              reason: `the npm package ${lang.pkg} is not installed (optional dependency)`,
-            };
-      }
+      if (lang.kind === 'command') return { available: false, reason: `${lang.engine}: not checked yet` };
+      const v = lang.pkg ? packageVersion(lang.pkg) : null;
+      a = v
+        ? { available: true, version: v }
+        : {
+            available: false,
+            reason: `the npm package ${lang.pkg} is not installed (optional dependency)`,
+          };
       this.versions.set(lang.engine, a);
     }
     return a;
@@ -161,6 +229,7 @@ export class DiagramRenderer {
 
   /** The cached outcome of `j`, or undefined; never renders. */
   async cached(j: DiagramJob): Promise<Outcome | undefined> {
+    await this.detect(j.lang);
     const a = this.availability(j.lang);
     if (!a.available) return undefined;
     const key = this.key(j, j.format);
@@ -179,6 +248,7 @@ export class DiagramRenderer {
   }
 
   private async renderOnce(j: DiagramJob, client: string): Promise<Outcome> {
+    await this.detect(j.lang);
     const a = this.availability(j.lang);
     if (!a.available) throw new EngineMissing(`${j.lang.type} is not available on this server: ${a.reason}`);
     const key = this.key(j, j.format);
@@ -194,8 +264,13 @@ export class DiagramRenderer {
   private async raster(j: DiagramJob, client: string): Promise<Outcome> {
     const svg = await this.render({ ...j, format: 'svg' }, client);
     if (!svg.ok) return { ...svg, cached: false };
-    const body = await this.admission.run(client, () => rasterise(svg.body, j.format, this.o.limitSize));
-    return { ok: true, body, cached: false };
+    const job = {
+      engine: 'raster',
+      source: svg.body.toString('utf8'),
+      format: j.format,
+      options: { limit: String(this.o.limitSize) },
+    };
+    return this.outcome(j, await this.inLane(j, client, job));
   }
 
   private async renderSvg(j: DiagramJob, client: string): Promise<Outcome> {
@@ -205,15 +280,50 @@ export class DiagramRenderer {
             throw err instanceof BrowserUnavailable ? new EngineMissing(err.message) : err;
           },
         )
-      : await this.admission.run(client, async (): Promise<ThreadReply> => {
-          if (j.lang.kind === 'command') return runCommand(j.lang.engine, j.source, this.o.timeoutMs);
-          return this.pool.run({
-            engine: j.lang.engine,
-            source: j.source,
-            format: 'svg',
-            options: j.options,
-          });
+      : await this.inLane(j, client, {
+          engine: j.lang.engine,
+          source: j.source,
+          format: 'svg',
+          options: j.options,
         });
+    return this.outcome(j, reply);
+  }
+
+  /**
+   * Runs `job` in the main lane, or in quarantine for a suspect; a render that timed out, crashed
+   * or ran out of memory makes its source (and, the second time, its client) a suspect.
+   */
+  private async inLane(j: DiagramJob, client: string, job: RenderJob): Promise<RenderReply> {
+    const suspects = this.o.suspects;
+    const source = () => Suspects.sourceKey(`${job.engine}\n${job.format}\n${job.source}`);
+    const lane = this.quarantine && suspects?.suspect(client, source) ? this.quarantine : this.main;
+    try {
+      return await lane.admission.run(client, () =>
+        j.lang.kind === 'command' && job.engine !== 'raster'
+          ? runCommand(j.lang.engine, j.source, {
+              timeoutMs: this.o.timeoutMs,
+              memoryBytes: this.o.memoryBytes,
+              maxOutputBytes: this.o.maxOutputBytes,
+              nice: lane.nice,
+            })
+          : lane.pool.run(job),
+      );
+    } catch (err) {
+      if (err instanceof RenderCrashed || (err instanceof RenderTimeout && this.ranAway(err)))
+        suspects?.strike(client, source());
+      throw err;
+    }
+  }
+
+  /**
+   * Whether a render that timed out was the diagram's doing: it used at least half its deadline in
+   * CPU (or nobody knows). A small diagram on a machine too busy to run it is not a suspect.
+   */
+  private ranAway(err: RenderTimeout): boolean {
+    return err.cpuMs === undefined || err.cpuMs >= this.o.timeoutMs / 2;
+  }
+
+  private outcome(j: DiagramJob, reply: RenderReply): Outcome {
     if (reply.ok) return { ok: true, body: Buffer.from(reply.body), cached: false };
     if (reply.kind === 'syntax')
       return {
@@ -224,16 +334,15 @@ export class DiagramRenderer {
         cached: false,
       };
     if (reply.kind === 'unsupported') throw new Unsupported(reply.message);
+    if (reply.kind === 'too-large') throw new TooLarge(reply.message);
     this.o.log.warn({ type: j.lang.type, message: reply.message }, 'diagram engine failed');
     throw new EngineFailed(`the ${j.lang.type} engine failed on this diagram: ${reply.message}`);
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pool.close(), this.browser?.close()]);
+    await Promise.all([this.pool.close(), this.quarantine?.pool.close(), this.browser?.close()]);
   }
 }
-
-export { ThreadCrashed };
 
 function metaOf(o: Outcome): RenderedMeta {
   return {
@@ -253,32 +362,4 @@ function fromMeta(meta: RenderedMeta, body: Buffer, cached: boolean): Outcome {
     ...(e?.line ? { line: e.line } : {}),
     cached,
   };
-}
-
-/**
- * PNG (or JPEG) from the SVG with sharp (librsvg), scaled down to fit `limit` pixels on each side:
- * a giant canvas costs at most limit x limit pixels, never the memory its SVG size asks for.
- */
-export async function rasterise(svg: Buffer, format: string, limit: number): Promise<Buffer> {
-  const sharp = await loadSharp();
-  let meta: { width?: number | undefined; height?: number | undefined };
-  try {
-    meta = await sharp(svg, { limitInputPixels: false }).metadata();
-  } catch {
-    throw new EngineFailed('the SVG of this diagram cannot be rasterised');
-  }
-  const side = Math.max(meta.width ?? 1, meta.height ?? 1);
-  // Density 72 is the SVG's own size; the engines' SVGs are small, so scale up to 2x where it fits.
-  const scale = Math.min(2, limit / side);
-  if (scale * side < 1) throw new TooLarge('the diagram is too large to rasterise');
-  const img = sharp(svg, { density: Math.max(1, 72 * scale), limitInputPixels: limit * limit * 4 }).timeout({
-    seconds: 10,
-  });
-  try {
-    if (format === 'jpeg')
-      return await img.flatten({ background: '#ffffff' }).jpeg({ quality: 90 }).toBuffer();
-    return await img.png().toBuffer();
-  } catch (err) {
-    throw new EngineFailed(`rasterising failed: ${err instanceof Error ? err.message.slice(0, 200) : err}`);
-  }
 }

@@ -4,7 +4,7 @@
 // the default one line of text "Error <code>: <message>".
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../../infra/http/errors.ts';
-import { rasterise } from './renderer.ts';
+import { rasterise } from '../engines/raster.ts';
 
 export const MAX_AGE = 432_000; // 5 days, as Kroki and plantuml-server
 

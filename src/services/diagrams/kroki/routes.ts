@@ -10,7 +10,7 @@ import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../
 import { checkJsonDepth } from '../../../infra/http/json-body.ts';
 import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
-import { ThreadCrashed, ThreadPoolClosed, ThreadTimeout } from '../engines/thread-pool.ts';
+import { RenderCrashed, RenderPoolClosed, RenderTimeout } from '../engines/render-job.ts';
 import { sendDiagram } from '../plantuml/diagram-reply.ts';
 import { normalizeSource } from '../plantuml/encoding.ts';
 import type { PlantumlEngine } from '../plantuml/engine.ts';
@@ -36,10 +36,10 @@ const MAX_OPTIONS = 16;
 function httpOf(err: unknown): unknown {
   if (err instanceof EngineMissing) return unavailable(err.message, 60, 'ENGINE_MISSING');
   if (err instanceof QueueFull) return unavailable('too many diagrams in the render queue', 1, 'QUEUE_FULL');
-  if (err instanceof ThreadPoolClosed) return unavailable(err.message, 1, 'SHUTTING_DOWN');
-  if (err instanceof ThreadTimeout)
+  if (err instanceof RenderPoolClosed) return unavailable(err.message, 1, 'SHUTTING_DOWN');
+  if (err instanceof RenderTimeout)
     return gatewayTimeout(`diagram render timed out: ${err.message}`, 'RENDER_TIMEOUT');
-  if (err instanceof ThreadCrashed) return new AppError('RENDER_CRASHED', 422, err.message);
+  if (err instanceof RenderCrashed) return new AppError('RENDER_CRASHED', 422, err.message);
   if (err instanceof TooLarge) return tooLarge(err.message, 'TOO_LARGE');
   if (err instanceof EngineFailed) return new AppError('RENDER_FAILED', 422, err.message);
   if (err instanceof Unsupported) return new AppError('UNSUPPORTED_DIAGRAM', 422, err.message);
@@ -135,6 +135,7 @@ export async function krokiRoutes(
       });
     }
     const job: DiagramJob = { lang, format, source: text, options };
+    await renderer.detect(lang);
     const etag = cfg.cacheHeaders ? renderer.etag(job) : null;
     // Decided before rendering (the ETag hashes the job), by RFC 9110 (infra/http/conditional.ts).
     const pre = etag ? evaluate(req.method, req.headers, { etag, lastModified: null }) : 'pass';

@@ -53,7 +53,7 @@ async function renderOnce(dataDir: string, text: string) {
   return { app, status: r.statusCode, body: r.body, args: jvms() };
 }
 
-describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']) }, () => {
+describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']), timeout: 480_000 }, () => {
   const dataDir = tempDir();
 
   it('is made on the first start and mapped by the next start', async () => {

@@ -4,7 +4,7 @@ import { AppError } from '../../../infra/http/errors.ts';
 import { httpError } from './diagram-reply.ts';
 import { BadDiagram, RenderFailed } from './engine.ts';
 
-describe('plantuml error mapping', () => {
+describe('plantuml error mapping', { timeout: 60_000 }, () => {
   it('answers an engine exception with 422, never a 500', () => {
     const e = httpError(new RenderFailed('the PlantUML engine failed on this diagram'));
     assert.ok(e instanceof AppError);

@@ -40,7 +40,7 @@ function curl(url: string, args: string[] = []): Promise<CurlResult> {
 const skip = toolSkip('java', ['-version']) || toolSkip('curl');
 const HELLO = 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000';
 
-describe('PlantUML over real HTTP', { skip }, () => {
+describe('PlantUML over real HTTP', { skip, timeout: 180_000 }, () => {
   let srv: Running;
   let inc: IncludeServer;
   before(async () => {

@@ -16,7 +16,7 @@ import { encodeRequest, FrameReader, parseReply } from './protocol.ts';
 const MAX = 1024 * 1024;
 const hex = (s: string) => `~h${Buffer.from(s, 'utf8').toString('hex')}`;
 
-describe('PlantUML text encoding', () => {
+describe('PlantUML text encoding', { timeout: 60_000 }, () => {
   it('encodes "Bob -> Alice : hello" exactly like the server', () => {
     assert.equal(encodeDiagram('Bob -> Alice : hello'), 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000');
     // The server drops the @startuml/@enduml lines before compressing.
@@ -91,7 +91,7 @@ describe('PlantUML text encoding', () => {
   });
 });
 
-describe('format words', () => {
+describe('format words', { timeout: 60_000 }, () => {
   it('maps the server, dark and Kroki words', () => {
     assert.equal(formatOf('img')?.engine, 'png');
     assert.equal(formatOf('txt')?.engine, 'txt');
@@ -104,7 +104,7 @@ describe('format words', () => {
   });
 });
 
-describe('worker protocol', () => {
+describe('worker protocol', { timeout: 60_000 }, () => {
   it('frames requests with their id and reassembles split reply frames', () => {
     const req = encodeRequest({ op: 'render', format: 'svg', index: 2, dark: true, source: 'A\tB' }, 7);
     assert.equal(req.readUInt32BE(0), req.length - 4);

@@ -5,12 +5,13 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Cache } from '../../../infra/cache/cache.ts';
-import { ByteLru } from '../../../infra/cache/lru.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
+import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from '../cache.ts';
 import { ClassArchive } from './cds.ts';
+import { boundedDot } from './dot.ts';
 import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
 import { buildWorker, defaultJar, detectJavaCached, type JavaInfo } from './java.ts';
@@ -42,6 +43,8 @@ export interface EngineConfig {
    * quarantine worker; 0 = no quarantine.
    */
   quarantineSec?: number;
+  /** Committed memory one `dot` the engine runs may use (dot.ts); default 1 GiB. */
+  renderMemory?: number;
 }
 
 /** The pool a worker event comes from (a label of the events metric). */
@@ -51,8 +54,6 @@ export type PoolName = 'main' | 'quarantine';
 const QUARANTINE_THREADS = 2;
 /** The quarantine worker stops after this long without suspects' work. */
 const QUARANTINE_IDLE_MS = 60_000;
-/** Suspects remembered at most (the oldest are forgotten first). */
-const MAX_SUSPECTS = 10_000;
 
 export interface RenderRequest {
   op: 'render' | 'map';
@@ -93,14 +94,16 @@ export class PlantumlEngine {
   private pool: WorkerPool | null = null;
   /**
    * A JVM of its own, at the lowest CPU priority, with a smaller heap and killed on a timeout, for
-   * the renders of suspects: a source that made a render time out or run out of memory recently, or
-   * a client that did so twice (suspectOf). Re-sending a runaway diagram then costs the others
-   * nothing but the first deadline.
+   * the renders of suspects (infra/limits/suspects.ts). Re-sending a runaway diagram then costs the
+   * others nothing but the first deadline.
    */
   private quarantine: WorkerPool | null = null;
   private readonly quarantineAdmission: FairQueue;
-  /** Suspects (client keys, source hashes) and clients' first strikes -> until when (ms). */
-  private readonly suspects = new ByteLru<number>(MAX_SUSPECTS, () => 1);
+  /**
+   * Suspect clients and sources; the Kroki renderer shares it (a client that bombed any engine is a
+   * suspect for every one).
+   */
+  readonly suspects: Suspects;
   readonly cache: Cache<RenderedMeta>;
   private archive: ClassArchive | null = null;
   /**
@@ -148,6 +151,7 @@ export class PlantumlEngine {
       clientShare: cfg.clientShare / 100,
     });
     this.cache = renderCache(dataDir, cfg, log);
+    this.suspects = new Suspects({ windowMs: (cfg.quarantineSec ?? 0) * 1000 });
   }
 
   /** Receives every pool event (spawn, exit, timeout, crash), those that happened before too. */
@@ -179,45 +183,19 @@ export class PlantumlEngine {
   /** Runs one worker request in a slot of `client`'s share (in quarantine for a suspect). */
   private async run(client: string, req: WorkerRequest): Promise<WorkerReply> {
     const pool = await this.prepare();
-    const source = () => (req.source === undefined ? '' : sourceKey(req.source));
-    const quarantine =
-      this.quarantine && this.suspects.size > 0 && (this.suspect(client) || this.suspect(source()));
+    const source = () => (req.source === undefined ? '' : Suspects.sourceKey(req.source));
+    const quarantine = this.quarantine && this.suspects.suspect(client, source);
     const [admission, target] = quarantine
       ? [this.quarantineAdmission, this.quarantine!]
       : [this.admission, pool];
     try {
       const reply = await admission.run(client, () => target.run(req));
-      if (reply.status === 'exception' && reply.oom !== undefined) this.suspectOf(client, source());
+      if (reply.status === 'exception' && reply.oom !== undefined) this.suspects.strike(client, source());
       return reply;
     } catch (err) {
-      if (err instanceof RenderTimeout) this.suspectOf(client, source());
+      if (err instanceof RenderTimeout) this.suspects.strike(client, source());
       throw err;
     }
-  }
-
-  private suspect(key: string): boolean {
-    const until = key ? this.suspects.get(key) : undefined;
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.suspects.delete(key);
-    return false;
-  }
-
-  /**
-   * A source is a suspect after its first render that timed out or ran out of memory (re-sending a
-   * runaway diagram is the attack); a client after its second within the window: one diagram that
-   * was slow on a busy machine must not send all of a user's diagrams to the low-priority JVM.
-   */
-  private suspectOf(client: string, source: string): void {
-    const sec = this.cfg.quarantineSec ?? 0;
-    if (sec <= 0) return;
-    const until = Date.now() + sec * 1000;
-    if (source) this.suspects.set(source, until);
-    // The server's own requests (client '') are not a suspect; their source still is.
-    if (!client) return;
-    const strike = `strike:${client}`;
-    if (this.suspect(strike)) this.suspects.set(client, until);
-    else this.suspects.set(strike, until);
   }
 
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
@@ -232,7 +210,13 @@ export class PlantumlEngine {
         throw new EngineUnavailable(err instanceof Error ? err.message : String(err));
       }
       if (this.closed) throw new EngineUnavailable('renderer is shutting down');
+      // Its CPU bound is past the deadline at which the JVM kills the `dot` of an abandoned render.
+      const dot = boundedDot(classDir, {
+        cpuSeconds: this.cfg.timeoutMs / 1000 + 2,
+        dataBytes: this.cfg.renderMemory ?? 1024 ** 3,
+      });
       const base: WorkerOptions = {
+        ...(dot ? { dot } : {}),
         java: this.cfg.java,
         jar: this.jar,
         classDir,
@@ -471,11 +455,6 @@ export class PlantumlEngine {
     await Promise.all([this.pool?.close(), this.quarantine?.close(), this.archive?.close()]);
     await this.cache.idle();
   }
-}
-
-/** The quarantine's name for a diagram text. */
-function sourceKey(source: string): string {
-  return `source:${createHash('sha256').update(source).digest('base64')}`;
 }
 
 /**

@@ -20,7 +20,10 @@ const DIFFER = [
 const without = (h: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(h).filter(([k]) => !DIFFER.includes(k)));
 
-describe('PlantUML cache hits (prepared answers)', { skip: toolSkip('java', ['-version']) }, () => {
+describe('PlantUML cache hits (prepared answers)', {
+  skip: toolSkip('java', ['-version']),
+  timeout: 180_000,
+}, () => {
   let app: FastifyInstance;
   let inc: IncludeServer;
   before(async () => {

@@ -10,7 +10,7 @@ import { IncludeFetcher, type IncludeOptions } from './includes.ts';
 
 const INC = 'http://include.test';
 
-describe('URL includes fetched by the server', () => {
+describe('URL includes fetched by the server', { timeout: 60_000 }, () => {
   let inc: IncludeServer;
   let http: Egress;
   const warnings: string[] = [];

@@ -7,7 +7,7 @@ import { tempDir } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { detectJavaCached } from './java.ts';
 
-describe('Java detection cache', { skip: toolSkip('java', ['-version']) }, () => {
+describe('Java detection cache', { skip: toolSkip('java', ['-version']), timeout: 60_000 }, () => {
   it('runs java once, and again when the launcher changes', async () => {
     const dir = tempDir();
     const runs = join(dir, 'runs');

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestServer, tempDir } from '../../../../test/helpers/server.ts';
 import { missing, toolSkip } from '../../../../test/helpers/tools.ts';
 
-describe('PlantUML without Java', () => {
+describe('PlantUML without Java', { timeout: 120_000 }, () => {
   let app: FastifyInstance;
   before(async () => {
     app = await buildTestServer({ overrides: { diagrams: { java: '/nonexistent/bin/java' } } });
@@ -81,7 +81,10 @@ function fakeJre(): { java: string } | { skip: string } {
 }
 
 const jre = fakeJre();
-describe('PlantUML on a JRE without javac', { skip: 'skip' in jre ? jre.skip : false }, () => {
+describe('PlantUML on a JRE without javac', {
+  skip: 'skip' in jre ? jre.skip : false,
+  timeout: 120_000,
+}, () => {
   let app: FastifyInstance;
   before(async () => {
     app = await buildTestServer({ overrides: { diagrams: { java: 'java' in jre ? jre.java : 'java' } } });

@@ -24,7 +24,7 @@ const HELLO = 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000'; // Bob -> Alice : hello
 const BROKEN = '@startuml\nBob -> Alice : hello\nthis is not plantuml (\n@enduml';
 const INC = 'http://include.test';
 
-describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => {
+describe('PlantUML server API', { skip: toolSkip('java', ['-version']), timeout: 300_000 }, () => {
   let app: FastifyInstance;
   let inc: IncludeServer;
   before(async () => {

@@ -48,6 +48,8 @@ export interface WorkerOptions {
   trainArchive?: string;
   /** Run the whole JVM (and the `dot` it starts) at the lowest CPU priority. */
   nice?: boolean;
+  /** The `dot` the engine runs (GRAPHVIZ_DOT; dot.ts bounds it); absent: the engine finds its own. */
+  dot?: string;
   /** More JVM flags (benchmarks try them one at a time). */
   jvmFlags?: readonly string[];
   onStderr?: (line: string) => void;
@@ -160,7 +162,7 @@ export class JavaWorker {
     const [cmd, args] = o.nice && NICE ? [NICE, ['-n', '19', o.java, ...javaArgs(o)]] : [o.java, javaArgs(o)];
     this.proc = spawn(cmd, args, {
       detached: true,
-      env: minimalEnv(),
+      env: { ...minimalEnv(), ...(o.dot ? { GRAPHVIZ_DOT: o.dot } : {}) },
       stdio: 'pipe',
       cwd: o.classDir,
     });

@@ -1,0 +1,108 @@
+// Starting a child process under limits the kernel enforces, for work that runs a stranger's input
+// (diagram engines, system programs). Node cannot set a child's resource limits itself (no
+// setrlimit, no pre-exec hook), so the command is prefixed with util-linux programs that set them
+// and exec it: prlimit (RLIMIT_DATA, RLIMIT_CPU, RLIMIT_FSIZE, no core files), setpriv --pdeathsig
+// (the kernel kills the child when the server dies) and nice (a lower CPU priority). Where one of
+// them is missing the command runs without its bound; residentBytes() lets the caller watch memory
+// itself as a second line.
+//
+// RLIMIT_DATA, not RLIMIT_AS: since Linux 4.7 DATA counts the private writable memory a process has
+// committed (heaps, malloc, a WebAssembly memory's used part), while AS counts address space, and
+// V8 reserves several GiB of it (unusable, PROT_NONE) for every WebAssembly memory, so an AS limit
+// low enough to matter stops WebAssembly from loading at all.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+export interface ProcessBounds {
+  /** RLIMIT_DATA: an allocation past it fails (V8, malloc and mmap get ENOMEM). */
+  dataBytes?: number;
+  /** RLIMIT_CPU: SIGXCPU at this many seconds of CPU, SIGKILL a second later. */
+  cpuSeconds?: number;
+  /** RLIMIT_FSIZE: a write past this many bytes in one file fails (SIGXFSZ). */
+  fileBytes?: number;
+  /** Start at this nice value, 1-19 (every thread the child starts inherits it). */
+  nice?: number;
+  /** The kernel sends SIGKILL when the process that started it dies. */
+  dieWithParent?: boolean;
+}
+
+let tools: { prlimit: boolean; setpriv: boolean; nice: boolean } | undefined;
+
+function onPath(name: string): boolean {
+  return (process.env['PATH'] ?? '/usr/bin:/bin')
+    .split(delimiter)
+    .some((dir) => dir !== '' && existsSync(join(dir, name)));
+}
+
+/**
+ * Which of the helper programs this system has (looked up once). prlimit and nice have had what is
+ * used here since they exist; setpriv gained --pdeathsig in util-linux 2.33, so it is asked.
+ */
+export function boundTools(): { prlimit: boolean; setpriv: boolean; nice: boolean } {
+  tools ??= {
+    prlimit: onPath('prlimit'),
+    setpriv:
+      onPath('setpriv') &&
+      (spawnSync('setpriv', ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '').includes(
+        '--pdeathsig',
+      ),
+    nice: onPath('nice'),
+  };
+  return tools;
+}
+
+/** `argv` prefixed with the programs that apply `b` (those this system has). */
+export function boundedArgv(argv: readonly string[], b: ProcessBounds): string[] {
+  const t = boundTools();
+  const out: string[] = [];
+  if (b.dieWithParent && t.setpriv) out.push('setpriv', '--pdeathsig', 'KILL', '--');
+  const limits: string[] = [];
+  if (b.dataBytes) limits.push(`--data=${Math.floor(b.dataBytes)}`);
+  if (b.cpuSeconds) {
+    const s = Math.max(1, Math.ceil(b.cpuSeconds));
+    limits.push(`--cpu=${s}:${s + 1}`);
+  }
+  if (b.fileBytes) limits.push(`--fsize=${Math.floor(b.fileBytes)}`);
+  if (t.prlimit) out.push('prlimit', ...limits, '--core=0', '--');
+  if (b.nice && t.nice) out.push('nice', '-n', String(Math.min(19, Math.max(1, Math.round(b.nice)))), '--');
+  out.push(...argv);
+  return out;
+}
+
+const PAGE = 4096;
+/** USER_HZ: Linux reports process times in 1/100 s on every architecture it runs on. */
+const CLOCK_TICKS = 100;
+
+/**
+ * Resident and committed data memory of a process (/proc/<pid>/statm: RSS and data + stack, the
+ * figure RLIMIT_DATA bounds), or undefined when it is gone or this is not Linux.
+ */
+export function memoryOf(pid: number): { rss: number; data: number } | undefined {
+  try {
+    const f = readFileSync(`/proc/${pid}/statm`, 'latin1').split(' ');
+    const rss = Number(f[1]) * PAGE;
+    const data = Number(f[5]) * PAGE;
+    return Number.isFinite(rss) && Number.isFinite(data) ? { rss, data } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time a process has used, user and system, in ms (/proc/<pid>/stat), or undefined. */
+export function cpuMillis(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]);
+    return Number.isFinite(ticks) ? ticks * (1000 / CLOCK_TICKS) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resident memory of a process, or undefined when it is gone or this is not Linux. */
+export function residentBytes(pid: number): number | undefined {
+  return memoryOf(pid)?.rss;
+}

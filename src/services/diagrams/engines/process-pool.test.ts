@@ -1,0 +1,168 @@
+// The render processes: a layout past the deadline is killed with its process (the event loop keeps
+// turning meanwhile) and a warm spare takes its place, a diagram that allocates past every limit
+// ends its process and not this one (this test process is the server here), the kernel's memory
+// bound is set on each process, an answer over its cap is refused before it crosses, and close()
+// leaves no process behind.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
+import { RenderCrashed, type RenderJob, RenderTimeout } from './render-job.ts';
+
+/** A complete graph: dot's crossing minimisation on it runs far past any render deadline. */
+function bomb(n: number): string {
+  const edges: string[] = [];
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) edges.push(`n${i} -> n${j}`);
+  return `digraph { ${edges.join('; ')} }`;
+}
+
+const small: RenderJob = { engine: 'graphviz', source: 'digraph { a -> b }', format: 'svg', options: {} };
+/** Issue 33's 93-byte request: a sequence of 50 million data objects. */
+const VEGA_BOMB = '{"data":[{"name":"t","transform":[{"type":"sequence","start":0,"stop":5e7}]}]}';
+
+function pool(o: Partial<ProcessPoolOptions> = {}): ProcessPool {
+  return new ProcessPool({
+    size: 1,
+    spares: 0,
+    timeoutMs: 60_000,
+    heapMb: 256,
+    memoryBytes: 512 * 1024 ** 2,
+    maxOutputBytes: 32 * 1024 ** 2,
+    idleMs: 0,
+    nice: 10,
+    ...o,
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  for (let t = 0; t < ms && !ok(); t += 100) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(ok(), what);
+}
+
+describe('render processes', { timeout: 240_000 }, () => {
+  it('kills a runaway layout at the deadline, keeps the event loop turning, and serves the next render from a warm spare', async () => {
+    const events: string[] = [];
+    const p = pool({ size: 2, spares: 1, timeoutMs: 3000, onEvent: (e) => events.push(e) });
+    try {
+      // Both slots and the spare up, the engine loaded in each (a cold start on a busy machine is slow).
+      await Promise.all([p.run(small), p.run(small)]);
+      await until('two processes and a spare', () => p.stats().processes === 3, 60_000);
+      const before = p.pids();
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 50);
+      const runaway = p.run({ ...small, source: bomb(120) });
+      const other = await p.run(small);
+      assert.equal(other.ok, true);
+      await assert.rejects(runaway, RenderTimeout);
+      clearInterval(ticker);
+      assert.ok(ticks >= 10, `the event loop kept turning (${ticks} ticks)`);
+      const killed = before.filter((pid) => !p.pids().includes(pid));
+      assert.equal(killed.length, 1);
+      await until('the killed process is gone', () => !alive(killed[0]!));
+      // Two renders at once right after the kill: both on warm processes, none waits for a start.
+      events.length = 0;
+      const both = await Promise.all([p.run(small), p.run(small)]);
+      assert.ok(both.every((r) => r.ok));
+      assert.deepEqual(
+        events.filter((e) => e === 'cold'),
+        [],
+        'no render waited for a process start',
+      );
+      // And a spare is kept beside them again.
+      await until('a spare beside two warm processes', () => p.stats().processes === 3, 60_000);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('ends only its own process on the 93-byte Vega request, and renders the next diagram', async () => {
+    const p = pool({ timeoutMs: 120_000 });
+    try {
+      const err = await p.run({ engine: 'vega', source: VEGA_BOMB, format: 'svg', options: {} }).then(
+        () => assert.fail('the bomb rendered'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof RenderCrashed, String(err));
+      assert.equal(err.memory, true, 'reported as running out of memory');
+      const next = await p.run({ engine: 'vega', source: '{"marks":[]}', format: 'svg', options: {} });
+      assert.equal(next.ok, true);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('sets the kernel memory bound on each process above what its engines hold', async () => {
+    const p = pool({ memoryBytes: 300 * 1024 ** 2 });
+    try {
+      assert.equal((await p.run(small)).ok, true);
+      const pid = p.pids()[0]!;
+      const limit = /^Max data size\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))?.[1];
+      const data =
+        Number(/^VmData:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+      assert.ok(limit, 'RLIMIT_DATA is set');
+      assert.ok(Number(limit) > data, `above what it holds (${limit} > ${data})`);
+      assert.ok(
+        Number(limit) <= data + 300 * 1024 ** 2 + 64 * 1024 ** 2,
+        `and not far above (${limit}, ${data})`,
+      );
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('renders a Vega mark with an href instead of crashing', async () => {
+    const p = pool();
+    try {
+      const spec = {
+        marks: [
+          {
+            type: 'rect',
+            encode: {
+              enter: { width: { value: 10 }, height: { value: 10 }, href: { value: 'https://example.com/' } },
+            },
+          },
+        ],
+      };
+      for (const s of [
+        spec,
+        {
+          ...spec,
+          marks: [{ ...spec.marks[0], encode: { enter: { href: { value: 'javascript:alert(1)' } } } }],
+        },
+      ]) {
+        const r = await p.run({ engine: 'vega', source: JSON.stringify(s), format: 'svg', options: {} });
+        assert.equal(r.ok, true, r.ok ? '' : r.message);
+      }
+      assert.equal(p.spawned, 1, 'one process rendered both');
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('refuses an answer over its cap, answers a syntax error as such, and leaves no process after close', async () => {
+    const p = pool({ maxOutputBytes: 2000 });
+    let pid = 0;
+    try {
+      const big = await p.run({ ...small, source: `digraph { ${bomb(8).slice(10, -2)} }` });
+      assert.equal(big.ok, false);
+      assert.equal(!big.ok && big.kind, 'too-large');
+      const bad = await p.run({ ...small, source: 'digraph { a -> }' });
+      assert.equal(!bad.ok && bad.kind, 'syntax');
+      assert.match(!bad.ok ? bad.message : '', /syntax error in line 1/);
+      pid = p.pids()[0]!;
+    } finally {
+      await p.close();
+    }
+    assert.deepEqual(p.pids(), []);
+    await until('the process is gone', () => !alive(pid));
+  });
+});

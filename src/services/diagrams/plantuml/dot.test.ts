@@ -1,0 +1,44 @@
+// The `dot` the PlantUML JVM runs: the real Graphviz, under its CPU and memory bounds.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { tempDir } from '../../../../test/helpers/server.ts';
+import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { boundedDot } from './dot.ts';
+
+function complete(n: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) out.push(`n${i} -> n${j}`);
+  return `digraph { ${out.join('; ')} }`;
+}
+
+describe('bounded dot', { skip: toolSkip('dot', ['-V']) || toolSkip('prlimit'), timeout: 120_000 }, () => {
+  it('runs Graphviz under its bounds, and a runaway layout ends at its CPU bound', async () => {
+    const dot = boundedDot(tempDir(), { cpuSeconds: 2, dataBytes: 512 * 1024 * 1024 });
+    assert.ok(dot, 'a bounded dot was written');
+    const v = spawnSync(dot, ['-V'], { encoding: 'utf8' });
+    assert.equal(v.status, 0, v.stderr);
+    assert.match(v.stderr, /graphviz version/);
+    const ok = spawnSync(dot, ['-Tsvg'], { input: 'digraph { bounded -> dot }', encoding: 'utf8' });
+    assert.match(ok.stdout, /<svg[\s\S]*bounded/);
+
+    const runaway = spawn(dot, ['-Tsvg'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const exited = new Promise<[number | null, string | null]>((r) =>
+      runaway.once('exit', (c, s) => r([c, s])),
+    );
+    runaway.stdin.end(complete(150));
+    // The script and prlimit exec in turn: read the limits once they are the real dot's.
+    let limits = '';
+    for (let t = 0; t < 10_000; t += 50) {
+      limits = readFileSync(`/proc/${runaway.pid}/limits`, 'utf8');
+      if (/^Max cpu time\s+2\s/m.test(limits)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.match(limits, /^Max cpu time\s+2\s+3/m);
+    assert.match(limits, new RegExp(`^Max data size\\s+${512 * 1024 * 1024}\\s`, 'm'));
+    const [code, signal] = await exited;
+    assert.equal(code, null);
+    assert.ok(signal === 'SIGXCPU' || signal === 'SIGKILL', `ended by its CPU bound (${signal})`);
+  });
+});

@@ -1,0 +1,36 @@
+// The `dot` the PlantUML JVM runs (class, component, state... diagrams), under the kernel's bounds:
+// a small script in the worker's directory that execs the real `dot` through util-linux prlimit
+// (committed memory, CPU seconds, no core file), handed to the JVM as GRAPHVIZ_DOT, which the
+// engine reads. A layout that runs away then ends at its CPU bound even if nobody kills it, and
+// one that allocates without end fails in its own process; the JVM only sees `dot` fail.
+import { chmodSync, existsSync, renameSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { boundedArgv, boundTools } from '../../../infra/process/bounds.ts';
+
+/** An executable named `name` on PATH, or undefined. */
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env['PATH'] ?? '/usr/bin:/bin').split(delimiter)) {
+    const p = join(dir, name);
+    if (dir && existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+
+/**
+ * Writes the bounded `dot` into `dir` and returns its path; undefined (the JVM finds `dot` itself)
+ * when there is no `dot` or no prlimit to bound it with.
+ */
+export function boundedDot(dir: string, b: { cpuSeconds: number; dataBytes: number }): string | undefined {
+  const dot = process.env['GRAPHVIZ_DOT'] || onPath('dot');
+  if (!dot || !boundTools().prlimit) return undefined;
+  const prlimit = onPath('prlimit') ?? 'prlimit';
+  const argv = boundedArgv([dot], b).map((a) => (a === 'prlimit' ? prlimit : a));
+  const script = join(dir, 'dot');
+  const tmp = `${script}.${process.pid}.tmp`;
+  writeFileSync(tmp, `#!/bin/sh\nexec ${argv.map(quote).join(' ')} "$@"\n`);
+  chmodSync(tmp, 0o755);
+  renameSync(tmp, script);
+  return script;
+}
