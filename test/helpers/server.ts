@@ -70,12 +70,25 @@ export function diskBlobs(): Promise<BlobStore> {
   });
 }
 
+/**
+ * The run's shared PlantUML build directory (scripts/test.js makes it): the worker compiled and its
+ * class archive made once per run, not by every test server. Not for a server whose test chose its
+ * data directory (it may look into it, restart on it or damage what is there).
+ */
+export function sharedDiagramsBuild(dataDirChosen: boolean, env: Record<string, string | undefined>) {
+  const dir = process.env['DEVUTIL_TEST_DIAGRAMS_BUILD_DIR'];
+  return dir && !dataDirChosen && env['DEVUTIL_DIAGRAMS_BUILD_DIR'] === undefined ? dir : undefined;
+}
+
 export function testConfig(
   overrides: Overrides = {},
   env: Record<string, string> = {},
   services?: readonly ServiceDef[],
 ): Config {
   const o: Overrides = { ...overrides };
+  const buildDir = sharedDiagramsBuild(overrides.server?.dataDir !== undefined, env);
+  if (buildDir && overrides.diagrams?.buildDir === undefined)
+    o.diagrams = { buildDir, ...overrides.diagrams };
   o.server = { dataDir: tempDir(), ...overrides.server };
   o.log = { level: 'debug', ...overrides.log };
   return loadConfig({ env, overrides: o, ...(services ? { services } : {}) }).config;

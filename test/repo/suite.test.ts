@@ -1,0 +1,111 @@
+// The suite's own rules: every test file asserts something (a file that only runs code and prints,
+// like a committed debug run, proves nothing and costs every run its time); the tier lists the
+// runner reads (scripts/test-tiers.js) name test files that exist, each with its reason; and the
+// tiers select what the README says: `npm test` every file but the whole-suite ones, `--all` every
+// file, `--runtime-sensitive` the fast tier and the runtime-sensitive files.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+function testFiles(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) testFiles(p, out);
+    else if (name.endsWith('.test.ts')) out.push(relative(ROOT, p));
+  }
+  return out;
+}
+
+/**
+ * Why a test file asserts nothing ('' when it does): it has no test, or it imports nothing from
+ * node:assert, or never uses what it imports. Comments on lines of their own do not count as uses.
+ */
+export function noAssertion(source: string): string {
+  const code = source
+    .split('\n')
+    .filter((l) => !l.trim().startsWith('//'))
+    .join('\n')
+    .replace(/^\s*\/\*[\s\S]*?\*\//gm, '');
+  if (!/\b(?:it|test)(?:\.only|\.skip|\.todo)?\s*\(/.test(code)) return 'no test in it';
+  const imports = [...code.matchAll(/import\s+([^;]*?)\s+from\s+['"]node:assert(?:\/strict)?['"];?/g)];
+  if (imports.length === 0) return 'nothing imported from node:assert';
+  const names = imports.flatMap((m) =>
+    (m[1] ?? '')
+      .replace(/[{}]/g, ',')
+      .split(',')
+      .map((n) => n.trim().replace(/^\*\s+as\s+/, ''))
+      .map((n) => n.split(/\s+as\s+/).at(-1) ?? '')
+      .filter((n) => /^\w+$/.test(n) && n !== 'type'),
+  );
+  const rest = imports.reduce((text, m) => text.replace(m[0], ''), code);
+  const used = names.some((n) => new RegExp(`\\b${n}\\s*(?:\\.\\s*\\w+\\s*)?\\(`).test(rest));
+  return used ? '' : `never calls ${names.join(', ') || 'node:assert'}`;
+}
+
+describe('the test suite', { timeout: 120_000 }, () => {
+  const files = [...testFiles(join(ROOT, 'src')), ...testFiles(join(ROOT, 'test'))].sort();
+
+  it('has no test file without an assertion', () => {
+    const bare = files
+      .map((f) => [f, noAssertion(readFileSync(join(ROOT, f), 'utf8'))])
+      .filter(([, why]) => why !== '')
+      .map(([f, why]) => `${f}: ${why}`);
+    assert.deepEqual(bare, []);
+  });
+
+  it('tells a file without an assertion from one with', () => {
+    const debugRun = `import { it } from 'node:test';\n// assert.equal(1, 1)\n/** assert(x) */\nit('debug', async () => {\n  console.log(await run());\n});\n`;
+    assert.equal(noAssertion(debugRun), 'nothing imported from node:assert');
+    const unused = `import assert from 'node:assert/strict';\nimport { it } from 'node:test';\nit('x', () => run());\n`;
+    assert.equal(noAssertion(unused), 'never calls assert');
+    assert.equal(noAssertion(`import assert from 'node:assert';\nconsole.log(assert);\n`), 'no test in it');
+    const strict = `import assert from 'node:assert/strict';\nimport { it } from 'node:test';\nit('x', () => assert.equal(f(), 2));\n`;
+    assert.equal(noAssertion(strict), '');
+    const named = `import { deepEqual as same, ok } from 'node:assert/strict';\nimport { it } from 'node:test';\nit('x', () => same(f(), []));\n`;
+    assert.equal(noAssertion(named), '');
+    const callable = `import assert from 'node:assert';\nimport { test } from 'node:test';\ntest('x', () => { assert(f()); });\n`;
+    assert.equal(noAssertion(callable), '');
+  });
+
+  it('names in its tier lists only test files that exist, each with a reason', () => {
+    for (const [name, list] of [
+      ['WHOLE_SUITE_ONLY', WHOLE_SUITE_ONLY],
+      ['RUNTIME_SENSITIVE', RUNTIME_SENSITIVE],
+    ] as const) {
+      const wrong = Object.entries(list)
+        .filter(([f, why]) => !f.endsWith('.test.ts') || !existsSync(join(ROOT, f)) || why.trim().length < 10)
+        .map(([f]) => f);
+      assert.deepEqual(wrong, [], `${name} in scripts/test-tiers.js: gone, not a test file, or no reason`);
+    }
+  });
+
+  it('selects the fast tier, the whole suite and the runtime-sensitive addition as documented', async () => {
+    const list = async (...args: string[]) => {
+      const { stdout } = await promisify(execFile)(process.execPath, ['scripts/test.js', '--list', ...args], {
+        cwd: ROOT,
+      });
+      return stdout.split('\n').filter(Boolean).sort();
+    };
+    const [fast, all, runtime] = await Promise.all([list(), list('--all'), list('--runtime-sensitive')]);
+    assert.deepEqual(all, files, '--all runs every test file');
+    const whole = Object.keys(WHOLE_SUITE_ONLY);
+    assert.ok(whole.length > 0);
+    assert.deepEqual(
+      fast,
+      files.filter((f) => !whole.includes(f)),
+      'npm test runs every file but the whole-suite ones',
+    );
+    assert.deepEqual(
+      runtime,
+      files.filter((f) => !whole.includes(f) || f in RUNTIME_SENSITIVE),
+      '--runtime-sensitive adds the runtime-sensitive files to the fast tier',
+    );
+  });
+});
