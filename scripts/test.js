@@ -13,7 +13,17 @@
 // started and reported as timed out, and the run goes on. node --test alone waits for such a file
 // for ever. A file's report is printed whole when it ends, so parallel files do not interleave.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, sumCounts } from './test-counts.js';
@@ -174,6 +184,20 @@ function budgetSec(file) {
   return Math.max(fileTimeoutSec, m ? Number(m[1]) : 0);
 }
 
+// A tier run (the files that render PlantUML are in it) gets the worker compiled and its class archive
+// made in the background beside its first files, in a process group of its own that the run's end
+// stops if it is still going; test servers that come first build for themselves meanwhile.
+let prebuild;
+if (tier !== 'paths') {
+  const log = openSync(join(outDir, 'diagrams-build.log'), 'w');
+  prebuild = spawn(
+    process.execPath,
+    [...TS_EXEC_ARGV, join(root, 'test/helpers/diagrams-build.ts'), diagramsBuild],
+    { cwd: root, detached: true, stdio: ['ignore', log, log], env: childEnv },
+  );
+  closeSync(log);
+}
+
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
@@ -232,6 +256,7 @@ heartbeat.unref();
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     for (const { child } of running.values()) killGroup(child, 'SIGKILL');
+    if (prebuild) killGroup(prebuild, 'SIGKILL');
     process.exit(130);
   });
 }
@@ -245,6 +270,7 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
 clearInterval(heartbeat);
+if (prebuild) killGroup(prebuild, 'SIGKILL');
 
 /** This run's times over `base`, without files that no longer exist; sorted for a readable diff. */
 function merged(base) {

@@ -78,7 +78,7 @@ async function startOnce(
       // and the start timed out. Diagrams still render, the JVM starting on the first one; a test
       // about start-up itself sets 'true'.
       DEVUTIL_DIAGRAMS_PRESTART: 'false',
-      DEVUTIL_DIAGRAMS_BUILD_DIR: sharedDiagramsBuild(env['DEVUTIL_DATA_DIR'] !== undefined, env),
+      DEVUTIL_DIAGRAMS_BUILD_DIR: sharedDiagramsBuild(false, env),
       ...env,
     }),
   });
