@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
@@ -26,8 +26,23 @@ function testFiles(dir: string, out: string[] = []): string[] {
 /**
  * Why a test file asserts nothing ('' when it does): it has no test, or it imports nothing from
  * node:assert, or never uses what it imports. Comments on lines of their own do not count as uses.
+ * A file whose cases live in modules it imports (`read` gives a relative import's source) asserts
+ * when one of those modules has tests that assert.
  */
-export function noAssertion(source: string): string {
+export function noAssertion(
+  source: string,
+  read: (spec: string) => string | undefined = () => undefined,
+): string {
+  const own = assertsItself(source);
+  if (own === '') return '';
+  for (const m of source.matchAll(/^import\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/gm)) {
+    const text = m[1] ? read(m[1]) : undefined;
+    if (text !== undefined && assertsItself(text) === '') return '';
+  }
+  return own;
+}
+
+function assertsItself(source: string): string {
   const code = source
     .split('\n')
     .filter((l) => !l.trim().startsWith('//'))
@@ -53,8 +68,15 @@ describe('the test suite', { timeout: 120_000 }, () => {
   const files = [...testFiles(join(ROOT, 'src')), ...testFiles(join(ROOT, 'test'))].sort();
 
   it('has no test file without an assertion', () => {
+    const source = (f: string) => readFileSync(join(ROOT, f), 'utf8');
     const bare = files
-      .map((f) => [f, noAssertion(readFileSync(join(ROOT, f), 'utf8'))])
+      .map((f) => [
+        f,
+        noAssertion(source(f), (spec) => {
+          const p = join(ROOT, dirname(f), spec);
+          return existsSync(p) ? readFileSync(p, 'utf8') : undefined;
+        }),
+      ])
       .filter(([, why]) => why !== '')
       .map(([f, why]) => `${f}: ${why}`);
     assert.deepEqual(bare, []);
@@ -72,6 +94,20 @@ describe('the test suite', { timeout: 120_000 }, () => {
     assert.equal(noAssertion(named), '');
     const callable = `import assert from 'node:assert';\nimport { test } from 'node:test';\ntest('x', () => { assert(f()); });\n`;
     assert.equal(noAssertion(callable), '');
+    // Cases in an imported module count; an imported helper without tests does not.
+    const composed = `import { describe } from 'node:test';\nimport { cases } from './cases.ts';\nimport { start } from '../helpers/server.ts';\ndescribe('x', () => cases());\n`;
+    const modules: Record<string, string> = {
+      './cases.ts': strict,
+      '../helpers/server.ts': unused.replace("it('x', () => run());", ''),
+    };
+    assert.equal(
+      noAssertion(composed, (spec) => modules[spec]),
+      '',
+    );
+    assert.equal(
+      noAssertion(composed, (spec) => (spec === './cases.ts' ? debugRun : modules[spec])),
+      'no test in it',
+    );
   });
 
   it('names in its tier lists only test files that exist, each with a reason', () => {
