@@ -129,8 +129,9 @@ const durations = { ...seed, ...readJson(localFile) };
 const queue = [...unique].sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
 
 if (flag('list')) {
-  for (const f of queue) console.log(f);
-  process.exit(0);
+  // Exit once the list is written: stdout to a pipe is asynchronous, process.exit() alone cuts it.
+  process.stdout.write(`${queue.join('\n')}\n`, () => process.exit(0));
+  await new Promise(() => {});
 }
 
 mkdirSync(outDir, { recursive: true });
