@@ -9,11 +9,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
-import { Readiness, type ServiceContext } from './context.ts';
-import { EnvelopeTable, installErrorHandling, OnceLogController } from './errors.ts';
+import type { PublicUrls, ServiceContext } from './context.ts';
 import { setDnsNegativeTtl } from './infra/egress/client.ts';
 import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { Drain } from './infra/http/drain.ts';
+import { EnvelopeTable, installErrorHandling, OnceLogController } from './infra/http/errors.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
@@ -24,7 +24,7 @@ import { RateLimiter } from './infra/limits/rate-limit.ts';
 import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/observe/logger.ts';
 import { Metrics } from './infra/observe/metrics.ts';
-import { opsPlugin } from './infra/observe/ops.ts';
+import { Readiness } from './infra/observe/readiness.ts';
 import { Tracing } from './infra/observe/tracing.ts';
 import { StateSink } from './infra/observe/usage/sink.ts';
 import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
@@ -33,6 +33,7 @@ import { connectRedis, redisConfigured } from './infra/state/redis.ts';
 import { createState } from './infra/state/state.ts';
 import { createBlobStore, incompleteUploadAgeMs } from './infra/storage/blob-store.ts';
 import { tracedBlobs } from './infra/storage/traced.ts';
+import { opsPlugin } from './ops.ts';
 import { Prelaunched } from './prelaunch.ts';
 import { adminEnabled } from './services/admin/config.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
@@ -188,7 +189,8 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
 
   const ctx: ServiceContext = {
     config,
-    urls: publicUrls(config, services),
+    // Every hosted utility of the definitions has its URL (publicUrls makes one per host).
+    urls: publicUrls(config, services) as PublicUrls,
     limiter,
     metrics,
     connections,

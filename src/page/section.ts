@@ -1,7 +1,7 @@
 // What a utility's section of the home page is (services/<name>/page.ts) and what it is rendered
 // from. The web utility puts the sections of every definition in one document (services/web/page.ts).
 import type { Config } from '../config.ts';
-import type { PublicUrls } from '../infra/http/hosts.ts';
+import type { PublicUrls } from '../context.ts';
 import type { ServiceDef } from '../services/define.ts';
 import type { Raw } from './html.ts';
 

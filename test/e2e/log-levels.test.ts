@@ -1,6 +1,6 @@
 // How real failures of the real composition are logged: a full store (507) at warn and a refused
 // request (4xx) at info, neither with a stack (a fault of devutil itself keeps its stack:
-// src/errors.test.ts; an upstream's fault has none: upstream-faults.test.ts).
+// src/infra/http/errors.test.ts; an upstream's fault has none: upstream-faults.test.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';

@@ -3,13 +3,12 @@
 // is rewritten onto its mount prefix, so one routing table serves both `proxy.example.com/github.com/x`
 // and `example.com/proxy/github.com/x`. Public URLs come from config only: never from the request's
 // Host (it is client input).
-import type { SERVICES } from '../../services/index.ts';
 
-/** Names of the utilities that may have a host of their own (from their definitions). */
-type HostedName = Extract<(typeof SERVICES)[number], { host: object }>['name'];
-
-/** The base URL and one public URL per hosted utility (`urls.proxy`; `urls[name]` for any other). */
-export type PublicUrls = { readonly base: string } & { readonly [N in HostedName]: string } & {
+/**
+ * The base URL and one public URL per hosted utility, `N` being their names (`urls.proxy`;
+ * `urls[name]` for any other). context.ts names them from the service definitions.
+ */
+export type PublicUrlsOf<N extends string> = { readonly base: string } & { readonly [K in N]: string } & {
   readonly [name: string]: string | undefined;
 };
 
@@ -34,7 +33,7 @@ function hostCfg(config: object, name: string): HostCfg {
 export function publicUrls(
   config: { readonly server: { readonly publicUrl: string } } & Readonly<Record<string, unknown>>,
   services: readonly Hosted[],
-): PublicUrls {
+): PublicUrlsOf<string> {
   const base = config.server.publicUrl;
   const urls: Record<string, string> = { base };
   for (const s of services) {
@@ -44,7 +43,7 @@ export function publicUrls(
     const path = s.host.urlsCarryMount ? '' : s.host.mount;
     urls[s.name] = h.publicUrl || (h.host ? `${new URL(base).protocol}//${h.host}` : `${base}${path}`);
   }
-  return urls as PublicUrls;
+  return urls as PublicUrlsOf<string>;
 }
 
 /** Lower-cased host without port and trailing dot; `[::1]:8080` -> `[::1]`. */

@@ -2,7 +2,7 @@
 // body of 100k nested arrays parses, but JSON.stringify of it overflows the stack on Node 20 (and
 // every recursive walk over it is at risk), so it is refused before parsing, in the route's envelope.
 import type { FastifyInstance } from 'fastify';
-import { badRequest } from '../../errors.ts';
+import { badRequest } from './errors.ts';
 
 const OPEN_ARRAY = 0x5b;
 const OPEN_OBJECT = 0x7b;

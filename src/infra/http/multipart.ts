@@ -3,7 +3,7 @@
 // never a silently truncated one). Files stream their file part; small forms (an avatar and its
 // fields) are read whole by readForm. Failures become the client's 400 or the limit's 413.
 import type { FastifyRequest } from 'fastify';
-import { AppError, badRequest } from '../../errors.ts';
+import { AppError, badRequest } from './errors.ts';
 
 /** A multipart failure is the client's: 400, unless it already carries a 4xx status (a 413 limit). */
 export function multipartError(err: unknown): unknown {

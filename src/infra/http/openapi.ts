@@ -7,7 +7,7 @@
 import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from '@fastify/swagger';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { FastifySchema } from 'fastify';
-import type { PublicUrls } from './hosts.ts';
+import type { PublicUrlsOf } from './hosts.ts';
 
 /** One tag per utility, in the order of the home page; `ops` for health, readiness and metrics. */
 export const TAGS: { name: string; description: string }[] = [
@@ -64,7 +64,10 @@ export function docOnly(extra: Schema, url?: string): { swaggerTransform: Transf
   };
 }
 
-export function openapiOptions(urls: PublicUrls, version: string): FastifyDynamicSwaggerOptions {
+export function openapiOptions(
+  urls: PublicUrlsOf<'proxy' | 'diagrams' | 'avatar'>,
+  version: string,
+): FastifyDynamicSwaggerOptions {
   return {
     openapi: {
       openapi: '3.1.0',

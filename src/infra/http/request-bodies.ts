@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
-import { AppError } from '../../errors.ts';
+import { AppError } from './errors.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -13,7 +13,7 @@
 // and when the store answers again after failing, and says in the log what it corrected.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { unavailable } from '../../errors.ts';
+import { unavailable } from '../http/errors.ts';
 import { Leases } from '../state/lease.ts';
 import type { SharedState } from '../state/state.ts';
 

@@ -4,8 +4,8 @@
 // with Retry-After and the IETF RateLimit-* headers.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Logger } from 'pino';
-import { tooMany, unavailable } from '../../errors.ts';
 import type { Rate } from '../config/schema.ts';
+import { tooMany, unavailable } from '../http/errors.ts';
 import { briefError } from '../observe/logger.ts';
 import type { SharedState } from '../state/state.ts';
 

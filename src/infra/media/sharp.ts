@@ -3,7 +3,7 @@
 // loaded (a missing or broken native build), those requests answer 503 saying so while everything
 // else keeps serving; the failure is kept, as a restart is what fixes it.
 import type Sharp from 'sharp';
-import { unavailable } from '../../errors.ts';
+import { unavailable } from '../http/errors.ts';
 
 export type SharpFn = typeof Sharp;
 

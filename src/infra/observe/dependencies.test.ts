@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { startRedis } from '../../../test/helpers/redis.ts';
 import { buildTestServer } from '../../../test/helpers/server.ts';
-import { Readiness } from '../../context.ts';
 import { dependencyMetrics } from './dependencies.ts';
 import { Metrics } from './metrics.ts';
+import { Readiness } from './readiness.ts';
 
 describe('devutil_dependency_up', { timeout: 60_000 }, () => {
   it('is 1 for a passing check, 0 for a failing, throwing or silent one', async () => {

@@ -9,10 +9,20 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import type { Config } from '../../config.ts';
 import { redact } from './redact.ts';
 
-export type TracingConfig = Config['tracing'];
+/** The tracing section of the config (config-sections.ts) as this module reads it. */
+export interface TracingConfig {
+  readonly endpoint: string;
+  readonly tracesEndpoint: string;
+  readonly protocol: 'http/protobuf' | 'http/json';
+  readonly headers: string;
+  readonly serviceName: string;
+  readonly sampler: string;
+  readonly samplerArg: string;
+  readonly scheduleDelayMs: number;
+  readonly exportTimeoutMs: number;
+}
 type Attrs = Record<string, string | number | boolean | undefined>;
 type Api = typeof import('@opentelemetry/api');
 

@@ -5,7 +5,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { AppError } from '../../errors.ts';
+import { AppError } from '../http/errors.ts';
 
 export interface BlobInfo {
   key: string;

@@ -14,9 +14,9 @@ import type {
   preHandlerHookHandler,
 } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, badRequest, forbidden, unavailable } from '../../errors.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { bearerMatches } from '../../infra/http/bearer.ts';
+import { AppError, badRequest, forbidden, unavailable } from '../../infra/http/errors.ts';
 import { summarize } from '../../infra/observe/usage/summary.ts';
 import type { WindowName } from '../../infra/observe/usage/usage.ts';
 import { loadAssets } from '../../page/assets.ts';

@@ -6,9 +6,16 @@
 // wherever it appears). Framework-free: index.ts maps these calls to routes and cookies.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { AppError, badGateway, badRequest, forbidden, tooMany, unauthorized } from '../../errors.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { type EgressFetch, egressFetch } from '../../infra/egress/fetch.ts';
+import {
+  AppError,
+  badGateway,
+  badRequest,
+  forbidden,
+  tooMany,
+  unauthorized,
+} from '../../infra/http/errors.ts';
 import type { SharedState } from '../../infra/state/state.ts';
 
 export interface OidcSettings {

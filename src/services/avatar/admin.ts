@@ -1,8 +1,8 @@
 // Operator uploads: the Bearer token check (constant time) and reading the image from a raw image
 // body or a multipart form (the one multipart reader, infra/http/multipart.ts).
 import type { FastifyRequest } from 'fastify';
-import { AppError, badRequest } from '../../errors.ts';
 import { bearerMatches } from '../../infra/http/bearer.ts';
+import { AppError, badRequest } from '../../infra/http/errors.ts';
 import { readForm } from '../../infra/http/multipart.ts';
 
 export function checkAdmin(header: string | undefined, token: string): void {

@@ -2,8 +2,8 @@
 // DELETE for uploads. Thin: parsing is request.ts, the lookup order service.ts, storage uploads.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, badRequest, forbidden, notFound, unavailable } from '../../errors.ts';
 import { evaluate, type Precondition } from '../../infra/http/conditional.ts';
+import { AppError, badRequest, forbidden, notFound, unavailable } from '../../infra/http/errors.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import { checkAdmin, readUpload } from './admin.ts';

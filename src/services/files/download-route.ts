@@ -4,9 +4,9 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, notFound } from '../../errors.ts';
 import { evaluate, type Validators } from '../../infra/http/conditional.ts';
 import { acceptsEncoding } from '../../infra/http/encoding.ts';
+import { AppError, notFound } from '../../infra/http/errors.ts';
 import { contentRange, rangeOf } from '../../infra/http/range.ts';
 import type { DownloadKind, DownloadLimits } from './downloads.ts';
 import { type KeyReq, keyOf, params } from './http.ts';

@@ -10,7 +10,7 @@
 //   if the last one finishes first and deletes the file;
 // - the file is deleted once every allowed download has sent its final byte, else by the lazy check
 //   of any later request or the sweeper once the grace after the last one is over.
-import { AppError, notFound, unavailable } from '../../errors.ts';
+import { AppError, notFound, unavailable } from '../../infra/http/errors.ts';
 import type { DownloadCounter, DownloadState } from './download-counter.ts';
 import type { Lifetime } from './lifetime.ts';
 import type { FileStore, StoredFile } from './store.ts';

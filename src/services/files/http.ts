@@ -1,7 +1,7 @@
 // What the /api/file routes share (docs/protocols/public-interface.md §2): the key parameter, the
 // owner token and the upload answer (POST and tus give the same one).
 import type { FastifyRequest } from 'fastify';
-import { badRequest } from '../../errors.ts';
+import { badRequest } from '../../infra/http/errors.ts';
 import { validKey } from './names.ts';
 import type { UploadResult } from './store.ts';
 

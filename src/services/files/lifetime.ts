@@ -2,7 +2,7 @@
 // input and the blob metadata that carries them (so every instance enforces them). The download
 // counts are in download-counter.ts, the rule in downloads.ts.
 import { randomBytes } from 'node:crypto';
-import { badRequest } from '../../errors.ts';
+import { badRequest } from '../../infra/http/errors.ts';
 
 export const DAY_MS = 86_400_000;
 

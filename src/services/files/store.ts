@@ -3,8 +3,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
-import { AppError, conflict, forbidden, tooLarge } from '../../errors.ts';
 import { humanBytes } from '../../infra/config/schema.ts';
+import { AppError, conflict, forbidden, tooLarge } from '../../infra/http/errors.ts';
 import { QuotaFullError, type Reservation, type SpaceQuota } from '../../infra/limits/quota.ts';
 import { MemoryState } from '../../infra/state/memory.ts';
 import {

@@ -2,8 +2,8 @@
 // FileStore.upload, with the header and form-field limits.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, badRequest, tooLarge } from '../../errors.ts';
 import { humanBytes } from '../../infra/config/schema.ts';
+import { AppError, badRequest, tooLarge } from '../../infra/http/errors.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
 import { type KeyReq, keyOf, params, tokenOf, uploadAnswer } from './http.ts';

@@ -3,7 +3,14 @@
 // validate, ask the ImageService, set caching headers.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, badGateway, badRequest, notFound, unavailable } from '../../errors.ts';
+import {
+  AppError,
+  alreadyLogged,
+  badGateway,
+  badRequest,
+  notFound,
+  unavailable,
+} from '../../infra/http/errors.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import {

@@ -3,9 +3,9 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { AppError } from '../../errors.ts';
 import { Cache } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { AppError } from '../../infra/http/errors.ts';
 import { FairQueue, QueueFull, type QueueStats } from '../../infra/limits/fair-queue.ts';
 import { CONTENT_TYPES, type Format, type ImageOptions, optionsKey } from './params.ts';
 import { type Placeholder, placeholderKey, renderPlaceholder } from './placeholder.ts';

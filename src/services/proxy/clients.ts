@@ -1,7 +1,7 @@
 // What clients put in their settings to use the proxy's host-path form (git, pip, apt): the one
 // place these URLs are spelled, for the home page's set-up lines and setup.sh (services/setup/).
 import type { Config } from '../../config.ts';
-import type { PublicUrls } from '../../infra/http/hosts.ts';
+import type { PublicUrls } from '../../context.ts';
 import { AllowList } from './target.ts';
 
 /**

@@ -1,6 +1,7 @@
 // Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
-import { AppError } from '../../errors.ts';
+
 import { isBlocked, undiciCode } from '../../infra/egress/client.ts';
+import { AppError } from '../../infra/http/errors.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
 

@@ -5,9 +5,16 @@
 // sent with its bytes charged to the budget as they flow.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, answerAs, forbidden, tooMany, unavailable } from '../../errors.ts';
 import { readSmall } from '../../infra/egress/capped-body.ts';
 import { RequestAbort } from '../../infra/egress/client.ts';
+import {
+  AppError,
+  alreadyLogged,
+  answerAs,
+  forbidden,
+  tooMany,
+  unavailable,
+} from '../../infra/http/errors.ts';
 import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
 import { type Subjects, socketBytes } from '../../infra/observe/usage/usage.ts';
 import { FileRangeStream } from '../../infra/storage/file-read.ts';

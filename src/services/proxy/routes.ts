@@ -2,7 +2,7 @@
 // raw request URL is parsed here (never a decoded or normalised one; docs/protocols/reverse-proxy.md §1).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, forbidden } from '../../errors.ts';
+import { AppError, forbidden } from '../../infra/http/errors.ts';
 import { docOnly } from '../../infra/http/openapi.ts';
 import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';

@@ -4,9 +4,9 @@
 // status port when it is on.
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { unavailable } from '../../errors.ts';
 import { readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
+import { unavailable } from '../../infra/http/errors.ts';
 import { relaySettings } from './background.ts';
 import { RELAY } from './handle.ts';
 import { readIdentity } from './identity.ts';

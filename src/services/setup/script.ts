@@ -3,7 +3,7 @@
 // from (proxy/clients.ts, each ecosystem's `script`, relay/page.ts), never from the request.
 import { readFileSync } from 'node:fs';
 import type { Config } from '../../config.ts';
-import type { PublicUrls } from '../../infra/http/hosts.ts';
+import type { PublicUrls } from '../../context.ts';
 import { aptUri, gitInsteadOf, hostPathClients, pipIndexUrl, proxyPrefix } from '../proxy/clients.ts';
 import type { EcosystemDef } from '../proxy/ecosystems/define.ts';
 import { advertisedRelay } from '../relay/page.ts';

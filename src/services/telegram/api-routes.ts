@@ -23,6 +23,9 @@ export async function botApiRoutes(
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
   await app.register(multipart, {
     throwFileSizeLimit: true,
+    // A part is a file when it has a filename, as Telegram reads it (busboy's default also takes an
+    // application/octet-stream part without one for a file): docs/protocols/telegram-bot-api.md §6.
+    isPartAFile: (_name, _type, filename) => filename !== undefined,
     limits: {
       fileSize: cfg.maxUploadBytes,
       files: 10,

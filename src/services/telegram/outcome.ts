@@ -1,7 +1,8 @@
 // Bot API outcomes -> truthful HTTP answers for relay callers (docs/protocols/telegram-bot-api.md §4):
 // Telegram's 4xx keep their status and description, 429 carries Retry-After, upstream trouble is 502 and
 // timeouts 504.
-import { AppError, badGateway, gatewayTimeout, tooMany } from '../../errors.ts';
+import { AppError, badGateway, gatewayTimeout, tooMany, unavailable } from '../../infra/http/errors.ts';
+import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import type { CallResult, Upstream } from './client.ts';
 
 /** A short label for logs and the `result` metric label (never the key, never a chat). */
@@ -67,4 +68,27 @@ export function toAppError(
     case 'network':
       return badGateway(`could not reach telegram (${r.code}) at ${via(upstream)}`, 'TELEGRAM_UNREACHABLE');
   }
+}
+
+/** A 429 (a budget, a paused chat, a full share) as 503 with the same Retry-After, for senders that retry 5xx only. */
+export function laterNotLost(err: unknown): unknown {
+  if (!(err instanceof AppError) || err.status !== 429) return err;
+  return unavailable(err.message, Number(err.headers['retry-after']) || 1, err.code);
+}
+
+/** A full fair queue as 429 (this client's share) or 503 (the server's), anything else as it is. */
+export function queueRefusal(err: unknown, poll: boolean): unknown {
+  if (!(err instanceof QueueFull)) return err;
+  if (err.scope === 'client')
+    return tooMany(
+      poll
+        ? 'too many long polls from this client at once; one getUpdates per bot is all Telegram serves'
+        : 'too many Bot API calls from this client at once',
+      1,
+      'CLIENT_SHARE',
+    );
+  return unavailable(
+    poll ? 'too many long polls open on this server' : 'busy: too many Bot API calls waiting',
+    1,
+  );
 }

@@ -4,8 +4,8 @@
 // §5). One place, so the three ways cannot drift apart.
 import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { tooMany, unavailable } from '../../errors.ts';
 import type { Rate } from '../../infra/config/schema.ts';
+import { tooMany, unavailable } from '../../infra/http/errors.ts';
 import { briefError } from '../../infra/observe/logger.ts';
 import type { TelegramMetrics } from './index.ts';
 import type { Pauses } from './pauses.ts';

@@ -5,22 +5,38 @@
 // /telegram/.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors.ts';
+import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../infra/http/errors.ts';
+import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
 import { BadAlert, formatAlerts } from './alertmanager.ts';
 import { chatRef, type Params } from './api-body.ts';
-import { type BotApiGateway, laterNotLost } from './api-gateway.ts';
+import type { BotApiGateway } from './api-gateway.ts';
 import type { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
 import { botAllowed, isBotKey, NOT_LISTED } from './key.ts';
 import { MAX_TEXT } from './message.ts';
 import { RECIPIENT_METHODS, recipientMethod } from './methods.ts';
-import { toAppError } from './outcome.ts';
+import { laterNotLost, toAppError } from './outcome.ts';
 import { type Recipient, RecipientLimit, type RecipientStore } from './recipients.ts';
 
 export interface RecipientDeps {
   gateway: BotApiGateway;
   client: BotApiClient;
   recipients: RecipientStore;
+}
+
+/**
+ * JSON bodies in this scope with a duplicate key refused at any depth: what a token may send is
+ * checked on one reading, and Telegram's (the first key) must not be another.
+ */
+function strictJson(app: FastifyInstance, maxDepth: number): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseJson(body as string, { duplicates: 'refuse', maxDepth }));
+    } catch (err) {
+      done(err instanceof JsonError ? badRequest(err.message, 'BAD_JSON') : (err as Error), undefined);
+    }
+  });
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -36,6 +52,7 @@ export async function recipientRoutes(
   const tags = ['telegram'];
   const manage = ctx.limiter.hook('telegram-recipients', cfg.recipientRateLimit);
   const messages = ctx.limiter.hook('telegram-ip', cfg.rateLimit);
+  strictJson(app, ctx.config.server.jsonMaxDepth);
 
   /** The bot key of the owner's call: Authorization: Bearer <key>. */
   function ownerKey(req: FastifyRequest): string {

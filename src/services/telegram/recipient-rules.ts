@@ -1,84 +1,57 @@
-// What a recipient token's call may say (docs/telegram.md, Recipient tokens): its one chat and no
-// other. chat_id is filled in when absent and must name that chat when given; a reply may quote only
-// that chat (reply_parameters.chat_id would copy a message of another chat in); business
-// connections (sending as someone else) are refused. Multipart uploads are checked while they
-// stream: the body is written anew, chat_id first, each file passed through as it arrives, and a
-// refused field ends the upload before Telegram could act on it. Framework-free.
+// A recipient token's multipart upload, checked while it streams (docs/telegram.md, Recipient
+// tokens): the body is written anew with a boundary of devutil's own, chat_id first, then the query's
+// parameters, then each field as RecipientParams passes it and each file as it arrives. Names and
+// file names are written so that no reader can split them (docs/protocols/telegram-bot-api.md §6); a
+// field is plain text (Telegram expands an application/x-www-form-urlencoded part into parameters of
+// its own, a JSON part would reach us parsed); a refused part ends the upload before Telegram could
+// act on it. Framework-free.
 import { randomBytes } from 'node:crypto';
-import { chatRef, type Params } from './api-body.ts';
+import { Ambiguous, asText, type RecipientParams } from './recipient-params.ts';
 
-export class Refused extends Error {
-  override name = 'Refused';
-}
+export { Ambiguous, Refused } from './recipient-params.ts';
 
-/** Throws Refused when a parameter reaches outside chat `chat` (a numeric id as text). */
-export function checkParam(name: string, value: unknown, chat: string): void {
-  if (name === 'chat_id') {
-    if (chatRef(value) !== chat)
-      throw new Refused(`this recipient token sends only to chat ${chat}; leave chat_id out or give that id`);
-  } else if (name === 'reply_parameters') {
-    let v = value;
-    if (typeof v === 'string') {
-      try {
-        v = JSON.parse(v);
-      } catch {
-        return; // Telegram refuses it itself
-      }
-    }
-    const other = (v as { chat_id?: unknown } | null)?.chat_id;
-    if (other !== undefined && chatRef(other) !== chat)
-      throw new Refused('a reply may quote only the chat of this recipient token');
-  } else if (name === 'business_connection_id') {
-    throw new Refused('recipient tokens cannot send through a business connection');
-  }
-}
-
-/** The parameters with every rule applied and chat_id set; throws Refused. */
-export function confine(params: Params, chat: string): Params {
-  for (const [k, v] of Object.entries(params)) checkParam(k, v, chat);
-  return {
-    ...params,
-    chat_id: /^-?\d+$/.test(chat) && Number.isSafeInteger(Number(chat)) ? Number(chat) : chat,
-  };
-}
-
-/** One part as @fastify/multipart's req.parts() gives it. */
+/** One part as @fastify/multipart's req.parts() gives it (a part is a file when it has a filename). */
 export type Part =
-  | { type: 'field'; fieldname: string; value: unknown }
+  | { type: 'field'; fieldname: string; mimetype: string; value: unknown }
   | { type: 'file'; fieldname: string; filename: string; mimetype: string; file: AsyncIterable<Buffer> };
 
-// A header value inside quotes: no quote, CR or LF may end it early (what browsers do to names).
-const quoted = (s: string) => s.replace(/"/g, '%22').replace(/[\r\n]/g, ' ');
+// File names and types travel in a header: keep them printable and free of what a reader splits on.
+const safeName = (s: string) => s.replace(/[\u0000-\u001f\u007f"\\;%]/g, '_').slice(0, 255) || 'file';
+const MIME = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,63}$/;
 
 /**
- * The multipart body of `parts` with the rules applied, as a new body with its own boundary: the
- * content type to send and an async iterable of its bytes. A refusal or a failed part throws from
- * the iterable (the upload upstream fails with it) and is kept in `failure()` for the route.
+ * The multipart body of `parts` (and the `query` parameters already passed by `params`) with the
+ * rules applied: the content type to send and an async iterable of its bytes. A refusal or a failed
+ * part throws from the iterable (the upload upstream fails with it) and is kept in `failure()`.
  */
 export function confineMultipart(
   parts: AsyncIterable<Part>,
-  chat: string,
+  params: RecipientParams,
+  query: Record<string, unknown>,
 ): { contentType: string; body: AsyncIterable<Buffer>; failure(): unknown } {
   const boundary = `devutil-${randomBytes(16).toString('hex')}`;
   let failed: unknown = null;
   const head = (name: string, file?: { filename: string; mimetype: string }) =>
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="${quoted(name)}"` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"` +
         (file
-          ? `; filename="${quoted(file.filename)}"\r\nContent-Type: ${quoted(file.mimetype || 'application/octet-stream')}`
+          ? `; filename="${safeName(file.filename)}"\r\nContent-Type: ${MIME.test(file.mimetype) ? file.mimetype : 'application/octet-stream'}`
           : '') +
         '\r\n\r\n',
     );
   const CRLF = Buffer.from('\r\n');
+  const field = (name: string, v: unknown) => Buffer.concat([head(name), Buffer.from(asText(v)), CRLF]);
   async function* body(): AsyncIterable<Buffer> {
     try {
-      yield Buffer.concat([head('chat_id'), Buffer.from(chat), CRLF]);
+      for (const [k, v] of Object.entries({ chat_id: params.chatId, ...query })) yield field(k, v);
       for await (const p of parts) {
         if (p.type === 'field') {
-          checkParam(p.fieldname, p.value, chat);
-          if (p.fieldname === 'chat_id') continue;
-          yield Buffer.concat([head(p.fieldname), Buffer.from(String(p.value)), CRLF]);
+          if (!/^text\/plain$/i.test(p.mimetype))
+            throw new Ambiguous(`a part without a filename is a text field; ${p.mimetype} is not text/plain`);
+          const v = params.add(p.fieldname, p.value);
+          if (v !== undefined && p.fieldname !== 'chat_id') yield field(p.fieldname, v);
         } else {
+          params.file(p.fieldname);
           yield head(p.fieldname, p);
           for await (const chunk of p.file) yield chunk;
           yield CRLF;

@@ -12,16 +12,37 @@ import { FsBlobStore } from '../../infra/storage/fs.ts';
 import { formatAlerts } from './alertmanager.ts';
 import { bodyParams, chatRef, encodingOf, longPollTimeout } from './api-body.ts';
 import { isMessage, recipientMethod } from './methods.ts';
-import { confine, confineMultipart, type Part, Refused } from './recipient-rules.ts';
+import { Ambiguous, confine, RecipientParams, Refused } from './recipient-params.ts';
+import { confineMultipart, type Part } from './recipient-rules.ts';
 import { RecipientLimit, RecipientStore } from './recipients.ts';
 
 const CHAT = '-4001234567';
 
 describe('recipient rules', () => {
+  const confined = (params: Record<string, unknown>, method = 'sendMessage') =>
+    confine(method, CHAT, Object.entries(params));
+
   it('fills in its chat and accepts its own chat in any spelling Telegram reads the same', () => {
-    assert.deepEqual(confine({ text: 'x' }, CHAT), { text: 'x', chat_id: -4001234567 });
-    assert.deepEqual(confine({ text: 'x', chat_id: ' -4001234567' }, CHAT).chat_id, -4001234567);
-    assert.deepEqual(confine({ chat_id: -4001234567 }, CHAT).chat_id, -4001234567);
+    assert.deepEqual(confined({ text: 'x' }), { chat_id: -4001234567, text: 'x' });
+    assert.deepEqual(confined({ text: 'x', chat_id: ' -4001234567' }).chat_id, -4001234567);
+    assert.deepEqual(confined({ chat_id: -4001234567 }).chat_id, -4001234567);
+  });
+
+  it("passes each method's own parameters and nothing else", () => {
+    assert.deepEqual(
+      confined({
+        text: 'x',
+        parse_mode: 'HTML',
+        method: 'sendMessage',
+        caption: 'c',
+        allow_paid_broadcast: true,
+      }),
+      { chat_id: -4001234567, text: 'x', parse_mode: 'HTML' },
+    );
+    assert.deepEqual(confined({ action: 'typing', text: 'x', reply_parameters: '{}' }, 'sendChatAction'), {
+      chat_id: -4001234567,
+      action: 'typing',
+    });
   });
 
   const refused: [string, Record<string, unknown>][] = [
@@ -40,59 +61,134 @@ describe('recipient rules', () => {
       { reply_parameters: '{"message_id":1,"chat_id":"@x_y_z"}' },
     ],
     ['a business connection', { business_connection_id: 'abc' }],
+    ['a business connection on a method without one', { business_connection_id: 'abc', action: 'typing' }],
   ];
   for (const [what, params] of refused)
-    it(`refuses ${what}`, () => assert.throws(() => confine({ text: 'x', ...params }, CHAT), Refused));
+    it(`refuses ${what} (403)`, () => assert.throws(() => confined({ text: 'x', ...params }), Refused));
 
-  it('lets a reply quote a message of its own chat', () => {
-    const p = confine({ text: 'x', reply_parameters: { message_id: 3, chat_id: CHAT } }, CHAT);
-    assert.deepEqual(p['reply_parameters'], { message_id: 3, chat_id: CHAT });
+  const ambiguous: [string, [string, unknown][]][] = [
+    [
+      'a name given twice',
+      [
+        ['chat_id', CHAT],
+        ['chat_id', CHAT],
+      ],
+    ],
+    ['a name with a parameter list in it', [['x; name=reply_parameters; y=', '{}']]],
+    ['a name with a quote', [['text"', 'x']]],
+    ['a name with a percent escape', [['reply%5Fparameters', '{}']]],
+    ['an empty name', [['', 'x']]],
+    [
+      'a reply as JSON text with two chat_id',
+      [['reply_parameters', '{"chat_id":100200300,"chat_id":-4001234567}']],
+    ],
+    [
+      'a duplicate key deep in reply_markup',
+      [['reply_markup', '{"inline_keyboard":[[{"text":"a","text":"b"}]]}']],
+    ],
+    ['a reply that is not JSON', [['reply_parameters', '{chat_id: 1}']]],
+    ['a reply that is a list', [['reply_parameters', '[1]']]],
+  ];
+  for (const [what, entries] of ambiguous)
+    it(`refuses ${what} as ambiguous (400)`, () =>
+      assert.throws(() => confine('sendMessage', CHAT, [['text', 'x'], ...entries]), Ambiguous));
+
+  it('lets a reply quote a message of its own chat, its chat_id written as devutil writes it', () => {
+    const p = confined({ text: 'x', reply_parameters: '{"message_id": 3, "chat_id": "-4001234567"}' });
+    assert.deepEqual(p['reply_parameters'], { message_id: 3, chat_id: -4001234567 });
   });
 
   async function* parts(list: Part[]): AsyncIterable<Part> {
     for (const p of list) yield p;
   }
-  const file = (data: Buffer): Part => ({
+  const file = (data: Buffer, fieldname = 'document'): Part => ({
     type: 'file',
-    fieldname: 'document',
-    filename: 'a"\r\nX-Evil: 1.txt',
+    fieldname,
+    filename: 'a"\r\nX-Evil: 1; name=chat_id; %22.txt',
     mimetype: 'text/plain',
     file: (async function* () {
       yield data;
     })(),
+  });
+  const field = (fieldname: string, value: string, mimetype = 'text/plain'): Part => ({
+    type: 'field',
+    fieldname,
+    mimetype,
+    value,
   });
   async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
     const out: Buffer[] = [];
     for await (const c of body) out.push(c);
     return Buffer.concat(out);
   }
+  /** As the gateway does it: the query's parameters through the rules first, then the parts. */
+  const upload = (list: Part[], query: Record<string, unknown> = {}, method = 'sendDocument') => {
+    const rules = new RecipientParams(method, CHAT);
+    return confineMultipart(parts(list), rules, rules.addAll(Object.entries(query)));
+  };
 
-  it('writes a multipart body anew: its chat first, the client chat_id dropped, names kept inside their quotes', async () => {
-    const m = confineMultipart(
-      parts([
-        { type: 'field', fieldname: 'chat_id', value: CHAT },
-        { type: 'field', fieldname: 'caption', value: 'c' },
+  it('writes a multipart body anew: its chat first, the query next, the client chat_id dropped, file names unbendable', async () => {
+    const m = upload(
+      [
+        field('chat_id', CHAT),
+        field('caption', 'c'),
+        field('method', 'sendDocument'),
         file(Buffer.from('DATA')),
-      ]),
-      CHAT,
+      ],
+      { disable_notification: 'true' },
     );
     const text = (await collect(m.body)).toString();
     const boundary = /boundary=(\S+)/.exec(m.contentType)![1]!;
-    assert.equal(text.split(`name="chat_id"`).length, 2, 'one chat_id');
-    assert.ok(text.indexOf('name="chat_id"') < text.indexOf('name="caption"'));
-    assert.match(text, /filename="a%22 {2}X-Evil: 1\.txt"\r\nContent-Type: text\/plain\r\n\r\nDATA\r\n/);
+    assert.equal(text.split('name="chat_id"').length, 2, 'one chat_id');
+    assert.ok(text.indexOf('name="chat_id"') < text.indexOf('name="disable_notification"'));
+    assert.ok(text.indexOf('name="disable_notification"') < text.indexOf('name="caption"'));
+    assert.equal(text.includes('name="method"'), false, 'not a parameter of sendDocument');
+    assert.match(
+      text,
+      /filename="a___X-Evil: 1_ name=chat_id_ _22\.txt"\r\nContent-Type: text\/plain\r\n\r\nDATA\r\n/,
+    );
     assert.ok(text.endsWith(`--${boundary}--\r\n`));
     assert.equal(m.failure(), null);
   });
 
-  it('ends a multipart body with the refusal when a later field names another chat', async () => {
-    const m = confineMultipart(
-      parts([file(Buffer.from('DATA')), { type: 'field', fieldname: 'chat_id', value: '1' }]),
-      CHAT,
-    );
-    await assert.rejects(collect(m.body), Refused);
-    assert.ok(m.failure() instanceof Refused);
-  });
+  const badUploads: [string, () => Part[], typeof Refused | typeof Ambiguous][] = [
+    ['a later field naming another chat', () => [file(Buffer.from('DATA')), field('chat_id', '1')], Refused],
+    ['a field that is a business connection', () => [field('business_connection_id', 'b')], Refused],
+    [
+      'a field name with a parameter list',
+      () => [field('x; name=reply_parameters; y=', '{"chat_id":1}')],
+      Ambiguous,
+    ],
+    ['a field given twice', () => [field('caption', 'a'), field('caption', 'b')], Ambiguous],
+    ['a field the query gave already', () => [field('disable_notification', 'false')], Ambiguous],
+    [
+      'a field and a file of one name',
+      () => [field('document', 'attach://document'), file(Buffer.from('x'))],
+      Ambiguous,
+    ],
+    ['a file named like a text parameter', () => [file(Buffer.from('x'), 'reply_parameters')], Ambiguous],
+    [
+      'a file named business_connection_id',
+      () => [file(Buffer.from('x'), 'business_connection_id')],
+      Refused,
+    ],
+    [
+      'a field Telegram expands into parameters',
+      () => [field('caption', 'chat_id=1', 'application/x-www-form-urlencoded')],
+      Ambiguous,
+    ],
+    [
+      'a field without a filename sent as application/octet-stream',
+      () => [field('caption', 'x', 'application/octet-stream')],
+      Ambiguous,
+    ],
+  ];
+  for (const [what, list, kind] of badUploads)
+    it(`ends a multipart body on ${what}`, async () => {
+      const m = upload(list(), { disable_notification: 'true' });
+      await assert.rejects(collect(m.body), kind);
+      assert.ok(m.failure() instanceof kind);
+    });
 });
 
 describe('recipient store', () => {

@@ -3,7 +3,7 @@
 // legacy envelope.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { alreadyLogged, badRequest, forbidden } from '../../errors.ts';
+import { alreadyLogged, badRequest, forbidden } from '../../infra/http/errors.ts';
 import type { BotApiClient } from './client.ts';
 import type { TelegramMetrics } from './index.ts';
 import { botAllowed, keyId, NOT_LISTED } from './key.ts';

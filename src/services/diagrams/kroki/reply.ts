@@ -3,7 +3,7 @@
 // {"error":{"code","message"}}, an HTML page, an SVG or PNG error card (what an <img> shows), or
 // the default one line of text "Error <code>: <message>".
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../../../errors.ts';
+import { AppError } from '../../../infra/http/errors.ts';
 import { rasterise } from './renderer.ts';
 
 export const MAX_AGE = 432_000; // 5 days, as Kroki and plantuml-server

@@ -5,8 +5,8 @@
 // static first segment, so these never shadow plantuml-server's /{format}/... routes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../../../errors.ts';
 import { evaluate } from '../../../infra/http/conditional.ts';
+import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../../../infra/http/errors.ts';
 import { checkJsonDepth } from '../../../infra/http/json-body.ts';
 import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AppError } from '../../../errors.ts';
+import { AppError } from '../../../infra/http/errors.ts';
 import { httpError } from './diagram-reply.ts';
 import { BadDiagram, RenderFailed } from './engine.ts';
 

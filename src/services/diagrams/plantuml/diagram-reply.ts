@@ -2,8 +2,8 @@
 // the X-PlantUML-Diagram-* headers, 304 on a matching conditional GET (docs/protocols/plantuml-server.md
 // §5; decided by RFC 9110 through infra/http/conditional.ts, not plantuml-server's substring test).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, badRequest, gatewayTimeout, unavailable } from '../../../errors.ts';
 import { evaluate, type Precondition } from '../../../infra/http/conditional.ts';
+import { AppError, badRequest, gatewayTimeout, unavailable } from '../../../infra/http/errors.ts';
 import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { sendKrokiError } from '../kroki/reply.ts';

@@ -36,6 +36,8 @@ describe('PlantUML server API', { skip: toolSkip('java', ['-version']) }, () => 
         egress: { resolve: [`include.test=${new URL(inc.url).host}`, 'inside.test=10.0.0.1:80'] },
         diagrams: {
           workers: 2,
+          // Nothing here is about the deadline: a C4 render took over the default 10 s at load 30.
+          timeoutMs: 60_000,
           urlAllowlist: [`${INC}/allowed/`, 'http://inside.test/'],
           includeTtlSec: 0,
         },

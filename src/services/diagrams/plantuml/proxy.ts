@@ -4,9 +4,16 @@
 // through the egress client, whose address guard refuses hosts that point inward.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { AppError, badGateway, badRequest, forbidden, gatewayTimeout, notFound } from '../../../errors.ts';
 import { BodyTooLarge, discard, readCapped } from '../../../infra/egress/capped-body.ts';
 import { createEgress, isBlocked, undiciCode } from '../../../infra/egress/client.ts';
+import {
+  AppError,
+  badGateway,
+  badRequest,
+  forbidden,
+  gatewayTimeout,
+  notFound,
+} from '../../../infra/http/errors.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';

@@ -2,8 +2,8 @@
 // Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { badRequest, notFound } from '../../../errors.ts';
 import { ByteLru } from '../../../infra/cache/lru.ts';
+import { badRequest, notFound } from '../../../infra/http/errors.ts';
 import { typeList } from '../kroki/languages.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';

@@ -1,7 +1,7 @@
 // The transfer.sh way's addresses: server-chosen keys, the links an upload answers with, and the
 // key lists that name a bundle (/zip/<k1,k2,...>, /delete/<k1,k2,...>/<token>).
 import { randomInt } from 'node:crypto';
-import { badRequest } from '../../../errors.ts';
+import { badRequest } from '../../../infra/http/errors.ts';
 import { validKey } from '../names.ts';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

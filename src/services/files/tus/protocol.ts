@@ -1,6 +1,6 @@
 // tus 1.0 wire details, framework-free: the headers every answer carries, Upload-Metadata parsing,
 // offsets, and the CORS headers browsers (tus-js-client, Uppy) need to read the tus headers.
-import { badRequest } from '../../../errors.ts';
+import { badRequest } from '../../../infra/http/errors.ts';
 
 export const TUS_VERSION = '1.0.0';
 /** creation-with-upload and concatenation are not offered: clients then use plain POST + PATCH. */

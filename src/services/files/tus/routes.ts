@@ -6,8 +6,15 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { AppError, badRequest, conflict, notFound, tooLarge, unavailable } from '../../../errors.ts';
 import { humanBytes } from '../../../infra/config/schema.ts';
+import {
+  AppError,
+  badRequest,
+  conflict,
+  notFound,
+  tooLarge,
+  unavailable,
+} from '../../../infra/http/errors.ts';
 import { QuotaFullError, type Reservation } from '../../../infra/limits/quota.ts';
 import type { HeldLease, Leases } from '../../../infra/state/lease.ts';
 import { tokenOf, uploadAnswer } from '../http.ts';

@@ -9,10 +9,9 @@ import type {
   RouteShorthandOptions,
 } from 'fastify';
 import type { Config } from '../../../config.ts';
-import type { ServiceContext } from '../../../context.ts';
-import type { Envelope } from '../../../errors.ts';
+import type { PublicUrls, ServiceContext } from '../../../context.ts';
 import type { Egress } from '../../../infra/egress/client.ts';
-import type { PublicUrls } from '../../../infra/http/hosts.ts';
+import type { Envelope } from '../../../infra/http/errors.ts';
 import type { ProxyCache, ProxyStore } from '../cache.ts';
 import type { ProxyGate } from '../exchange.ts';
 import type { ForwardOptions } from '../forward.ts';

@@ -6,7 +6,7 @@
 // whose links are rewritten onto its mount.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { AppError, forbidden } from '../../../errors.ts';
+import { AppError, forbidden } from '../../../infra/http/errors.ts';
 import type { Subjects } from '../../../infra/observe/usage/usage.ts';
 import { type ForwardOptions, forward } from '../forward.ts';
 import { SAFETY_HEADERS } from '../headers.ts';

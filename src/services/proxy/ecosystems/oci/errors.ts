@@ -1,7 +1,7 @@
 // The OCI distribution error shape ({"errors":[{code, message, detail}]}, distribution spec "Error
 // Codes") for every answer under /v2/, including the proxy's shared refusals (rate limit, budget,
 // client allow-list), whose codes are mapped by status.
-import { AppError, type Envelope } from '../../../../errors.ts';
+import { AppError, type Envelope } from '../../../../infra/http/errors.ts';
 
 /** The spec's codes plus distribution's TAG_INVALID; anything else is mapped from the status. */
 const CODES = new Set([

@@ -3,9 +3,9 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, alreadyLogged } from '../../../../errors.ts';
 import { readCapped } from '../../../../infra/egress/capped-body.ts';
 import { evaluate } from '../../../../infra/http/conditional.ts';
+import { AppError, alreadyLogged } from '../../../../infra/http/errors.ts';
 import type { Exchange } from '../../exchange.ts';
 import type { Upstream } from '../../forward.ts';
 import { AllowList } from '../../target.ts';

@@ -2,7 +2,7 @@
 // digests, and a table of what is refused before any registry is asked.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AppError } from '../../../../errors.ts';
+import { AppError } from '../../../../infra/http/errors.ts';
 import { DEFAULT_REGISTRIES } from './config.ts';
 import { parseRequest, Registries } from './reference.ts';
 

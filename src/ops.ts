@@ -3,13 +3,13 @@ import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
-import type { ServiceContext } from '../../context.ts';
-import { unauthorized } from '../../errors.ts';
-import { isEnabled } from '../../services/define.ts';
-import { swaggerUiOptions } from '../http/openapi.ts';
-import { dependencyMetrics } from './dependencies.ts';
+import type { ServiceContext } from './context.ts';
+import { unauthorized } from './infra/http/errors.ts';
+import { swaggerUiOptions } from './infra/http/openapi.ts';
+import { dependencyMetrics } from './infra/observe/dependencies.ts';
+import { isEnabled } from './services/define.ts';
 
-const FAVICON = new URL('../../../web/src/favicon.svg', import.meta.url);
+const FAVICON = new URL('../web/src/favicon.svg', import.meta.url);
 
 const OPS = ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'];
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
+import { buildTestServer, LogCapture } from '../test/helpers/server.ts';
 
 describe('operations routes', () => {
   let app: FastifyInstance;
@@ -36,7 +36,7 @@ describe('operations routes', () => {
   });
 
   it('marks the utilities a failing dependency affects degraded, and the node not ready only when none can serve', async () => {
-    const { Readiness } = await import('../../context.ts');
+    const { Readiness } = await import('./infra/observe/readiness.ts');
     const enabled = ['files', 'ip', 'plantuml'];
     const r = new Readiness({ timeoutMs: 50 });
     r.add('engine', () => ({ ok: false, detail: 'no java' }), ['plantuml', 'kroki-not-enabled']);
@@ -60,7 +60,7 @@ describe('operations routes', () => {
   });
 
   it('answers readiness from the last result while a slow check refreshes it', async () => {
-    const { Readiness } = await import('../../context.ts');
+    const { Readiness } = await import('./infra/observe/readiness.ts');
     const r = new Readiness({ maxAgeMs: 0, timeoutMs: 5000 });
     let ok = true;
     let release = () => {};

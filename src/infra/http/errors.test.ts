@@ -3,6 +3,7 @@ import { get as httpGet } from 'node:http';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { createLogger } from '../observe/logger.ts';
 import {
   AppError,
   badGateway,
@@ -13,7 +14,6 @@ import {
   tooMany,
   unavailable,
 } from './errors.ts';
-import { createLogger } from './infra/observe/logger.ts';
 
 async function app() {
   const a = Fastify({ logger: false, bodyLimit: 64 });

@@ -9,8 +9,8 @@ import {
   type preParsingHookHandler,
 } from 'fastify';
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
-import { nodeHttp } from './infra/http/node-http.ts';
-import { redact } from './infra/observe/logger.ts';
+import { redact } from '../observe/logger.ts';
+import { nodeHttp } from './node-http.ts';
 
 const { METHODS } = nodeHttp;
 
