@@ -280,7 +280,7 @@ function merged(base) {
   const kept = Object.keys(all)
     .filter((f) => existsSync(join(root, f)))
     .sort();
-  return `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, all[f]])), null, 1)}\n`;
+  return `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, all[f]])), null, 2)}\n`;
 }
 try {
   writeFileSync(localFile, merged(durations));
