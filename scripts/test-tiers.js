@@ -78,3 +78,12 @@ export const RUNTIME_SENSITIVE = {
     'stream back-pressure: pooled buffers reused only after a slow socket took them',
   'test/helpers/process.test.ts': 'child process groups and signals',
 };
+
+/**
+ * Files that take the machine's cores and disk for minutes: the runner never runs two at once and
+ * runs the shortest files beside one (scripts/test-order.js).
+ */
+export const HEAVY = {
+  'test/e2e/image.test.ts': 'podman builds the container image from its base, then runs it',
+  'test/e2e/production.test.ts': 'npm ci of a clean copy of the checkout, then the server',
+};

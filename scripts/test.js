@@ -3,7 +3,7 @@
 // scripts/test-tiers.js leaves to the whole suite (`npm run test:all`, or `--all`); `--runtime-sensitive`
 // adds the files whose subject differs between Node runtimes (CI's leg on the older runtime); given
 // paths run every test file under them whatever its tier (a path to a file is taken whatever its
-// name); `--list` prints the selected files in run order and runs nothing. Files run through node's
+// name); `--list` prints the selected files, longest first, and runs nothing. Files run through node's
 // own test runner (types stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 //
@@ -27,7 +27,8 @@ import {
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, sumCounts } from './test-counts.js';
-import { RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
+import { longestFirst, takeNext } from './test-order.js';
+import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -110,10 +111,9 @@ if (unique.length === 0) {
 // DEVUTIL_TEST_OUTPUT moves it (the runner's own test runs a runner inside the run).
 const outDir = process.env.DEVUTIL_TEST_OUTPUT ?? join(root, 'test-output');
 
-// Longest files first, so a long file does not start last and stretch the run; files never timed
-// go first. The times are this runtime's (a file skipped on one runtime is quick there only): those
-// of this checkout's last runs, else the seed committed in test/durations/ (a clean clone), which a
-// CI run rewrites with its own times.
+// Longest files first (scripts/test-order.js), by this runtime's times (a file skipped on one runtime
+// is quick there only): those of this checkout's last runs, else the seed committed in
+// test/durations/ (a clean clone), which a CI run rewrites with its own times.
 const major = Number(process.versions.node.split('.')[0]);
 const seedFile = join(root, 'test', 'durations', `node${major}.json`);
 const localFile = join(outDir, `durations-node${major}.json`);
@@ -126,7 +126,7 @@ const readJson = (f) => {
 };
 const seed = readJson(seedFile);
 const durations = { ...seed, ...readJson(localFile) };
-const queue = [...unique].sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
+const queue = longestFirst(unique, durations);
 
 if (flag('list')) {
   // Exit once the list is written: stdout to a pipe is asynchronous, process.exit() alone cuts it.
@@ -263,7 +263,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 async function worker() {
-  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+  const next = () => takeNext(queue, running.keys(), HEAVY);
+  for (let file = next(); file !== undefined; file = next()) {
     const r = await runFile(file);
     results.push(r);
     report(r);

@@ -9,7 +9,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
+import { longestFirst, takeNext } from '../../scripts/test-order.js';
+import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -114,12 +115,52 @@ describe('the test suite', { timeout: 120_000 }, () => {
     for (const [name, list] of [
       ['WHOLE_SUITE_ONLY', WHOLE_SUITE_ONLY],
       ['RUNTIME_SENSITIVE', RUNTIME_SENSITIVE],
+      ['HEAVY', HEAVY],
     ] as const) {
       const wrong = Object.entries(list)
         .filter(([f, why]) => !f.endsWith('.test.ts') || !existsSync(join(ROOT, f)) || why.trim().length < 10)
         .map(([f]) => f);
       assert.deepEqual(wrong, [], `${name} in scripts/test-tiers.js: gone, not a test file, or no reason`);
     }
+  });
+
+  it('runs the longest files first, untimed ones before them, and the shortest beside a heavy file', () => {
+    const times = {
+      'a.test.ts': 5,
+      'big.test.ts': 900,
+      'mid.test.ts': 60,
+      'tiny.test.ts': 1,
+      'heavy2.test.ts': 300,
+    };
+    const queue = longestFirst(Object.keys(times).concat('new.test.ts'), times);
+    assert.deepEqual(queue, [
+      'new.test.ts',
+      'big.test.ts',
+      'heavy2.test.ts',
+      'mid.test.ts',
+      'a.test.ts',
+      'tiny.test.ts',
+    ]);
+    const heavy = { 'big.test.ts': 'x', 'heavy2.test.ts': 'y' };
+    const running = new Set<string>();
+    const take = () => {
+      const f = takeNext(queue, running, heavy);
+      if (f) running.add(f);
+      return f;
+    };
+    assert.equal(take(), 'new.test.ts');
+    assert.equal(take(), 'big.test.ts');
+    running.delete('new.test.ts');
+    // Beside big: the shortest, never the other heavy file.
+    assert.equal(take(), 'tiny.test.ts');
+    running.delete('tiny.test.ts');
+    assert.equal(take(), 'a.test.ts');
+    running.delete('a.test.ts');
+    assert.equal(take(), 'mid.test.ts');
+    running.delete('mid.test.ts');
+    assert.equal(take(), 'heavy2.test.ts', 'heavy files only are left');
+    running.clear();
+    assert.equal(take(), undefined);
   });
 
   it('selects the fast tier, the whole suite and the runtime-sensitive addition as documented', async () => {
