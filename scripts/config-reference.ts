@@ -31,7 +31,10 @@ export function referenceTable(): string {
     }
     const bySection = old !== undefined && r.formerly?.startsWith(`DEVUTIL_${old.toUpperCase()}_`);
     const was = r.formerly && !bySection ? ` (formerly \`${r.formerly}\`, still read with a warning)` : '';
-    const doc = `${r.doc}${was}`.replace(/\|/g, '\\|');
+    const also = r.fallbackEnv
+      ? ` (when nothing sets it: the first of ${r.fallbackEnv.map((n) => `\`${n}\``).join(', ')} that is set)`
+      : '';
+    const doc = `${r.doc}${was}${also}`.replace(/\|/g, '\\|');
     // A default computed on this machine is stated in words: the README must not depend on who ran this.
     const def = r.shownDefault ?? `\`${show(r.default).replace(/\|/g, '\\|')}\``;
     rows.push(`| \`${r.env}\` | \`${r.section}.${r.key}\` | ${def} | ${doc} |`);

@@ -57,7 +57,7 @@ export async function main(
   if (command === 'config' && values.reference) {
     for (const r of configReference()) {
       process.stdout.write(
-        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${r.shownDefault ?? JSON.stringify(r.default)}\n    ${r.doc}${r.formerly ? ` (formerly ${r.formerly})` : ''}\n`,
+        `${r.env.padEnd(36)} ${`${r.section}.${r.key}`.padEnd(28)} ${r.kind.padEnd(10)} ${r.shownDefault ?? JSON.stringify(r.default)}\n    ${r.doc}${r.formerly ? ` (formerly ${r.formerly})` : ''}${r.fallbackEnv ? ` (when unset: ${r.fallbackEnv.join(', ')})` : ''}\n`,
       );
     }
     return 0;

@@ -1,8 +1,20 @@
 // The shared sections of the config schema: HTTP server, log, Redis, metrics, outbound requests and
 // the blob store (files and avatars). Each utility's own section lives in its folder (services/<name>/config.ts).
 import { isIP } from 'node:net';
-import { bool, bytes, duration, int, list, oneOf, type Section, str, url } from './infra/config/schema.ts';
-import { resolveItem } from './infra/egress/netguard.ts';
+import {
+  bool,
+  bytes,
+  duration,
+  type Field,
+  int,
+  list,
+  oneOf,
+  type Section,
+  str,
+  url,
+} from './infra/config/schema.ts';
+import { cidrItem as rangeItem, resolveItem } from './infra/egress/netguard.ts';
+import { noProxyItem, normaliseProxyUrl } from './infra/egress/route.ts';
 
 const TRUST_KEYWORDS = ['loopback', 'private', 'linklocal', 'uniquelocal'];
 
@@ -219,10 +231,39 @@ export const tracingSection = {
   }),
 } satisfies Section;
 
+/** An outbound proxy URL: http(s) with optional credentials, or host:port as HTTPS_PROXY often has it. */
+function proxyUrl(o: Parameters<typeof str>[1]): Field<string> {
+  return {
+    ...str('', o),
+    kind: 'proxy URL',
+    parse(raw) {
+      if (typeof raw !== 'string') return { ok: false, error: 'expected a proxy URL' };
+      if (raw.trim() === '') return { ok: true, value: '' };
+      const r = normaliseProxyUrl(raw);
+      return 'url' in r ? { ok: true, value: r.url } : { ok: false, error: r.error };
+    },
+  };
+}
+
 export const egressSection = {
   resolve: list([], {
     item: resolveItem,
     doc: 'host=address:port overrides (curl --resolve) for every outbound request; the only way an upstream may be on loopback (fixtures, a local Bot API server)',
+  }),
+  proxy: proxyUrl({
+    secret: true,
+    formerly: 'telegram.proxyUrl',
+    fallbackEnv: ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'],
+    doc: 'outbound HTTP(S) proxy for every upstream (proxy mirrors, avatars, diagrams, Telegram, single sign-on), e.g. http://user:pass@proxy:3128; each connection is a CONNECT tunnel (empty = direct)',
+  }),
+  noProxy: list([], {
+    item: noProxyItem,
+    fallbackEnv: ['NO_PROXY', 'no_proxy'],
+    doc: 'upstreams reached directly, not through egress.proxy: names (example.com and .example.com cover its subdomains), addresses, CIDRs, host:port, or *',
+  }),
+  allowCidrs: list([], {
+    item: rangeItem,
+    doc: 'reserved or private ranges outbound requests may reach after all (split-horizon DNS, NAT64 64:ff9b::/96, a corporate resolver), e.g. 10.20.0.0/16 (docs/operations.md)',
   }),
   dnsNegativeTtlMs: duration(10_000, {
     unit: 'ms',

@@ -188,6 +188,9 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
         for (const [s, k, name] of names) found ??= level(s, k, name);
         if (found) break;
       }
+      for (const name of field.fallbackEnv ?? []) {
+        if (!found && env[name]) found = { raw: env[name], where: name };
+      }
       if (!found) {
         values[key] = field.default;
         continue;
@@ -220,7 +223,7 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
     );
   const redis = out['redis'];
   const sentinels = Array.isArray(redis?.['sentinels']) ? redis['sentinels'].length : 0;
-  if (redis && redis['url'] && sentinels)
+  if (redis?.['url'] && sentinels)
     problems.push(
       'DEVUTIL_REDIS_URL and DEVUTIL_REDIS_SENTINELS: give one of them (the sentinels find the primary)',
     );
@@ -235,7 +238,7 @@ export function loadConfig(src: ConfigSources = {}): LoadedConfig {
           `${env}: only used with DEVUTIL_REDIS_SENTINELS (with DEVUTIL_REDIS_URL, credentials go in the URL)`,
         );
   const admin = out['admin'];
-  if (admin && admin['oidcIssuer']) {
+  if (admin?.['oidcIssuer']) {
     if (admin['oidcClientId'] === '')
       problems.push('DEVUTIL_ADMIN_OIDC_CLIENT_ID: required when DEVUTIL_ADMIN_OIDC_ISSUER is set');
     // Without a list every account at the provider (a whole Google, say) would be an operator.
@@ -360,6 +363,8 @@ export function configReference(services?: readonly ServiceDef[]): {
   key: string;
   env: string;
   formerly?: string;
+  /** Variables other programs share, read when nothing else sets the key. */
+  fallbackEnv?: readonly string[];
   kind: string;
   default: unknown;
   /** The default as documentation states it: machine-dependent ones in words. */
@@ -376,6 +381,7 @@ export function configReference(services?: readonly ServiceDef[]): {
         key,
         env: envName(sname, key, field),
         ...(oldS && oldK ? { formerly: derivedEnvName(oldS, oldK) } : {}),
+        ...(field.fallbackEnv ? { fallbackEnv: field.fallbackEnv } : {}),
         kind: field.kind,
         default: printed(field, field.default),
         ...(field.shownDefault ? { shownDefault: field.shownDefault } : {}),

@@ -1,7 +1,9 @@
 // Every outbound client goes through the egress client's address guard: the image upstream, the
 // avatar mirror, PlantUML's /proxy?src= fetch and URL includes, the Telegram Bot API client and
 // the reverse proxy each refuse a loopback or private target that is not in the host overrides, while the same
-// fixture server is reached through an override (so the refusal is the guard, not a dead port).
+// fixture server is reached through an override (so the refusal is the guard, not a dead port). With
+// the address allowed (DEVUTIL_EGRESS_ALLOW_CIDRS) each reaches it through the outbound proxy
+// (DEVUTIL_EGRESS_PROXY, a real tinyproxy): every utility takes both settings from the one client.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -10,13 +12,16 @@ import { type PicsumFixture, startPicsumFixture } from '../fixtures/image/picsum
 import { type IncludeServer, startIncludeServer } from '../fixtures/plantuml/include-server.ts';
 import { BOT, CHATS, FakeBotApi } from '../fixtures/telegram/fake-bot-api.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../fixtures/telegram/overrides.ts';
+import { type ForwardProxy, startTinyproxy } from '../helpers/forward-proxy.ts';
 import { registerSecret } from '../helpers/secrets.ts';
 import { buildTestServer, LogCapture, type Overrides } from '../helpers/server.ts';
+import { toolSkip } from '../helpers/tools.ts';
 
 const ALL_OFF = { ...OTHERS_OFF, telegram: { enabled: false } } as const;
 /** An override onto a private address that is not loopback: refused before any connect. */
 const PRIVATE = 'inside.test=10.0.0.1:80';
 const MD5 = '0123456789abcdef0123456789abcdef';
+const noTinyproxy = toolSkip('tinyproxy', ['-v']);
 
 interface Client {
   name: string;
@@ -34,22 +39,26 @@ interface Client {
 
 describe('the address guard covers every outbound client', () => {
   registerSecret(BOT.token);
+  registerSecret('guard-proxy-pw');
   let picsum: PicsumFixture;
   const gravatar = new FakeGravatar();
   let inc: IncludeServer;
   let bot: FakeBotApi;
+  let tiny: ForwardProxy | undefined;
   before(async () => {
     picsum = await startPicsumFixture();
     await gravatar.start();
     gravatar.avatars.set(MD5, { colour: [200, 10, 10] });
     inc = await startIncludeServer();
     bot = await FakeBotApi.start();
+    if (!noTinyproxy) tiny = await startTinyproxy({ auth: { user: 'ops', password: 'guard-proxy-pw' } });
   });
   after(async () => {
     await picsum.close();
     await gravatar.stop();
     await inc.close();
     await bot.close();
+    await tiny?.close();
   });
 
   const clients: Client[] = [
@@ -149,9 +158,16 @@ describe('the address guard covers every outbound client', () => {
     },
   ];
 
-  async function served(c: Client, target: string, resolve: string[]): Promise<boolean> {
+  async function served(
+    c: Client,
+    target: string,
+    resolve: string[],
+    egress: Overrides['egress'] = {},
+  ): Promise<boolean> {
     const logs = new LogCapture();
-    const app = await buildTestServer({ logs, overrides: c.config(target, resolve) });
+    const overrides = c.config(target, resolve);
+    overrides.egress = { ...overrides.egress, ...egress };
+    const app = await buildTestServer({ logs, overrides });
     try {
       const r = await c.probe(app, target);
       // A refusal must be the guard's: its reason reaches the answer or the log, whatever the client.
@@ -175,6 +191,21 @@ describe('the address guard covers every outbound client', () => {
         assert.equal(await served(c, `http://127.0.0.1:${port()}`, [`fixture.test=${c.where()}`]), false);
         assert.equal(c.hits(), before, 'no request reached the fixture');
       });
+    if (c.forms.includes('literal'))
+      it(`${c.name}: with 127.0.0.1 allowed, reaches it through the outbound proxy`, {
+        skip: noTinyproxy,
+      }, async () => {
+        const proxy = tiny as ForwardProxy;
+        const tunnels = () => proxy.connects().filter((t) => t === c.where()).length;
+        const before = { hits: c.hits(), tunnels: tunnels() };
+        const egress = { proxy: proxy.url, allowCidrs: ['127.0.0.1'] };
+        assert.equal(await served(c, `http://127.0.0.1:${port()}`, [], egress), true);
+        assert.ok(c.hits() > before.hits);
+        assert.ok(
+          tunnels() > before.tunnels,
+          `a CONNECT to ${c.where()} in the proxy's log:\n${proxy.log()}`,
+        );
+      });
     if (c.forms.includes('localhost'))
       it(`${c.name}: refuses localhost, a name that resolves to loopback`, async () => {
         const before = c.hits();
@@ -186,7 +217,7 @@ describe('the address guard covers every outbound client', () => {
     });
   }
 
-  it('reverse proxy: refuses an allow-listed name overridden to a private address', async () => {
+  it('reverse proxy: refuses an allow-listed name overridden to a private address with 403, naming both and the setting', async () => {
     const app = await buildTestServer({
       overrides: {
         ...ALL_OFF,
@@ -196,8 +227,12 @@ describe('the address guard covers every outbound client', () => {
     });
     try {
       const r = await app.inject({ url: '/proxy/inside.test/file' });
-      assert.equal(r.statusCode, 502);
-      assert.match(r.body, /address is not allowed/);
+      // 403, not a 502 that clients retry: a refusal by policy, with what would allow it.
+      assert.equal(r.statusCode, 403);
+      assert.equal(
+        r.body,
+        'upstream address is not allowed: inside.test is overridden to 10.0.0.1, a non-public address; DEVUTIL_EGRESS_ALLOW_CIDRS can allow its range\n',
+      );
     } finally {
       await app.close();
     }

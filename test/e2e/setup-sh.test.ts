@@ -1,20 +1,22 @@
 // setup.sh end to end: `curl -fsSL <devutil>/setup.sh | sh -s -- ...` in a scratch HOME (and a scratch
 // root for /etc/apt and /etc/docker) with existing config files, then real git, pip, npm and go use
 // devutil, whose fake upstreams are reachable only through the proxy; --undo puts every file back
-// byte for byte; an instance the script cannot reach, or that answers as something else, changes nothing.
+// byte for byte; an instance the script cannot reach, or that answers as something else, changes nothing;
+// a tool whose upstream devutil cannot reach is left as it was, with the reason devutil gave.
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { APT_PROBES, PROBES } from '../../src/services/setup/probes.ts';
 import { GO_MODULE, GO_VERSION, installGo } from '../fixtures/proxy/goproxy.ts';
 import { installNpm } from '../fixtures/proxy/npm.ts';
 import { installPypi, WHEEL } from '../fixtures/proxy/pypi.ts';
 import { type RunResult, run } from '../fixtures/proxy/run.ts';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
-import { freePort } from '../helpers/ports.ts';
-import { buildTestServer, tempDir } from '../helpers/server.ts';
+import { CLOSED_PORT, freePort } from '../helpers/ports.ts';
+import { buildTestServer, startTestServer, tempDir } from '../helpers/server.ts';
 import { hasTool, missing } from '../helpers/tools.ts';
 
 const TOOLS = ['dash', 'curl', 'git', 'npm', 'go', 'python3'];
@@ -142,6 +144,18 @@ describe('setup.sh against a real devutil', { skip, timeout: 240_000 }, () => {
     const base = `${w.proxy.url}/proxy`;
     const ce = clientEnv();
 
+    // Each tool was checked first with one real file of its upstream, fetched through devutil.
+    for (const up of [
+      ...Object.values(PROBES).map((p) => p.upstream),
+      `https://deb.debian.org${APT_PROBES['deb.debian.org']}`,
+    ]) {
+      const u = new URL(up);
+      assert.ok(
+        w.net.seen.some((x) => x.host === u.host && x.url === `${u.pathname}${u.search}`),
+        up,
+      );
+    }
+
     // git: the other mirror's rewrite is gone, this one is there; a plain github.com clone works.
     const rewrites = await ok('git', ['config', '--global', '--get-regexp', 'insteadof'], ce);
     assert.equal(rewrites, `url.${base}/https://github.com/.insteadof https://github.com/\n`);
@@ -218,6 +232,61 @@ describe('setup.sh against a real devutil', { skip, timeout: 240_000 }, () => {
     assert.deepEqual(snapshot(root), before0.root);
     const again = await setup(['--undo']);
     assert.match(again.stdout, /nothing to undo/);
+  });
+
+  it('leaves each tool whose upstream devutil cannot reach as it was, says why, and sets up the others', async () => {
+    // Another devutil on the same fake internet where only npm's registry is where it should be:
+    // GitHub, PyPI and Debian's hosts are at a closed port, the Go module proxy at a private address.
+    const down = [
+      'github.com',
+      'pypi.org',
+      'files.pythonhosted.org',
+      'deb.debian.org',
+      'security.debian.org',
+    ];
+    const cut = await startTestServer({
+      overrides: { proxy: { ecosystems: ['npm', 'go'] } },
+      env: {
+        DEVUTIL_PROXY_RESOLVE: [
+          `registry.npmjs.org=127.0.0.1:${w.net.port}`,
+          ...down.map((h) => `${h}=127.0.0.1:${CLOSED_PORT}`),
+          'proxy.golang.org=10.0.0.1:443',
+        ].join(','),
+        DEVUTIL_PROXY_UPSTREAM_CA: w.net.caFile,
+      },
+    });
+    try {
+      const r = await setup(['git', 'pip', 'apt', 'npm', 'go'], env, cut.url);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      for (const t of ['git', 'pip', 'apt'])
+        assert.match(
+          r.stderr,
+          new RegExp(
+            `^devutil setup: ${t}: skipped, nothing changed: devutil could not fetch ${cut.url}/proxy/\\S+ \\(HTTP 502: upstream connection failed\\)$`,
+            'm',
+          ),
+        );
+      // A refusal by the address guard comes with what would allow it.
+      assert.match(
+        r.stderr,
+        /^devutil setup: go: skipped, nothing changed: devutil could not fetch \S+\/go\/rsc\.io\/quote\/@v\/list \(HTTP 403: .*proxy\.golang\.org is overridden to 10\.0\.0\.1, a non-public address; DEVUTIL_EGRESS_ALLOW_CIDRS can allow its range\)$/m,
+      );
+      assert.match(r.stderr, /not set up: git pip apt go /);
+      assert.match(r.stdout, /^npm: changed .*\.npmrc/m);
+      assert.doesNotMatch(r.stdout, /^(git|pip|apt|go):/m);
+      // Only ~/.npmrc changed (and the manifest with its backup came); /etc is untouched.
+      const now = snapshot(home);
+      for (const [k, v] of before0.home) if (k !== '.npmrc') assert.equal(now.get(k), v, k);
+      assert.notEqual(now.get('.npmrc'), before0.home.get('.npmrc'));
+      const added = [...now.keys()].filter((k) => !before0.home.has(k) && !/^\.config(\/devutil|$)/.test(k));
+      assert.deepEqual(added, []);
+      assert.deepEqual(snapshot(root), before0.root);
+    } finally {
+      await cut.close();
+      // The files back as they were for the tests after this one, whatever failed above.
+      assert.equal((await setup(['--undo'])).code, 0);
+    }
+    assert.deepEqual(snapshot(home), before0.home);
   });
 
   it('refuses to run, changing nothing, when the instance URL cannot be reached', async () => {

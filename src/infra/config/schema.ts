@@ -15,6 +15,11 @@ export interface Field<T> {
    * still read, with a deprecation warning naming the new ones.
    */
   readonly formerly?: string;
+  /**
+   * Variables other programs share (HTTPS_PROXY, NO_PROXY), read when no source sets the key: the
+   * DEVUTIL_ name, flags and the config file all win over them. An empty one counts as unset.
+   */
+  readonly fallbackEnv?: readonly string[];
   /** How the docs state a default computed on this machine ("one per core"), so they read the same everywhere. */
   readonly shownDefault?: string;
   /** Parses a string (env, flag) or a JSON/YAML value (config file). */
@@ -26,7 +31,14 @@ export interface Field<T> {
   format?(value: T): unknown;
 }
 
-type Opts = { doc: string; env?: string; secret?: boolean; formerly?: string; shownDefault?: string };
+type Opts = {
+  doc: string;
+  env?: string;
+  secret?: boolean;
+  formerly?: string;
+  fallbackEnv?: readonly string[];
+  shownDefault?: string;
+};
 
 const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });

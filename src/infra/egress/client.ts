@@ -1,11 +1,13 @@
 // The one outbound HTTP client: every request a utility makes to another host (proxy upstreams,
-// image upstream, avatar mirror, diagram sources, Bot API) goes through a dispatcher made here.
-// Each carries connect, header and body timeouts, an optional response size cap and, above all,
-// the connect-time address guard (docs/protocols/reverse-proxy.md §6): names must resolve to public unicast
-// addresses only, checked on the addresses actually dialled, so DNS rebinding, redirects and IP
-// literals that point inward are refused on every hop. The only way to reach loopback is a
-// `host=address:port` override (curl --resolve), which is how tests reach their fixture servers.
-// undici itself (some 100 modules) is loaded on the first outbound request, not at start-up.
+// image upstream, avatar mirror, diagram sources, Bot API, single sign-on) goes through a dispatcher
+// made here. Each carries connect, header and body timeouts, an optional response size cap, the
+// operator's outbound proxy (route.ts, tunnel.ts) and, above all, the connect-time address guard
+// (docs/protocols/reverse-proxy.md §6): names must resolve to public unicast addresses, or to ranges
+// the operator allows (egress.allowCidrs), checked on the addresses actually dialled, so DNS rebinding,
+// redirects and IP literals that point inward are refused on every hop. Through a proxy the guard
+// checks the target's own addresses (never the proxy's) before the tunnel is asked for. Loopback is
+// reached through a `host=address:port` override (curl --resolve), which is how tests reach their
+// fixture servers. undici itself (some 100 modules) is loaded on the first outbound request.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -13,15 +15,33 @@ import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Dispatcher } from 'undici';
 import { tracingActive } from '../observe/tracing.ts';
-import { isBlockedAddress, isLoopback, parseResolve } from './netguard.ts';
+import { type AddressPolicy, ALLOW_SETTING, addressPolicy, isLoopback, parseResolve } from './netguard.ts';
+import { routeFor } from './route.ts';
 import { tracedRequest } from './trace.ts';
+import { createTunnels } from './tunnel.ts';
 
-/** The target resolves (or is overridden) to an address outbound requests may not reach. */
+/**
+ * The target resolves (or is overridden) to an address outbound requests may not reach: a refusal
+ * by policy, which names the host, the address and the setting that would allow it.
+ */
 export class BlockedAddressError extends Error {
   readonly code = 'EGRESS_BLOCKED';
-  constructor(message: string) {
-    super(message);
+  /** The host the request was for, and the refused address ('' when the name had none). */
+  readonly host: string;
+  readonly address: string;
+  constructor(host: string, address: string, how: 'resolves' | 'overridden' | 'literal') {
+    const what =
+      how === 'literal'
+        ? `${address} is a non-public address`
+        : how === 'overridden'
+          ? `${host} is overridden to ${address}, a non-public address`
+          : address
+            ? `${host} resolves to ${address}, a non-public address`
+            : `${host} resolves to no address`;
+    super(address ? `${what}; ${ALLOW_SETTING} can allow its range` : what);
     this.name = 'BlockedAddressError';
+    this.host = host;
+    this.address = address;
   }
 }
 
@@ -51,10 +71,22 @@ export interface GuardedLookupOptions {
   /** Default: the process-wide setting (setDnsNegativeTtl). */
   negativeTtlMs?: number;
   now?: () => number;
+  /** Which addresses are refused (default: every non-public one). */
+  policy?: AddressPolicy;
 }
 
-/** A net.connect lookup that refuses names resolving to any non-public address (see above for its cache). */
+type ResolveAll = (
+  hostname: string,
+  family: number,
+  cb: (e: NodeJS.ErrnoException | null, a: LookupAddress[]) => void,
+) => void;
+
+/** A net.connect lookup that refuses names resolving to any refused address (see above for its cache). */
 export function createGuardedLookup(o: GuardedLookupOptions = {}): LookupFunction {
+  return guardWith(createResolver(o), o.policy ?? addressPolicy());
+}
+
+function createResolver(o: GuardedLookupOptions): ResolveAll {
   const now = o.now ?? Date.now;
   const failed = new Map<string, { until: number; err: NodeJS.ErrnoException }>();
   const inFlight = new Map<string, ((err: NodeJS.ErrnoException | null, addrs: LookupAddress[]) => void)[]>();
@@ -81,13 +113,17 @@ export function createGuardedLookup(o: GuardedLookupOptions = {}): LookupFunctio
       for (const w of waiters) w(err ? copyError(err) : null, err ? [] : addrs);
     });
   };
+  return resolveAll;
+}
+
+function guardWith(resolveAll: ResolveAll, policy: AddressPolicy): LookupFunction {
   return (hostname, options, cb) => {
     const family = typeof options.family === 'number' ? options.family : 0;
     resolveAll(hostname, family, (err, addrs) => {
       if (err) return cb(err, []);
-      const bad = addrs.find((a) => isBlockedAddress(a.address));
+      const bad = addrs.find((a) => policy.refuses(a.address));
       if (bad || addrs.length === 0)
-        return cb(new BlockedAddressError(`${hostname} resolves to a non-public address`), []);
+        return cb(new BlockedAddressError(hostname, bad?.address ?? '', 'resolves'), []);
       if (options.all) return cb(null, addrs);
       const a = addrs[0]!;
       cb(null, a.address, a.family);
@@ -106,8 +142,23 @@ function copyError(e: NodeJS.ErrnoException): NodeJS.ErrnoException {
   });
 }
 
-/** The process-wide guarded lookup every egress client uses. */
-export const guardedLookup: LookupFunction = createGuardedLookup();
+// One resolver for the process: its negative cache and shared lookups serve every egress client,
+// whatever ranges each one allows.
+const sharedResolver = createResolver({});
+
+/** The process-wide guarded lookup with the default policy (every non-public address refused). */
+export const guardedLookup: LookupFunction = guardWith(sharedResolver, addressPolicy());
+
+/**
+ * The egress settings every utility passes on unchanged (config section `egress`): the outbound
+ * proxy and what bypasses it, and the reserved or private ranges the operator allows.
+ */
+export interface EgressPolicy {
+  /** Outbound proxy URL for every upstream ('' = direct). */
+  readonly proxy: string;
+  readonly noProxy: readonly string[];
+  readonly allowCidrs: readonly string[];
+}
 
 export interface EgressOptions {
   /** `host=address:port` overrides (config `egress.resolve`, plus any the utility adds). */
@@ -126,11 +177,8 @@ export interface EgressOptions {
   /** Keep-alive connections per origin. */
   connections?: number;
   keepAliveTimeoutMs?: number;
-  /**
-   * An HTTP(S) proxy the operator configured: it dials the targets, so the address guard is its
-   * job (only the connection to the proxy itself is made here).
-   */
-  proxyUrl?: string;
+  /** The outbound proxy and the allowed ranges (config section `egress`); default: direct, none. */
+  policy?: EgressPolicy;
   /**
    * False only for this server's own endpoints on loopback (the relay's status port), never for a
    * target that comes from a request or from an upstream.
@@ -160,13 +208,13 @@ export function createEgress(o: EgressOptions): Egress {
   // whole root store per handshake (it dominated CPU under load).
   const ca = o.caFile ? [...rootCertificates, readFileSync(o.caFile, 'utf8')] : undefined;
   const tls = ca ? { secureContext: createSecureContext({ ca }) } : {};
-  let made: Promise<Dispatcher> | undefined;
+  let made: Promise<Built> | undefined;
   let closed = false;
   const dispatcher = () => (made ??= loadUndici().then((undici) => build(undici, o, tls)));
   return {
     async request(options) {
       if (closed && !made) throw new (await loadUndici()).errors.ClientClosedError();
-      const d = await dispatcher();
+      const { d } = await dispatcher();
       return tracingActive() ? tracedRequest(d, options) : d.request(options);
     },
     async close() {
@@ -176,11 +224,17 @@ export function createEgress(o: EgressOptions): Egress {
   };
 }
 
+interface Built {
+  d: Dispatcher;
+  close(): Promise<void>;
+}
+
 function build(
-  { Agent, buildConnector, ProxyAgent }: typeof import('undici'),
+  undici: typeof import('undici'),
   o: EgressOptions,
   tls: { secureContext?: SecureContext },
-): Dispatcher {
+): Built {
+  const { Agent, buildConnector } = undici;
   const timeout = o.timeoutMs ?? 10_000;
   const connectTimeout = o.connectTimeoutMs ?? timeout;
   const common = {
@@ -190,33 +244,61 @@ function build(
     bodyTimeout: o.bodyTimeoutMs ?? timeout,
     ...(o.maxResponseBytes ? { maxResponseSize: o.maxResponseBytes } : {}),
   };
-  if (o.proxyUrl) return new ProxyAgent({ uri: o.proxyUrl, ...common, connect: { timeout: connectTimeout } });
   const base = buildConnector({ timeout: connectTimeout, ...tls });
-  if (o.guard === false) return new Agent({ ...common, connect: base });
-  const lookup = o.lookup ? createGuardedLookup({ lookup: o.lookup }) : guardedLookup;
+  if (o.guard === false) {
+    const d = new Agent({ ...common, connect: base });
+    return { d, close: () => d.close() };
+  }
+  const policy = addressPolicy(o.policy?.allowCidrs);
+  const lookup = guardWith(o.lookup ? createResolver({ lookup: o.lookup }) : sharedResolver, policy);
   const guarded = buildConnector({ timeout: connectTimeout, lookup, ...tls });
   const resolve = parseResolve(o.resolve ?? []);
-  return new Agent({
+  const route = routeFor({ proxy: o.policy?.proxy ?? '', noProxy: o.policy?.noProxy ?? [] });
+  const tunnels = createTunnels(undici, { timeoutMs: connectTimeout, tls: base });
+  const agent = new Agent({
     ...common,
     connect(opts, cb) {
-      const ov = resolve.get(opts.hostname.toLowerCase());
-      if (ov) {
-        // An override may point at loopback (fixtures, a local mirror) but nowhere else non-public.
-        if (isBlockedAddress(ov.address) && !isLoopback(ov.address)) {
-          cb(new BlockedAddressError(`${opts.hostname} is overridden to a non-public address`), null);
-          return;
-        }
-        const servername = isIP(opts.hostname) ? {} : { servername: opts.hostname };
-        return base({ ...opts, hostname: ov.address, port: String(ov.port), ...servername }, cb);
-      }
-      // An IP literal is dialled without a lookup, so the guard checks it here.
-      if (isIP(opts.hostname) && isBlockedAddress(opts.hostname)) {
-        cb(new BlockedAddressError(`${opts.hostname} is a non-public address`), null);
+      const host = opts.hostname.toLowerCase();
+      const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
+      const ov = resolve.get(host);
+      const literal = isIP(host) ? host : '';
+      const address = ov?.address ?? literal;
+      // An override may point at loopback (fixtures, a local mirror); any other refused address is
+      // refused before a connection or a tunnel is made.
+      if (address && policy.refuses(address) && !(ov && isLoopback(ov.address))) {
+        cb(new BlockedAddressError(opts.hostname, address, ov ? 'overridden' : 'literal'), null);
         return;
       }
+      const servername = literal ? {} : { servername: opts.hostname };
+      // Loopback is this machine's own: never the proxy's to reach.
+      const proxy = ov && isLoopback(ov.address) ? null : route(host, port, address || undefined);
+      if (proxy) {
+        const tunnel = () =>
+          tunnels.connect(
+            proxy,
+            address || opts.hostname,
+            { ...opts, ...(ov ? { port: String(ov.port) } : {}), ...servername },
+            cb,
+          );
+        if (address) return tunnel();
+        // The target's own addresses, as this machine resolves them, must pass the guard; a name
+        // this machine cannot resolve at all is the proxy's to resolve (split DNS behind a proxy).
+        return lookup(opts.hostname, { all: true }, (err) => {
+          if (err instanceof BlockedAddressError) cb(err, null);
+          else tunnel();
+        });
+      }
+      if (ov) return base({ ...opts, hostname: ov.address, port: String(ov.port), ...servername }, cb);
       return guarded(opts, cb);
     },
   });
+  return {
+    d: agent,
+    async close() {
+      await agent.close();
+      await tunnels.close();
+    },
+  };
 }
 
 /**
@@ -230,8 +312,14 @@ export function undiciCode(err: unknown): string | undefined {
 
 /** True when `err` (or its cause) is the guard refusing a target. */
 export function isBlocked(err: unknown): boolean {
+  return refusal(err) !== null;
+}
+
+/** The guard's refusal behind `err` (itself or its cause), whose message names host, address and setting. */
+export function refusal(err: unknown): BlockedAddressError | null {
   const cause = (err as { cause?: unknown } | null)?.cause;
-  return err instanceof BlockedAddressError || cause instanceof BlockedAddressError;
+  if (err instanceof BlockedAddressError) return err;
+  return cause instanceof BlockedAddressError ? cause : null;
 }
 
 /**

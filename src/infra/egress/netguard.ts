@@ -1,6 +1,7 @@
-// Which addresses outbound requests may reach (docs/protocols/reverse-proxy.md §6: public unicast only),
-// and the `host=address:port` overrides that are the one way to loopback. Kept free of undici so the config
-// schema can validate overrides without loading the HTTP client; infra/egress/client.ts applies both.
+// Which addresses outbound requests may reach (docs/protocols/reverse-proxy.md §6: public unicast only,
+// plus the ranges the operator allows: docs/operations.md, "Restrictive networks"), and the `host=address:port`
+// overrides. Kept free of undici so the config schema can validate both without loading the HTTP client;
+// infra/egress/client.ts applies them.
 import { BlockList, isIP, isIPv4 } from 'node:net';
 
 // Two lists: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 subnets too.
@@ -58,6 +59,55 @@ export function isBlockedAddress(addr: string): boolean {
   const v4 = embeddedV4(addr);
   if (v4) return true; // every mapped/NAT64 form is refused: the embedded address is checked too
   return blocked6.check(addr, 'ipv6');
+}
+
+/** The config setting that allows reserved or private ranges, as refusals name it. */
+export const ALLOW_SETTING = 'DEVUTIL_EGRESS_ALLOW_CIDRS';
+
+/** Which addresses one outbound client refuses: the reserved and private ranges above, less those allowed. */
+export interface AddressPolicy {
+  refuses(addr: string): boolean;
+}
+
+/**
+ * The policy with the operator's allowed ranges (`10.0.0.0/8`, `64:ff9b::/96`, a bare address).
+ * An allowed NAT64 or IPv4-mapped address is still refused when the IPv4 address it carries is
+ * reserved and not allowed itself: allowing 64:ff9b::/96 must not open 64:ff9b::7f00:1 (127.0.0.1
+ * through the translator) or the cloud metadata address.
+ */
+export function addressPolicy(allowCidrs: readonly string[] = []): AddressPolicy {
+  if (allowCidrs.length === 0) return { refuses: isBlockedAddress };
+  const allow4 = new BlockList();
+  const allow6 = new BlockList();
+  for (const c of allowCidrs) {
+    const [addr = '', bits] = c.split('/');
+    const v4 = isIPv4(addr);
+    const list = v4 ? allow4 : allow6;
+    if (bits === undefined) list.addAddress(addr, v4 ? 'ipv4' : 'ipv6');
+    else list.addSubnet(addr, Number(bits), v4 ? 'ipv4' : 'ipv6');
+  }
+  const allowed4 = (a: string) => allow4.check(a, 'ipv4');
+  return {
+    refuses(addr) {
+      if (!isBlockedAddress(addr)) return false;
+      if (isIPv4(addr)) return !allowed4(addr);
+      const v4 = embeddedV4(addr);
+      if (v4 === null) return !allow6.check(addr, 'ipv6');
+      // A mapped form is the IPv4 host itself; a NAT64 one needs its prefix allowed as well.
+      const inner = !isBlockedAddress(v4) || allowed4(v4);
+      return /^::ffff:/i.test(addr) ? !allowed4(v4) : !(allow6.check(addr, 'ipv6') && inner);
+    },
+  };
+}
+
+/** Config item check for an allowed range: an IP address or a CIDR. */
+export function cidrItem(s: string): string | null {
+  const [addr, bits, ...rest] = s.split('/');
+  const v = isIP(addr ?? '');
+  if (!v || rest.length) return 'expected an IP address or a CIDR such as 10.0.0.0/8 or 64:ff9b::/96';
+  if (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)))
+    return 'bad prefix length';
+  return null;
 }
 
 export function isLoopback(addr: string): boolean {

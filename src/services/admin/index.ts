@@ -183,7 +183,12 @@ async function singleSignOn(
   // The __Host- prefix pins the cookie to this host and path / (browsers require Secure with it).
   const SESSION = https ? '__Host-devutil-admin' : 'devutil-admin';
   const LOGIN = https ? '__Secure-devutil-admin-login' : 'devutil-admin-login';
-  const http = createEgress({ resolve: ctx.config.egress.resolve, timeoutMs: 10_000, connections: 4 });
+  const http = createEgress({
+    resolve: ctx.config.egress.resolve,
+    policy: ctx.config.egress,
+    timeoutMs: 10_000,
+    connections: 4,
+  });
   app.addHook('onClose', () => http.close());
   const login = new OidcLogin(
     {

@@ -80,6 +80,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     errorTtlSec: cfg.errorTtlSec,
     logger: log,
     userAgent: `devutil-avatar/${ctx.version}`,
+    policy: ctx.config.egress,
     onResult: (result: string) => upstream.inc({ result }),
   };
   const mirror =

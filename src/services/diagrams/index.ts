@@ -24,6 +24,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // URL includes are fetched here, not by the JVM: through the address guard, with validators.
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
+    policy: ctx.config.egress,
     timeoutMs: cfg.includeTimeoutMs,
     connections: 8,
   });

@@ -82,6 +82,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           disk: svc.cache,
           userAgent: `devutil/${ctx.version}`,
           resolve: ctx.config.egress.resolve,
+          policy: ctx.config.egress,
         }),
       );
     } else if (name === 'generator') {

@@ -20,6 +20,7 @@ const ip: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // Asked the way the proxy asks: the same host overrides and extra CAs, behind the egress guard.
   const http = createEgress({
     resolve: [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
+    policy: ctx.config.egress,
     caFile: ctx.config.proxy.upstreamCa,
     timeoutMs: cfg.reachTimeoutMs,
     connections: 2,

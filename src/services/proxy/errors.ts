@@ -1,6 +1,7 @@
-// Maps upstream failures to a truthful status and a one-line reason (no addresses, no stacks).
-
-import { isBlocked, undiciCode } from '../../infra/egress/client.ts';
+// Maps upstream failures to a truthful status and a one-line reason (no stacks; addresses only in a
+// refusal by the address guard, which must tell the operator what to allow).
+import { refusal, undiciCode } from '../../infra/egress/client.ts';
+import { EgressProxyError } from '../../infra/egress/tunnel.ts';
 import { AppError } from '../../infra/http/errors.ts';
 import { ProxyError } from './forward.ts';
 import { TargetError } from './target.ts';
@@ -23,7 +24,12 @@ export function classify(err: unknown): Failure {
   // An ecosystem's own verdict on an upstream answer (a digest mismatch, a refused realm).
   if (err instanceof AppError) return { status: err.status, message: err.message };
   const cause = (err as { cause?: unknown })?.cause;
-  if (isBlocked(err)) return { status: 502, message: 'upstream address is not allowed' };
+  // A refusal by policy: 403, which clients do not retry (npm retried a 502 for 70 s), naming the
+  // host, the address and the setting that would allow it.
+  const refused = refusal(err);
+  if (refused) return { status: 403, message: `upstream address is not allowed: ${refused.message}` };
+  const viaProxy = err instanceof EgressProxyError ? err : cause instanceof EgressProxyError ? cause : null;
+  if (viaProxy) return { status: 502, message: viaProxy.message };
   if (cause instanceof ProxyError) return { status: cause.status, message: cause.message };
   const und = undiciCode(err);
   if (und === 'UND_ERR_HEADERS_TIMEOUT' || und === 'UND_ERR_CONNECT_TIMEOUT')

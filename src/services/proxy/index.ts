@@ -39,6 +39,7 @@ async function serveProxy(
   // No redirects, no decompression (undici's request does neither): the proxy relays bytes as sent.
   const agent = createEgress({
     resolve: [...ctx.config.egress.resolve, ...cfg.resolve],
+    policy: ctx.config.egress,
     caFile: cfg.upstreamCa,
     connectTimeoutMs: cfg.connectTimeoutMs,
     headersTimeoutMs: cfg.headersTimeoutMs,

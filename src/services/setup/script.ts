@@ -7,6 +7,7 @@ import type { PublicUrls } from '../../context.ts';
 import { aptUri, gitInsteadOf, hostPathClients, pipIndexUrl, proxyPrefix } from '../proxy/clients.ts';
 import type { EcosystemDef } from '../proxy/ecosystems/define.ts';
 import { advertisedRelay } from '../relay/page.ts';
+import { APT_PROBES, PROBES } from './probes.ts';
 
 /** The tools setup.sh knows, in the order it lists them. */
 export const TOOLS = ['git', 'pip', 'apt', 'npm', 'go', 'docker', 'hf', 'relay'] as const;
@@ -34,6 +35,13 @@ export interface ScriptValues {
   /** Debian host -> its URL through the proxy. */
   apt: [string, string][];
   dockerInsecure: string;
+  /** Per tool served: `METHOD URL [Header: value]`, the file fetched through devutil before the tool is changed. */
+  probes: Partial<Record<Tool, string>>;
+}
+
+/** A probe as setup.sh reads it: `METHOD URL [Header: value]` (URLs hold no spaces). */
+function probeLine(url: string, o: { head?: boolean; header?: string }): string {
+  return [o.head ? 'HEAD' : 'GET', url, ...(o.header ? [o.header] : [])].join(' ');
 }
 
 export function scriptValues(p: ScriptInput): ScriptValues {
@@ -61,6 +69,14 @@ export function scriptValues(p: ScriptInput): ScriptValues {
     if (tools.docker?.startsWith('http:')) dockerInsecure = new URL(tools.docker).host;
   }
   if (p.relay) tools.relay = advertisedRelay(p).uri;
+  const probes: Partial<Record<Tool, string>> = {};
+  for (const [tool, probe] of Object.entries(PROBES) as [
+    keyof typeof PROBES,
+    (typeof PROBES)[keyof typeof PROBES],
+  ][])
+    if (tools[tool] !== undefined) probes[tool] = probeLine(`${tools[tool]}${probe.below}`, probe);
+  const aptFirst = apt.find(([h]) => APT_PROBES[h] !== undefined);
+  if (aptFirst) probes.apt = probeLine(`${aptFirst[1]}${APT_PROBES[aptFirst[0]]}`, {});
   return {
     base: p.urls.base,
     checks: [...new Set(checks)],
@@ -69,6 +85,7 @@ export function scriptValues(p: ScriptInput): ScriptValues {
     pipTrustedHost,
     apt,
     dockerInsecure,
+    probes,
   };
 }
 
@@ -92,6 +109,10 @@ function settings(v: ScriptValues): string {
     ['DOCKER_MIRROR', t('docker')],
     ['DOCKER_INSECURE', v.dockerInsecure],
     ['RELAY_URI', t('relay')],
+    ...TOOLS.filter((k) => k !== 'relay').map((k): [string, string] => [
+      `${k.toUpperCase()}_PROBE`,
+      v.probes[k] ?? '',
+    ]),
   ];
   return `# This instance (filled in by devutil when it served this script).\n${lines.map(([k, x]) => `${k}=${q(x)}`).join('\n')}`;
 }

@@ -6,6 +6,9 @@
 #
 #   curl -fsSL <instance>/setup.sh | sh -s -- [--dry-run] TOOL...   (git pip apt npm go docker hf relay, or all)
 #   curl -fsSL <instance>/setup.sh | sh -s -- --undo                (the files of the last run, as they were)
+#
+# Before it changes a tool it fetches one real file of that tool's upstream through devutil (the
+# *_PROBE settings): a tool whose upstream devutil cannot reach is left as it was, and said so.
 set -u
 
 # @SETTINGS@
@@ -267,6 +270,64 @@ fill_secret() {
   NPM_URL=$(printf '%s' "$NPM_URL" | sed "s|<SECRET>|$fs_s|g")
   GO_URL=$(printf '%s' "$GO_URL" | sed "s|<SECRET>|$fs_s|g")
   HF_URL=$(printf '%s' "$HF_URL" | sed "s|<SECRET>|$fs_s|g")
+  GIT_PROBE=$(printf '%s' "$GIT_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  PIP_PROBE=$(printf '%s' "$PIP_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  APT_PROBE=$(printf '%s' "$APT_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  NPM_PROBE=$(printf '%s' "$NPM_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  GO_PROBE=$(printf '%s' "$GO_PROBE" | sed "s|<SECRET>|$fs_s|g")
+  HF_PROBE=$(printf '%s' "$HF_PROBE" | sed "s|<SECRET>|$fs_s|g")
+}
+
+# --- each tool's way out -------------------------------------------------------------------------
+
+# probe TOOL 'METHOD URL [Header: value]' [Header: value]: fetches one real file of TOOL's upstream
+# through devutil. devutil answering (check_reach) is not enough: a network may let it answer and
+# still keep it from the upstream, and a tool pointed at it would then fail until --undo. On
+# failure it says which tool is skipped and why, adds it to SKIPPED and returns 1.
+SKIPPED=''
+probe() {
+  pb_tool=$1
+  pb_line=$2
+  pb_more=${3:-}
+  [ -n "$pb_line" ] || return 0
+  pb_method=${pb_line%% *}
+  pb_rest=${pb_line#* }
+  pb_url=${pb_rest%% *}
+  pb_hdr=''
+  [ "$pb_rest" = "$pb_url" ] || pb_hdr=${pb_rest#* }
+  : >"$WORK/probe"
+  : >"$WORK/probe.err"
+  if command -v curl >/dev/null 2>&1; then
+    set -- -sS --max-time 60 -o "$WORK/probe" -w '%{http_code}'
+    [ "$pb_method" != HEAD ] || set -- "$@" -I
+    [ -z "$pb_hdr" ] || set -- "$@" -H "$pb_hdr"
+    [ -z "$pb_more" ] || set -- "$@" -H "$pb_more"
+    pb_code=$(curl "$@" "$pb_url" 2>"$WORK/probe.err") || pb_code=000
+  else
+    set -- -q -S -T 60 -O "$WORK/probe"
+    [ "$pb_method" != HEAD ] || set -- "$@" --spider
+    [ -z "$pb_hdr" ] || set -- "$@" --header="$pb_hdr"
+    [ -z "$pb_more" ] || set -- "$@" --header="$pb_more"
+    wget "$@" "$pb_url" 2>"$WORK/probe.err"
+    pb_code=$(sed -n 's/^ *HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' "$WORK/probe.err" | tail -n 1)
+  fi
+  case $pb_code in 2??) return 0 ;; esac
+  if [ -z "$pb_code" ] || [ "$pb_code" = 000 ]; then
+    pb_why=$(head -n 1 "$WORK/probe.err")
+  else
+    # devutil's own reason: the message of an error envelope, or the first line of a text one.
+    pb_why=''
+    if [ "$pb_method" != HEAD ]; then
+      pb_first=$(head -n 1 "$WORK/probe" | cut -c 1-400)
+      pb_why=$(printf '%s\n' "$pb_first" | sed -n -e 's/.*"error" *: *"\([^"]*\)".*/\1/p' -e 's/.*"message" *: *"\([^"]*\)".*/\1/p' -e 's/.*"msg" *: *"\([^"]*\)".*/\1/p' | head -n 1)
+      [ -n "$pb_why" ] || pb_why=$pb_first
+    fi
+    pb_why="HTTP $pb_code${pb_why:+: $pb_why}"
+  fi
+  pb_shown=$(printf '%s' "$pb_url" | sed 's|/t/[^/]*/|/t/<SECRET>/|')
+  note "$pb_tool: skipped, nothing changed: devutil could not fetch $pb_shown ($pb_why)"
+  SKIPPED="$SKIPPED $pb_tool"
+  return 1
 }
 
 # --- the tools ---------------------------------------------------------------------------------
@@ -287,6 +348,7 @@ do_git() {
     note "git: not installed; skipped"
     return 0
   }
+  probe git "$GIT_PROBE" || return 0
   if [ -n "${GIT_CONFIG_GLOBAL:-}" ]; then
     stage "$GIT_CONFIG_GLOBAL"
   elif [ ! -f "$HOME/.gitconfig" ] && [ -f "${XDG_CONFIG_HOME:-$HOME/.config}/git/config" ]; then
@@ -313,6 +375,7 @@ do_git() {
 }
 
 do_pip() {
+  probe pip "$PIP_PROBE" || return 0
   if [ -n "${PIP_CONFIG_FILE:-}" ] && [ "$PIP_CONFIG_FILE" != /dev/null ]; then
     stage "$PIP_CONFIG_FILE"
   else
@@ -367,6 +430,7 @@ set_line() {
 }
 
 do_npm() {
+  probe npm "$NPM_PROBE" || return 0
   stage "${NPM_CONFIG_USERCONFIG:-${npm_config_userconfig:-$HOME/.npmrc}}"
   set_line registry "registry=$NPM_URL"
   commit npm
@@ -377,6 +441,7 @@ do_go() {
     note "go: not installed; skipped (for one shell: export GOPROXY=$GO_URL)"
     return 0
   }
+  probe go "$GO_PROBE" || return 0
   # In the temporary directory: a go.mod where this runs must not make go fetch a toolchain.
   go_file=$(cd "$WORK" && GOTOOLCHAIN=local go env GOENV 2>/dev/null)
   if [ -z "$go_file" ] || [ "$go_file" = off ]; then
@@ -391,6 +456,7 @@ do_go() {
 }
 
 do_hf() {
+  probe hf "$HF_PROBE" || return 0
   stage "$HOME/.profile"
   # One marked block: replaced where it is, appended when missing.
   B=$MARK_BEGIN E=$MARK_END V="export HF_ENDPOINT='$HF_URL'" awk '
@@ -429,6 +495,18 @@ do_docker() {
     note "docker: there is no $ROOT/etc/docker (is Docker installed?); skipped"
     return 0
   }
+  # A private mirror answers only with a token of its own, got with the proxy's secret.
+  d_auth=''
+  if [ "$DEVUTIL_PRIVATE" = 1 ]; then
+    if command -v curl >/dev/null 2>&1; then
+      d_json=$(curl -fsS --max-time 30 -u "any:$DEVUTIL_PROXY_SECRET" "$DOCKER_MIRROR/v2/token" 2>/dev/null)
+    else
+      d_json=$(wget -q -T 30 --user=any --password="$DEVUTIL_PROXY_SECRET" -O - "$DOCKER_MIRROR/v2/token" 2>/dev/null)
+    fi
+    d_tok=$(printf '%s\n' "$d_json" | sed -n 's/.*"token" *: *"\([^"]*\)".*/\1/p')
+    [ -z "$d_tok" ] || d_auth="Authorization: Bearer $d_tok"
+  fi
+  probe docker "$DOCKER_PROBE" "$d_auth" || return 0
   writable "$d_file" || {
     docker_manual "$d_file is not writable by you"
     return 0
@@ -461,6 +539,7 @@ EOF
 }
 
 do_apt() {
+  probe apt "$APT_PROBE" || return 0
   a_changed=0
   a_set=0
   a_denied=''
@@ -546,4 +625,8 @@ for t in $WANT; do
 done
 if [ -n "$STAMP" ]; then
   say "done: $COUNT file(s) changed; to undo: curl -fsSL $DEVUTIL_URL/setup.sh | sh -s -- --undo"
+fi
+if [ -n "$SKIPPED" ]; then
+  note "not set up:$SKIPPED (devutil could not fetch from their upstreams; see above)"
+  exit 1
 fi

@@ -7,7 +7,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { run } from '../../../test/fixtures/proxy/run.ts';
-import { buildTestServer, type Overrides, startTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { startWorld } from '../../../test/fixtures/proxy/world.ts';
+import { buildTestServer, type Overrides, tempDir } from '../../../test/helpers/server.ts';
 import { hasTool, missing, toolSkip } from '../../../test/helpers/tools.ts';
 
 const SECRET = 'setup-secret-1234';
@@ -55,7 +56,7 @@ const VARIANTS: [string, Overrides][] = [
   ['no proxy', { proxy: { enabled: false } }],
 ];
 
-describe('setup.sh as served', { timeout: 120_000 }, () => {
+describe('setup.sh as served', { timeout: 360_000 }, () => {
   for (const [name, overrides] of VARIANTS)
     it(`passes shellcheck (POSIX sh) and dash -n: ${name}`, { skip: toolSkip('shellcheck') }, async () => {
       const r = await served(overrides);
@@ -111,6 +112,20 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
     assert.equal(setting(s, 'DOCKER_MIRROR'), 'https://proxy.example.com');
     assert.equal(setting(s, 'DOCKER_INSECURE'), '');
     assert.match(setting(s, 'RELAY_URI'), /^relay:\/\/dev\.example\.com:22067\/\?id=/);
+    // The file each tool's way out is checked with, through the URL that tool is given.
+    assert.equal(
+      setting(s, 'GIT_PROBE'),
+      'GET https://proxy.example.com/https://github.com/git/git.git/info/refs?service=git-upload-pack Git-Protocol: version=2',
+    );
+    assert.equal(setting(s, 'PIP_PROBE'), 'GET https://proxy.example.com/pypi.org/simple/pip/');
+    assert.equal(setting(s, 'APT_PROBE'), 'GET https://proxy.example.com/deb.debian.org/debian/README');
+    assert.equal(setting(s, 'NPM_PROBE'), 'GET https://proxy.example.com/npm/-/ping');
+    assert.equal(setting(s, 'GO_PROBE'), 'GET https://proxy.example.com/go/rsc.io/quote/@v/list');
+    assert.equal(setting(s, 'HF_PROBE'), 'GET https://proxy.example.com/hf/api/models/openai-community/gpt2');
+    assert.match(
+      setting(s, 'DOCKER_PROBE'),
+      /^HEAD https:\/\/proxy\.example\.com\/v2\/library\/hello-world\/manifests\/latest Accept: /,
+    );
     // Over plain http, pip needs the host trusted and Docker the registry marked insecure.
     const plain = (
       await served({ server: { publicUrl: 'http://10.0.0.5:8080' }, proxy: { ecosystems: ['oci'] } })
@@ -125,6 +140,7 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
     assert.ok(!s.includes(SECRET));
     assert.equal(setting(s, 'DEVUTIL_PRIVATE'), '1');
     assert.match(setting(s, 'NPM_URL'), /\/proxy\/t\/<SECRET>\/npm\/$/);
+    assert.match(setting(s, 'NPM_PROBE'), /\/proxy\/t\/<SECRET>\/npm\/-\/ping$/);
   });
 
   const HOSTILE: [string, string[], Record<string, string>, number, RegExp][] = [
@@ -156,7 +172,9 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
   it('fills in the secret from the environment; --dry-run changes nothing', {
     skip: toolSkip('dash', ['-c', ':']),
   }, async () => {
-    const srv = await startTestServer({ overrides: { proxy: { secret: SECRET, ecosystems: ['npm'] } } });
+    // The fake internet serves the files the script checks each tool with, through devutil.
+    const w = await startWorld({ git: false, overrides: { proxy: { secret: SECRET, ecosystems: ['npm'] } } });
+    const srv = w.proxy;
     try {
       const script = (await (await fetch(`${srv.url}/setup.sh`)).text()) as string;
       const home = tempDir('devutil-setup-private-');
@@ -171,15 +189,17 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
       assert.match(r.stdout, new RegExp(`\\+registry=${srv.url}/proxy/t/${SECRET}/npm/`));
       assert.ok(r.stdout.includes(`${srv.url}/proxy/t/${SECRET}/https://github.com/`));
       assert.deepEqual(readdirSync(home), []);
+      assert.ok(w.net.seen.some((x) => x.host === 'registry.npmjs.org' && x.url === '/-/ping'));
     } finally {
-      await srv.close();
+      await w.close();
     }
   });
 
   it('keeps the rest of an existing pip.conf; --undo --dry-run changes nothing; an edit made since is kept aside', {
     skip: toolSkip('dash', ['-c', ':']),
   }, async () => {
-    const srv = await startTestServer({ overrides: { proxy: { ecosystems: ['npm', 'hf'] } } });
+    const w = await startWorld({ git: false, overrides: { proxy: { ecosystems: ['npm', 'hf'] } } });
+    const srv = w.proxy;
     try {
       const script = await (await fetch(`${srv.url}/setup.sh`)).text();
       const home = tempDir('devutil-setup-pip-');
@@ -219,7 +239,7 @@ describe('setup.sh as served', { timeout: 120_000 }, () => {
       assert.match(kept[0] ?? '', /^changed-after-setup-.*-\.npmrc$/);
       assert.equal(readFileSync(join(home, '.config/devutil', kept[0] ?? ''), 'utf8'), edited);
     } finally {
-      await srv.close();
+      await w.close();
     }
   });
 

@@ -18,7 +18,6 @@ describe('Bot API client', () => {
     const c = new BotApiClient({
       apiBase: fake.apiBase,
       resolve: [fake.resolve],
-      proxyUrl: '',
       // Far above what a call takes on a busy machine; the timeout cases set short ones and an
       // upstream that never answers.
       connectTimeoutMs: 30_000,
@@ -117,8 +116,11 @@ describe('Bot API client', () => {
     }
   });
 
+  // The fake listens on a loopback literal: the address guard lets it through the proxy only when allowed.
+  const via = (proxyUrl: string) => ({ proxy: proxyUrl, noProxy: [], allowCidrs: ['127.0.0.1'] });
+
   it('goes through the configured outbound proxy (CONNECT tunnel), which never sees the key', async () => {
-    const r = await client({ apiBase: fake.url, proxyUrl: proxy.url }).call(BOT.token, 'sendMessage', {
+    const r = await client({ apiBase: fake.url, policy: via(proxy.url) }).call(BOT.token, 'sendMessage', {
       chat_id: CHATS.user!.id,
       text: 'via proxy',
     });
@@ -131,9 +133,13 @@ describe('Bot API client', () => {
     const u = new URL(authProxy.url);
     u.username = 'ops';
     u.password = 's3cret';
-    const ok = await client({ apiBase: fake.url, proxyUrl: u.toString() }).call(BOT.token, 'getMe', {});
+    const ok = await client({ apiBase: fake.url, policy: via(u.toString()) }).call(BOT.token, 'getMe', {});
     assert.equal(ok.kind, 'ok');
-    const denied = await client({ apiBase: fake.url, proxyUrl: authProxy.url }).call(BOT.token, 'getMe', {});
+    const denied = await client({ apiBase: fake.url, policy: via(authProxy.url) }).call(
+      BOT.token,
+      'getMe',
+      {},
+    );
     assert.equal(denied.kind, 'network');
     assert.equal(JSON.stringify(denied).includes(BOT.token.split(':')[1]!), false);
   });

@@ -1,16 +1,18 @@
 // Outbound Bot API calls through the egress client (keep-alive pool, connect and response timeouts, the
-// address guard, optional HTTP(S) proxy). The bot key is in the URL path
+// address guard, the operator's outbound proxy: egress.proxy). The bot key is in the URL path
 // (docs/protocols/telegram-bot-api.md §1), so nothing that leaves this file carries the URL or an
 // unscrubbed error message.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
-import { createEgress, type Egress } from '../../infra/egress/client.ts';
+import { createEgress, type Egress, type EgressPolicy } from '../../infra/egress/client.ts';
+import { proxyHost, routeFor } from '../../infra/egress/route.ts';
 import { scrubKey } from './key.ts';
 
 export interface BotApiOptions {
   apiBase: string;
-  proxyUrl: string;
+  /** The outbound proxy and allowed ranges (config section egress); default: direct. */
+  policy?: EgressPolicy;
   connectTimeoutMs: number;
   timeoutMs: number;
   connections: number;
@@ -58,7 +60,7 @@ export interface ApiCall {
 /** Where calls go, for messages that tell an operator what to fix (never the key). */
 export interface Upstream {
   host: string;
-  /** host:port of DEVUTIL_TELEGRAM_PROXY_URL, without credentials; '' when direct. */
+  /** host:port of the outbound proxy (DEVUTIL_EGRESS_PROXY), without credentials; '' when direct. */
   proxy: string;
 }
 
@@ -77,14 +79,16 @@ export class BotApiClient {
     const base = new URL(opts.apiBase);
     this.origin = base.origin;
     this.prefix = base.pathname.replace(/\/+$/, '');
-    this.upstream = { host: base.host, proxy: opts.proxyUrl ? new URL(opts.proxyUrl).host : '' };
+    const port = Number(base.port) || (base.protocol === 'https:' ? 443 : 80);
+    const proxy = opts.policy ? routeFor(opts.policy)(base.hostname, port) : null;
+    this.upstream = { host: base.host, proxy: proxy ? proxyHost(proxy) : '' };
     this.dispatcher = createEgress({
       connectTimeoutMs: opts.connectTimeoutMs,
       headersTimeoutMs: opts.timeoutMs,
       bodyTimeoutMs: opts.timeoutMs,
       keepAliveTimeoutMs: 30_000,
       connections: opts.connections,
-      ...(opts.proxyUrl ? { proxyUrl: opts.proxyUrl } : {}),
+      ...(opts.policy ? { policy: opts.policy } : {}),
       ...(opts.resolve ? { resolve: opts.resolve } : {}),
       ...(opts.caFile ? { caFile: opts.caFile } : {}),
     });

@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../config.ts';
 
 describe('telegram config', () => {
-  it('reads DEVUTIL_TELEGRAM_* variables, including the upstream base and an outbound proxy', () => {
-    const { config } = loadConfig({
+  it('reads DEVUTIL_TELEGRAM_* variables, including the upstream base and the former proxy setting', () => {
+    const { config, warnings } = loadConfig({
       env: {
         DEVUTIL_TELEGRAM_API_BASE: 'http://127.0.0.1:8081/',
         DEVUTIL_TELEGRAM_PROXY_URL: 'http://ops:pw@127.0.0.1:3128',
@@ -18,7 +18,11 @@ describe('telegram config', () => {
     });
     const t = config.telegram;
     assert.equal(t.apiBase, 'http://127.0.0.1:8081');
-    assert.equal(t.proxyUrl, 'http://ops:pw@127.0.0.1:3128');
+    // The relay's own proxy became the one for every upstream: the old name still sets it.
+    assert.equal(config.egress.proxy, 'http://ops:pw@127.0.0.1:3128');
+    assert.ok(
+      warnings.includes('DEVUTIL_TELEGRAM_PROXY_URL is deprecated: use DEVUTIL_EGRESS_PROXY instead'),
+    );
     assert.deepEqual(t.chatRate, { limit: 1, windowMs: 1000 });
     assert.equal(t.keyRateLimit.limit, 0);
     assert.equal(t.timeoutMs, 2500);
@@ -29,7 +33,7 @@ describe('telegram config', () => {
   it('defaults to api.telegram.org, direct, and Telegram-like pacing', () => {
     const t = loadConfig({ env: {} }).config.telegram;
     assert.equal(t.apiBase, 'https://api.telegram.org');
-    assert.equal(t.proxyUrl, '');
+    assert.equal(loadConfig({ env: {} }).config.egress.proxy, '');
     assert.deepEqual(t.botRate, { limit: 30, windowMs: 1000 });
     assert.deepEqual(t.chatRate, { limit: 5, windowMs: 5000 });
   });

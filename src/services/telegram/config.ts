@@ -1,4 +1,4 @@
-// Message-bot relay section: upstream, outbound timeouts/proxy, payload caps and the budgets
+// Message-bot relay section: upstream, outbound timeouts (its proxy is egress.proxy), payload caps and the budgets
 // (our callers per IP and per bot key, plus Telegram's own pacing per bot and per chat), the
 // Bot API base URL (its own host, uploads, downloads, long polls) and recipient tokens.
 import { bool, bytes, duration, int, list, rate, str, url } from '../../infra/config/schema.ts';
@@ -18,11 +18,6 @@ export const telegramSection = {
   }),
   apiBase: url('https://api.telegram.org', {
     doc: 'Telegram Bot API base URL (or a self-hosted telegram-bot-api server)',
-  }),
-  proxyUrl: url('', {
-    optional: true,
-    secret: true,
-    doc: 'outbound HTTP(S) proxy for reaching the Bot API, e.g. http://user:pass@proxy:3128 (empty = direct)',
   }),
   connectTimeoutMs: duration(5_000, {
     unit: 'ms',

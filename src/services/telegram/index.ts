@@ -31,7 +31,7 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount(MOUNT, BOT_API_ENVELOPE);
   const upstream = {
     apiBase: cfg.apiBase,
-    proxyUrl: cfg.proxyUrl,
+    policy: ctx.config.egress,
     connectTimeoutMs: cfg.connectTimeoutMs,
     maxResponseBytes: cfg.maxResponseBytes,
     resolve: ctx.config.egress.resolve,

@@ -27,8 +27,8 @@ export function resultLabel(r: CallResult): string {
  */
 export function via(u: Upstream): string {
   return u.proxy
-    ? `${u.host} through the proxy ${u.proxy} (DEVUTIL_TELEGRAM_PROXY_URL)`
-    : `${u.host}; if this server reaches Telegram only through a proxy, set DEVUTIL_TELEGRAM_PROXY_URL`;
+    ? `${u.host} through the proxy ${u.proxy} (DEVUTIL_EGRESS_PROXY)`
+    : `${u.host}; if this server reaches Telegram only through a proxy, set DEVUTIL_EGRESS_PROXY`;
 }
 
 export function toAppError(

@@ -295,12 +295,12 @@ describe('telegram relay', () => {
     assert.match(dead.json().msg, /could not reach telegram \(.*ECONNREFUSED/);
   });
 
-  it('names the host and DEVUTIL_TELEGRAM_PROXY_URL when Telegram is unreachable', async () => {
+  it('names the host and DEVUTIL_EGRESS_PROXY when Telegram is unreachable', async () => {
     const dead = await post({ apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'x' }, {}, deadUpstream);
     assert.equal(dead.statusCode, 502);
     assert.match(
       dead.json().msg,
-      /^could not reach telegram \(\S+\) at dead\.telegram\.test; if this server reaches Telegram only through a proxy, set DEVUTIL_TELEGRAM_PROXY_URL$/,
+      /^could not reach telegram \(\S+\) at dead\.telegram\.test; if this server reaches Telegram only through a proxy, set DEVUTIL_EGRESS_PROXY$/,
     );
     // Through a proxy that refuses connections: the message names the proxy (never its credentials).
     const closed = CLOSED_PORT;
@@ -308,7 +308,8 @@ describe('telegram relay', () => {
       logs,
       overrides: {
         ...OTHERS_OFF,
-        telegram: { ...BUDGETS_OFF, proxyUrl: `http://ops:pa55word@127.0.0.1:${closed}` },
+        egress: { proxy: `http://ops:pa55word@127.0.0.1:${closed}` },
+        telegram: BUDGETS_OFF,
       },
     });
     try {
@@ -317,7 +318,7 @@ describe('telegram relay', () => {
       assert.match(
         r.json().msg,
         new RegExp(
-          `at api\\.telegram\\.org through the proxy 127\\.0\\.0\\.1:${closed} \\(DEVUTIL_TELEGRAM_PROXY_URL\\)`,
+          `at api\\.telegram\\.org through the proxy 127\\.0\\.0\\.1:${closed} \\(DEVUTIL_EGRESS_PROXY\\)`,
         ),
       );
       assert.equal(r.body.includes('pa55word'), false);

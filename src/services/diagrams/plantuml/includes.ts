@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ByteLru } from '../../../infra/cache/lru.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../../infra/egress/capped-body.ts';
-import { type Egress, isBlocked } from '../../../infra/egress/client.ts';
+import { type Egress, refusal } from '../../../infra/egress/client.ts';
 import { conditionalGet, type StoredValidators, validatorsOf } from '../../../infra/egress/revalidate.ts';
 import type { IncludeRecord } from './protocol.ts';
 import type { FetchAnswer } from './worker.ts';
@@ -120,8 +120,9 @@ export class IncludeFetcher {
       return this.keep(href, { status: 200, type, body, hash }, res.headers);
     } catch (err) {
       const host = u.host;
-      if (isBlocked(err)) {
-        this.o.log.warn({ host }, 'plantuml include refused: the host has a non-public address');
+      const byPolicy = refusal(err);
+      if (byPolicy) {
+        this.o.log.warn({ host, reason: byPolicy.message }, 'plantuml include refused: a non-public address');
         return refused;
       }
       if (err instanceof BodyTooLarge) {

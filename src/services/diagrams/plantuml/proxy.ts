@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { BodyTooLarge, discard, readCapped } from '../../../infra/egress/capped-body.ts';
-import { createEgress, isBlocked, undiciCode } from '../../../infra/egress/client.ts';
+import { createEgress, refusal, undiciCode } from '../../../infra/egress/client.ts';
 import {
   AppError,
   badGateway,
@@ -43,6 +43,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
+    policy: ctx.config.egress,
     timeoutMs: FETCH_TIMEOUT_MS,
     connections: 8,
   });
@@ -69,7 +70,9 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
       return body.toString('utf8');
     } catch (err) {
       if (err instanceof BodyTooLarge) throw badRequest('diagram source is too large');
-      if (isBlocked(err)) throw badGateway('the diagram source host has a non-public address');
+      // A refusal by policy is the operator's to lift: 403 with the host, address and setting.
+      const refused = refusal(err);
+      if (refused) throw forbidden(`the diagram source address is not allowed: ${refused.message}`);
       if (
         (err instanceof Error && err.name === 'TimeoutError') ||
         ['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT'].includes(
