@@ -77,6 +77,10 @@ export const RUNTIME_SENSITIVE = {
   'src/infra/storage/file-read.test.ts':
     'stream back-pressure: pooled buffers reused only after a slow socket took them',
   'test/helpers/process.test.ts': 'child process groups and signals',
+  'src/infra/egress/proxy.test.ts':
+    "the outbound proxy's CONNECT tunnel: a raw node:net socket, then node:tls over it (tinyproxy)",
+  'test/e2e/telegram-clients.test.ts':
+    "Telegraf's uploads run on Node 20 only (its multipart body never ends on Node 26's streams)",
 };
 
 /**

@@ -2,7 +2,8 @@
 // like a committed debug run, proves nothing and costs every run its time); the tier lists the
 // runner reads (scripts/test-tiers.js) name test files that exist, each with its reason; and the
 // tiers select what the README says: `npm test` every file but the whole-suite ones, `--all` every
-// file, `--runtime-sensitive` the fast tier and the runtime-sensitive files.
+// file, `--runtime-sensitive` the fast tier and the runtime-sensitive files; and .ci/run's legs
+// together run every test file.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -63,6 +64,31 @@ function assertsItself(source: string): string {
   const rest = imports.reduce((text, m) => text.replace(m[0], ''), code);
   const used = names.some((n) => new RegExp(`\\b${n}\\s*(?:\\.\\s*\\w+\\s*)?\\(`).test(rest));
   return used ? '' : `never calls ${names.join(', ') || 'node:assert'}`;
+}
+
+/**
+ * The test legs of a CI script (`[PATH="$NODE26_BIN:$PATH"] run_leg [--checks] npm ...` lines): on
+ * which Node (`26`, or '' for the machine's) and with which arguments scripts/test.js runs.
+ */
+export function ciLegs(script: string, scripts: Record<string, string>): { node: string; args: string[] }[] {
+  const legs = [];
+  for (const m of script.matchAll(
+    /^(?:PATH="\$NODE(\d+)_BIN:\$PATH"\s+)?run_leg\s+(?:--checks\s+)?npm\s+(.+)$/gm,
+  )) {
+    const words = (m[2] ?? '').trim().split(/\s+/);
+    const dash = words.indexOf('--');
+    const extra = dash === -1 ? [] : words.slice(dash + 1);
+    const head = dash === -1 ? words : words.slice(0, dash);
+    const name = head[0] === 'run' ? head[1] : head[0];
+    const command = (name && scripts[name]) || '';
+    const runner = /^node scripts\/test\.js\b(.*)$/.exec(command);
+    if (!runner) throw new Error(`CI runs npm ${m[2]}: not the test runner (${command || 'no such script'})`);
+    legs.push({
+      node: m[1] ?? '',
+      args: [...(runner[1] ?? '').trim().split(/\s+/).filter(Boolean), ...extra],
+    });
+  }
+  return legs;
 }
 
 describe('the test suite', { timeout: 120_000 }, () => {
@@ -163,13 +189,46 @@ describe('the test suite', { timeout: 120_000 }, () => {
     assert.equal(take(), undefined);
   });
 
+  const list = async (...args: string[]) => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['scripts/test.js', '--list', ...args], {
+      cwd: ROOT,
+    });
+    return stdout.split('\n').filter(Boolean).sort();
+  };
+
+  it("runs every test file on CI: the union of .ci/run's legs is the whole tree", async () => {
+    const legs = ciLegs(
+      readFileSync(join(ROOT, '.ci/run'), 'utf8'),
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts,
+    );
+    assert.deepEqual(
+      legs.map((l) => l.node),
+      ['26', ''],
+      'a Node 26 leg (the current LTS) and one on the machine Node',
+    );
+    assert.ok(
+      legs.some((l) => l.args.includes('--all')),
+      'one leg runs the whole suite',
+    );
+    const ran = new Set((await Promise.all(legs.map((l) => list(...l.args)))).flat());
+    assert.deepEqual(
+      files.filter((f) => !ran.has(f)),
+      [],
+      'test files no CI leg runs',
+    );
+  });
+
+  it('reads the legs out of a CI script as the runner would get them', () => {
+    const script = `PATH="$NODE26_BIN:$PATH" run_leg --checks npm run test:all\nrun_leg npm test -- --runtime-sensitive\n# run_leg npm test\n`;
+    const scripts = { test: 'node scripts/test.js', 'test:all': 'node scripts/test.js --all' };
+    assert.deepEqual(ciLegs(script, scripts), [
+      { node: '26', args: ['--all'] },
+      { node: '', args: ['--runtime-sensitive'] },
+    ]);
+    assert.throws(() => ciLegs('run_leg npm run nope\n', scripts), /not the test runner/);
+  });
+
   it('selects the fast tier, the whole suite and the runtime-sensitive addition as documented', async () => {
-    const list = async (...args: string[]) => {
-      const { stdout } = await promisify(execFile)(process.execPath, ['scripts/test.js', '--list', ...args], {
-        cwd: ROOT,
-      });
-      return stdout.split('\n').filter(Boolean).sort();
-    };
     const [fast, all, runtime] = await Promise.all([list(), list('--all'), list('--runtime-sensitive')]);
     assert.deepEqual(all, files, '--all runs every test file');
     const whole = Object.keys(WHOLE_SUITE_ONLY);
