@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// `npm test [-- PATH...]`: every *.test.ts under src/ and test/ (or under the given paths; a path to
-// a file is taken whatever its name) through node's own test runner (types stripped by Node 24/26
-// itself, by tsx on Node 20). CI=true makes tests that need a system tool (redis-server, git, java,
-// syncthing, chromium...) fail instead of skipping.
+// `npm test [-- PATH...]`: the fast tier, every *.test.ts under src/ and test/ but the slow files
+// scripts/test-tiers.js leaves to the whole suite (`npm run test:all`, or `--all`); `--runtime-sensitive`
+// adds the files whose subject differs between Node runtimes (CI's leg on the older runtime); given
+// paths run every test file under them whatever its tier (a path to a file is taken whatever its
+// name); `--list` prints the selected files, longest first, and runs nothing. Files run through node's
+// own test runner (types stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
+// need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 //
 // Each file runs in a process group of its own, a few at a time, and has a time budget
 // (DEVUTIL_TEST_FILE_TIMEOUT seconds, or --file-timeout=SEC): a file still running past it (a hook
@@ -10,9 +13,22 @@
 // started and reported as timed out, and the run goes on. node --test alone waits for such a file
 // for ever. A file's report is printed whole when it ends, so parallel files do not interleave.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
+import { countsOf, sumCounts } from './test-counts.js';
+import { longestFirst, takeNext } from './test-order.js';
+import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -28,6 +44,15 @@ const opt = (name) => {
   return a === undefined ? undefined : a.slice(name.length + 3);
 };
 const paths = args.filter((a) => !a.startsWith('--'));
+const flag = (name) => args.includes(`--${name}`);
+const known = ['all', 'runtime-sensitive', 'list'];
+const unknown = args.filter((a) => a.startsWith('--') && !a.includes('=') && !known.includes(a.slice(2)));
+if (unknown.length) {
+  console.error(
+    `unknown option ${unknown.join(', ')} (known: ${known.map((k) => `--${k}`).join(', ')}, --file-timeout=SEC)`,
+  );
+  process.exit(2);
+}
 const fileTimeoutSec = Number(
   opt('file-timeout') ?? process.env.DEVUTIL_TEST_FILE_TIMEOUT ?? DEFAULT_FILE_TIMEOUT_SEC,
 );
@@ -62,7 +87,22 @@ function walk(p, out, explicit) {
 
 const files = [];
 for (const r of paths.length ? paths : ['src', 'test']) walk(join(root, r), files, paths.length > 0);
-const unique = [...new Set(files.map((f) => relative(root, f)))].sort();
+const found = [...new Set(files.map((f) => relative(root, f)))].sort();
+// The tier applies to the whole tree only: a path named on the command line is run whatever its tier.
+const tier = paths.length
+  ? 'paths'
+  : flag('all')
+    ? 'all'
+    : flag('runtime-sensitive')
+      ? 'fast+runtime'
+      : 'fast';
+const unique = found.filter(
+  (f) =>
+    tier === 'paths' ||
+    tier === 'all' ||
+    !(f in WHOLE_SUITE_ONLY) ||
+    (tier === 'fast+runtime' && f in RUNTIME_SENSITIVE),
+);
 if (unique.length === 0) {
   console.error(`no test files under ${(paths.length ? paths : ['src', 'test']).join(', ')}`);
   process.exit(1);
@@ -70,20 +110,38 @@ if (unique.length === 0) {
 
 // DEVUTIL_TEST_OUTPUT moves it (the runner's own test runs a runner inside the run).
 const outDir = process.env.DEVUTIL_TEST_OUTPUT ?? join(root, 'test-output');
-mkdirSync(outDir, { recursive: true });
-// Fresh run-wide logs and secrets for the scan that follows the run (scripts/scan-logs.js).
-for (const d of ['logs', 'secrets']) rmSync(join(outDir, d), { recursive: true, force: true });
 
-// Longest files first (durations of earlier runs), so a long file does not start last and stretch
-// the run; files never timed before go first.
-const durationsFile = join(outDir, 'durations.json');
-let durations = {};
-try {
-  durations = JSON.parse(readFileSync(durationsFile, 'utf8'));
-} catch {
-  /* first run */
+// Longest files first (scripts/test-order.js), by this runtime's times (a file skipped on one runtime
+// is quick there only): those of this checkout's last runs, else the seed committed in
+// test/durations/ (a clean clone), which a CI run rewrites with its own times.
+const major = Number(process.versions.node.split('.')[0]);
+const seedFile = join(root, 'test', 'durations', `node${major}.json`);
+const localFile = join(outDir, `durations-node${major}.json`);
+const readJson = (f) => {
+  try {
+    return JSON.parse(readFileSync(f, 'utf8'));
+  } catch {
+    return {};
+  }
+};
+const seed = readJson(seedFile);
+const durations = { ...seed, ...readJson(localFile) };
+const queue = longestFirst(unique, durations);
+
+if (flag('list')) {
+  // Exit once the list is written: stdout to a pipe is asynchronous, process.exit() alone cuts it.
+  process.stdout.write(`${queue.join('\n')}\n`, () => process.exit(0));
+  await new Promise(() => {});
 }
-const queue = [...unique].sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
+
+mkdirSync(outDir, { recursive: true });
+// Fresh run-wide logs and secrets for the scan that follows the run (scripts/scan-logs.js), and a
+// fresh PlantUML build directory: the first test server that renders compiles the worker and makes
+// its class-data archive there, every later one of the run reuses them (test/helpers/server.ts).
+const diagramsBuild = join(outDir, 'diagrams-build');
+for (const d of ['logs', 'secrets', 'diagrams-build'])
+  rmSync(join(outDir, d), { recursive: true, force: true });
+mkdirSync(diagramsBuild, { recursive: true });
 
 const started = Date.now();
 const running = new Map(); // file -> { child, t0 }
@@ -104,7 +162,12 @@ function killGroup(child, signal) {
 // NODE_TEST_CONTEXT is how node:test tells a file it runs under a runner: a run started from inside
 // a test (test/repo/runner.test.ts) is a runner of its own.
 const { NODE_TEST_CONTEXT: _ctx, ...inherited } = process.env;
-const childEnv = { ...inherited, NODE_ENV: 'test', DEVUTIL_TEST_OUTPUT: outDir };
+const childEnv = {
+  ...inherited,
+  NODE_ENV: 'test',
+  DEVUTIL_TEST_OUTPUT: outDir,
+  DEVUTIL_TEST_DIAGRAMS_BUILD_DIR: diagramsBuild,
+};
 
 /**
  * A file's time budget: the run's, or longer where the file's opening lines declare one with
@@ -120,6 +183,20 @@ function budgetSec(file) {
   }
   const m = /^\/\/ test-file-timeout: (\d+) s$/m.exec(head);
   return Math.max(fileTimeoutSec, m ? Number(m[1]) : 0);
+}
+
+// A tier run (the files that render PlantUML are in it) gets the worker compiled and its class archive
+// made in the background beside its first files, in a process group of its own that the run's end
+// stops if it is still going; test servers that come first build for themselves meanwhile.
+let prebuild;
+if (tier !== 'paths') {
+  const log = openSync(join(outDir, 'diagrams-build.log'), 'w');
+  prebuild = spawn(
+    process.execPath,
+    [...TS_EXEC_ARGV, join(root, 'test/helpers/diagrams-build.ts'), diagramsBuild],
+    { cwd: root, detached: true, stdio: ['ignore', log, log], env: childEnv },
+  );
+  closeSync(log);
 }
 
 function runFile(file) {
@@ -180,12 +257,14 @@ heartbeat.unref();
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     for (const { child } of running.values()) killGroup(child, 'SIGKILL');
+    if (prebuild) killGroup(prebuild, 'SIGKILL');
     process.exit(130);
   });
 }
 
 async function worker() {
-  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+  const next = () => takeNext(queue, running.keys(), HEAVY);
+  for (let file = next(); file !== undefined; file = next()) {
     const r = await runFile(file);
     results.push(r);
     report(r);
@@ -193,22 +272,48 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
 clearInterval(heartbeat);
+if (prebuild) killGroup(prebuild, 'SIGKILL');
 
-for (const r of results) durations[r.file] = r.ms;
+/** This run's times over `base`, without files that no longer exist; sorted for a readable diff. */
+function merged(base) {
+  const all = { ...base };
+  for (const r of results) all[r.file] = r.ms;
+  const kept = Object.keys(all)
+    .filter((f) => existsSync(join(root, f)))
+    .sort();
+  return `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, all[f]])), null, 2)}\n`;
+}
 try {
-  writeFileSync(durationsFile, `${JSON.stringify(durations, null, 1)}\n`);
+  writeFileSync(localFile, merged(durations));
+  // CI refreshes the committed seed in its checkout (a clean clone starts from it).
+  if (process.env.CI === 'true' && tier !== 'paths') {
+    mkdirSync(join(root, 'test', 'durations'), { recursive: true });
+    writeFileSync(seedFile, merged(seed));
+  }
 } catch {
   /* a read-only checkout still gets its results */
 }
 
 const bad = results.filter((r) => r.status !== 'passed').sort((a, b) => a.file.localeCompare(b.file));
-const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5);
+const counts = sumCounts(results.map((r) => countsOf(r.output)));
+const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20);
+console.log(`\n${slowest.length} slowest files:`);
+for (const r of slowest) console.log(`  ${secs(r.ms).padStart(8)}  ${r.file}`);
+const skipping = results
+  .map((r) => ({ file: r.file, n: countsOf(r.output).skipped ?? 0 }))
+  .filter((x) => x.n > 0);
+if (skipping.length) console.log(`skipped tests: ${skipping.map((x) => `${x.file} ${x.n}`).join(', ')}`);
 console.log(
-  `\n${results.length} test files in ${secs(Date.now() - started)} (${concurrency} at a time, per-file timeout ${fileTimeoutSec} s): ` +
+  `\n${results.length} test files in ${secs(Date.now() - started)} (${tier === 'paths' ? 'given paths' : `tier ${tier}`}, ` +
+    `${concurrency} at a time, per-file timeout ${fileTimeoutSec} s): ` +
     `${results.length - bad.length} passed, ${bad.filter((r) => r.status === 'failed').length} failed, ` +
     `${bad.filter((r) => r.status === 'timed out').length} timed out`,
 );
-console.log(`slowest: ${slowest.map((r) => `${r.file} ${secs(r.ms)}`).join(', ')}`);
+console.log(
+  `${counts.tests} tests: ${counts.pass} passed, ${counts.fail} failed, ${counts.skipped} skipped, ` +
+    `${counts.cancelled} cancelled, ${counts.todo} todo` +
+    (counts.unknown ? ` (and ${counts.unknown} files that printed no counts)` : ''),
+);
 for (const r of bad) {
   console.log(`✖ ${r.file}: ${r.status}`);
   // The runner's own list of failing tests, when the file got as far as printing it.

@@ -23,6 +23,9 @@ import { onlyOnNode, toolSkip } from '../helpers/tools.ts';
 
 const CLIENTS = 8;
 /** Traffic before and after each restart (the drain itself adds DEVUTIL_DRAIN_DELAY_MS, 5 s). */
+// Three nodes coming up at once beside another heavy file took longer than the 45 s default on a
+// loaded machine (CI, load 20): how fast a node starts is not what this file is about.
+const START = { startTimeoutMs: 180_000 };
 const SETTLE_MS = 1500;
 /** devutil's default DEVUTIL_KEEP_ALIVE_TIMEOUT_MS, which the shipped configs are set against. */
 const KEEP_ALIVE_MS = 5000;
@@ -121,7 +124,7 @@ describe('rolling restarts behind the shipped nginx and HAProxy configs', {
       // The shipped timings: drain 5 s (default), keep-alive 5 s (default), deadline 10 s.
       DEVUTIL_DRAIN_DELAY_MS: '5s',
     }));
-    nodes = await startAll(envs.map((env) => startDevutilProcess(env)));
+    nodes = await startAll(envs.map((env) => startDevutilProcess(env, [], START)));
     [nginx, haproxy] = await startAll([startShippedNginx(ports), startShippedHaproxy(ports)]);
   });
   after(async () => {
@@ -151,7 +154,7 @@ describe('rolling restarts behind the shipped nginx and HAProxy configs', {
         await nginx.reload(shippedUpstream(ports, [ports[i] as number]));
         const old = nodes[i] as DevutilProcess;
         codes.push(await old.stop());
-        nodes[i] = await startDevutilProcess(envs[i]);
+        nodes[i] = await startDevutilProcess(envs[i], [], START);
         // Back in rotation (HAProxy: two good checks a second apart) before the next one goes.
         while ((await fetch(`${(nodes[i] as DevutilProcess).url}/readyz`)).status !== 200) await sleep(200);
         await nginx.reload(shippedUpstream(ports));

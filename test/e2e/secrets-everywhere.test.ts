@@ -89,7 +89,10 @@ describe('every secret configured, none in a public answer, a trace or a log', {
       closers.push(() => redis.stop());
       secrets.set('redis url', redis.url);
       registerSecret(redis.url);
-      const s3 = await startS3('devutil-secrets', { accessKeyId: `AKIA${hex(8)}`, secretAccessKey: S.s3 });
+      const s3 = await startS3('devutil-secrets', [], {
+        accessKeyId: `AKIA${hex(8)}`,
+        secretAccessKey: S.s3,
+      });
       closers.push(() => s3.close());
       fake = await FakeBotApi.start();
       closers.push(() => fake.close());

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
-import { tempDir } from './server.ts';
+import { sharedDiagramsBuild, tempDir } from './server.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -78,6 +78,7 @@ async function startOnce(
       // and the start timed out. Diagrams still render, the JVM starting on the first one; a test
       // about start-up itself sets 'true'.
       DEVUTIL_DIAGRAMS_PRESTART: 'false',
+      DEVUTIL_DIAGRAMS_BUILD_DIR: sharedDiagramsBuild(false, env),
       ...env,
     }),
   });

@@ -70,12 +70,39 @@ export function diskBlobs(): Promise<BlobStore> {
   });
 }
 
+/**
+ * The run's shared PlantUML build directory (scripts/test.js makes it): the worker compiled and its
+ * class archive made once per run, not by every test server. Not for a server whose test chose its
+ * data directory (it may look into it, restart on it or damage what is there), its Java or its jar
+ * (a JRE without javac must find no worker built by a JDK).
+ */
+export function sharedDiagramsBuild(chosen: boolean, env: Record<string, string | undefined>) {
+  const dir = process.env['DEVUTIL_TEST_DIAGRAMS_BUILD_DIR'];
+  const envChose = [
+    'DATA_DIR',
+    'DIAGRAMS_BUILD_DIR',
+    'DIAGRAMS_JAVA',
+    'DIAGRAMS_JAR',
+    'PLANTUML_JAVA',
+    'PLANTUML_JAR',
+  ].some((k) => env[`DEVUTIL_${k}`] !== undefined);
+  return dir && !chosen && !envChose ? dir : undefined;
+}
+
 export function testConfig(
   overrides: Overrides = {},
   env: Record<string, string> = {},
   services?: readonly ServiceDef[],
 ): Config {
   const o: Overrides = { ...overrides };
+  const d = overrides.diagrams;
+  const chosen = [overrides.server?.dataDir, d?.buildDir, d?.java, d?.jar].some((v) => v !== undefined);
+  const buildDir = sharedDiagramsBuild(chosen, env);
+  // No JVM started with a listening server unless its test asks (as startDevutilProcess): most test
+  // servers never render a diagram, and one that does starts it on its first render.
+  const envPrestart = env['DEVUTIL_DIAGRAMS_PRESTART'] ?? env['DEVUTIL_PLANTUML_PRESTART'];
+  const prestart = envPrestart === undefined ? { prestart: false } : {};
+  o.diagrams = { ...prestart, ...(buildDir ? { buildDir } : {}), ...overrides.diagrams };
   o.server = { dataDir: tempDir(), ...overrides.server };
   o.log = { level: 'debug', ...overrides.log };
   return loadConfig({ env, overrides: o, ...(services ? { services } : {}) }).config;

@@ -92,9 +92,12 @@ describe('npm test runner', { timeout: 120_000 }, () => {
     assert.match(r.out, /2 test files .*: 1 passed, 0 failed, 1 timed out/);
   });
 
-  it('passes a run whose files all pass', async () => {
-    const r = await runner([`${FIX}/passes.ts`]);
+  it('passes a run whose files all pass, and counts its tests and skips', async () => {
+    const r = await runner([`${FIX}/passes.ts`, `${FIX}/skips.ts`]);
     assert.equal(r.code, 0, r.out);
-    assert.match(r.out, /1 test files .*: 1 passed, 0 failed, 0 timed out/);
+    assert.match(r.out, /2 test files .*: 2 passed, 0 failed, 0 timed out/);
+    assert.match(r.out, /\n3 tests: 2 passed, 0 failed, 1 skipped, 0 cancelled, 0 todo\n/);
+    assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips\.ts 1\n/);
+    assert.match(r.out, /2 slowest files:\n {2,}[\d.]+ s {2}test\/fixtures\/runner\/(passes|skips)\.ts\n/);
   });
 });

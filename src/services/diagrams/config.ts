@@ -111,6 +111,13 @@ export const diagramsSection = {
   classArchive: bool(true, {
     doc: 'start workers from a class-data sharing archive made once in the data directory (faster JVM start)',
   }),
+  // The worker is built and its archive made once per directory: servers of one machine (the test
+  // suite's, cluster-less instances on one host) can share the work instead of each repeating it.
+  buildDir: str('', {
+    pattern: /^(?:\/.*)?$/,
+    hint: 'an absolute path',
+    doc: 'directory that keeps plantuml/ with the compiled worker, its class-data archive and the Java detection (empty = the data directory); servers with the same jar and Java may share one',
+  }),
   securityProfile: oneOf('INTERNET', ['SANDBOX', 'ALLOWLIST', 'INTERNET', 'LEGACY', 'INSECURE'] as const, {
     doc: 'engine security profile; INTERNET (default) also confines URL includes to urlAllowlist',
   }),

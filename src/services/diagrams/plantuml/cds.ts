@@ -1,9 +1,10 @@
 // The worker JVM's class-data sharing archive (a dynamic AppCDS archive): PlantUML's classes parsed,
 // verified and laid out once by a training run, then mapped by every worker start instead of being
-// loaded from the 30 MB jar. One archive per (jar, Java, worker class), kept beside the worker.
+// loaded from the 30 MB jar. One archive per (jar, Java, worker class), kept beside the worker; servers
+// that share the directory (cluster workers, a test run's servers) make it once between them.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -13,6 +14,8 @@ import { minimalEnv } from './java.ts';
 const MAX_FAILURES = 2;
 /** A training run renders a dozen small diagrams; far past that, it is stuck. */
 const TRAIN_TIMEOUT_MS = 5 * 60_000;
+/** With no archive yet, how often current() looks for one another process may have made meanwhile. */
+const LOOK_AGAIN_MS = 5000;
 
 export interface ArchiveOptions {
   /** The worker's directory (its name already covers the worker source, jar path and Java version). */
@@ -32,6 +35,7 @@ export class ClassArchive {
   private found: string | null | undefined;
   private failures = 0;
   private training: ChildProcess | null = null;
+  private lookAgainAt = 0;
   private closed = false;
 
   constructor(o: ArchiveOptions) {
@@ -45,8 +49,10 @@ export class ClassArchive {
    */
   current(): string | undefined {
     if (this.failures >= MAX_FAILURES) return undefined;
-    if (this.found === undefined) {
+    const again = this.found === null && !this.training && Date.now() >= this.lookAgainAt;
+    if (this.found === undefined || again) {
       this.found = null;
+      this.lookAgainAt = Date.now() + LOOK_AGAIN_MS;
       for (const f of safeList(this.o.dir)) {
         const m = /^cds-([0-9a-f]{16})-(\d+)\.jsa$/.exec(f);
         if (!m) continue;
@@ -74,6 +80,8 @@ export class ClassArchive {
    */
   train(): void {
     if (this.closed || this.training || this.current() || this.failures >= MAX_FAILURES) return;
+    // Another process sharing the directory is making it: current() finds it once it is there.
+    if (!this.lock()) return;
     const tmp = join(this.o.dir, `cds-${this.id}.tmp-${process.pid}`);
     const started = Date.now();
     let err = '';
@@ -98,6 +106,7 @@ export class ClassArchive {
       settled = true;
       clearTimeout(timer);
       this.training = null;
+      rmSync(this.lockFile(), { force: true });
       const bytes = ok ? sizeOf(tmp) : 0;
       if (bytes > 0 && !this.closed) {
         const path = join(this.o.dir, `cds-${this.id}-${bytes}.jsa`);
@@ -119,6 +128,34 @@ export class ClassArchive {
     child.on('exit', (code) => done(code === 0));
   }
 
+  private lockFile(): string {
+    return join(this.o.dir, `cds-${this.id}.lock`);
+  }
+
+  /**
+   * Claims the training for this process: a lock file naming its pid, taken over when its process
+   * is gone or it is older than a training may take (a process of another pid namespace).
+   */
+  private lock(): boolean {
+    const file = this.lockFile();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        writeFileSync(file, String(process.pid), { flag: 'wx' });
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return false; // a read-only directory
+      }
+      let owner = 0;
+      try {
+        owner = Number(readFileSync(file, 'utf8'));
+      } catch {} // removed meanwhile: try again
+      const fresh = Date.now() - (mtimeOf(file) ?? 0) < TRAIN_TIMEOUT_MS + 60_000;
+      if (owner > 0 && owner !== process.pid && alive(owner) && fresh) return false;
+      rmSync(file, { force: true });
+    }
+    return false;
+  }
+
   /** Stops a training run (server shutdown); resolves once it is gone. */
   async close(): Promise<void> {
     this.closed = true;
@@ -135,6 +172,23 @@ function safeList(dir: string): string[] {
     return readdirSync(dir);
   } catch {
     return [];
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
+  }
+}
+
+function mtimeOf(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
   }
 }
 

@@ -39,6 +39,11 @@ export interface EngineConfig {
   /** Start workers from a class-data sharing archive (made once in the data directory). */
   classArchive: boolean;
   /**
+   * Where plantuml/ with the compiled worker, its class archive and the Java detection is kept
+   * instead of the data directory ('' or absent: the data directory); servers may share one.
+   */
+  buildDir?: string;
+  /**
    * Seconds a client or a source whose render timed out or ran out of memory is rendered by the
    * quarantine worker; 0 = no quarantine.
    */
@@ -171,7 +176,7 @@ export class PlantumlEngine {
   }
 
   java(): Promise<JavaInfo> {
-    this.javaInfo ??= detectJavaCached(this.cfg.java, this.dataDir);
+    this.javaInfo ??= detectJavaCached(this.cfg.java, this.cfg.buildDir || this.dataDir);
     return this.javaInfo;
   }
 
@@ -205,7 +210,7 @@ export class PlantumlEngine {
       if (!info.ok) throw new EngineUnavailable(info.reason ?? 'diagram rendering needs Java 17+');
       let classDir: string;
       try {
-        classDir = await buildWorker(info, this.jar, this.dataDir);
+        classDir = await buildWorker(info, this.jar, this.cfg.buildDir || this.dataDir);
       } catch (err) {
         throw new EngineUnavailable(err instanceof Error ? err.message : String(err));
       }

@@ -1,57 +1,107 @@
-// File lifetimes and resumable uploads across two devutil processes sharing one S3 bucket (s3rver)
-// and one Redis: a Max-Downloads: 1 file downloaded through A is gone on B, a tus upload cut on A
-// resumes on B (raw HTTP and tus-js-client), and a PATCH on A holds the upload against B (423).
+// State two instances share through Redis and one S3 bucket, as cases of the fleet
+// (test/e2e/fleet.test.ts): an avatar uploaded, replaced and deleted through one shows on the other
+// at once (Redis pub/sub); a Max-Downloads: 1 file downloaded through A is gone on B; a tus upload
+// cut on A resumes on B (raw HTTP and tus-js-client); a PATCH on A holds the upload against B (423).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
 import { promisify } from 'node:util';
+import sharp from 'sharp';
 import * as tus from 'tus-js-client';
-import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
-import { type RedisHandle, startRedis } from '../helpers/redis.ts';
-import { tempDir } from '../helpers/server.ts';
-import { toolSkip } from '../helpers/tools.ts';
-import { create, cutPatch, cuttingRelay, decodeResult, patch, sample } from '../helpers/tus.ts';
+import type { DevutilProcess } from '../../helpers/process.ts';
+import { testSecret } from '../../helpers/secrets.ts';
+import { tempDir } from '../../helpers/server.ts';
+import { create, cutPatch, cuttingRelay, decodeResult, patch, sample } from '../../helpers/tus.ts';
 
 const run = promisify(execFile);
 const T = { 'tus-resumable': '1.0.0' };
+const ADMIN = testSecret('avatar-admin-');
 
-describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', {
-  skip: toolSkip('redis-server') || toolSkip('curl'),
-}, () => {
-  let redis: RedisHandle;
-  let s3: S3Handle;
-  let a: DevutilProcess;
-  let b: DevutilProcess;
-  before(async () => {
-    redis = await startRedis();
-    s3 = await startS3();
-    const o = s3.overrides;
-    const env = {
-      DEVUTIL_REDIS_URL: redis.url,
-      DEVUTIL_STORAGE_BACKEND: 's3',
-      DEVUTIL_STORAGE_S3_ENDPOINT: String(o['s3Endpoint']),
-      DEVUTIL_STORAGE_S3_BUCKET: String(o['s3Bucket']),
-      DEVUTIL_STORAGE_S3_REGION: String(o['s3Region']),
-      DEVUTIL_STORAGE_S3_ACCESS_KEY_ID: String(o['s3AccessKeyId']),
-      DEVUTIL_STORAGE_S3_SECRET_ACCESS_KEY: String(o['s3SecretAccessKey']),
-      DEVUTIL_STORAGE_S3_FORCE_PATH_STYLE: 'true',
-      DEVUTIL_FILES_UPLOAD_LOCK_WAIT_MS: '3000',
-    };
-    [a, b] = await startAll([startDevutilProcess(env), startDevutilProcess(env)]);
+/** What these cases need of the instances' configuration. */
+export const STATE_ENV = {
+  DEVUTIL_AVATAR_ADMIN_TOKEN: ADMIN,
+  // Each instance remembers a lookup for an hour: only the Redis announcement can make a change
+  // made on A visible on B while the test runs.
+  DEVUTIL_AVATAR_LOOKUP_TTL_SEC: '3600',
+  DEVUTIL_AVATAR_UPSTREAM: 'none',
+  DEVUTIL_FILES_UPLOAD_LOCK_WAIT_MS: '3000',
+};
+
+/** Polls `url` until `ok` holds, for at most `ms`, and returns the last answer. */
+async function within(ms: number, url: string, ok: (r: Response) => boolean, headers = {}) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const r = await fetch(url, { headers });
+    if (ok(r) || Date.now() >= end) return r;
+    await r.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+const png = (background: string) =>
+  sharp({ create: { width: 64, height: 64, channels: 3, background } })
+    .png()
+    .toBuffer();
+const putAvatar = (base: string, md5: string, body: Buffer, email?: string) =>
+  fetch(`${base}/avatar/${md5}`, {
+    method: 'PUT',
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      'content-type': 'image/png',
+      ...(email ? { 'x-avatar-email': email } : {}),
+    },
+    body: new Uint8Array(body),
   });
-  after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await s3?.close();
-    await redis?.stop();
+
+/** The cases, on the instances `get` gives once the fleet is up. */
+export function sharedStateCases(get: () => { a: DevutilProcess; b: DevutilProcess }): void {
+  // unavatar#292, weblate#1192: an upload or delete shows on every instance at once (Redis pub/sub),
+  // though B has just looked the hash up and would otherwise remember that for an hour. How soon is
+  // a figure for a quiet machine; here the deadline only tells a lost announcement from a slow one.
+  it('shows an avatar uploaded, replaced and deleted through one instance on the other', async () => {
+    const { a, b } = get();
+    const email = 'scale@example.com';
+    const md5 = createHash('md5').update(email).digest('hex');
+    const url = `${b.url}/avatar/${md5}?d=404&s=32`;
+    assert.equal((await fetch(url)).status, 404);
+    const put = await putAvatar(a.url, md5, await png('#3366cc'), email);
+    assert.equal(put.status, 201, await put.text());
+    const got = await within(30_000, url, (r) => r.status === 200);
+    assert.equal(got.status, 200, 'visible on B after the upload');
+    const first = Buffer.from(await got.arrayBuffer());
+    const meta = await sharp(first).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['png', 32, 32]);
+    const etag = got.headers.get('etag')!;
+    assert.match(got.headers.get('cache-control') ?? '', /max-age=\d+, must-revalidate/);
+
+    // Revalidation: 304 while unchanged, then 200 with a new ETag once A replaced the image.
+    const same = await fetch(url, { headers: { 'if-none-match': etag } });
+    assert.equal(same.status, 304);
+    assert.equal((await putAvatar(a.url, md5, await png('#cc3333'))).status, 201);
+    const changed = await within(30_000, url, (r) => r.status === 200, { 'if-none-match': etag });
+    assert.equal(changed.status, 200, 'the replacement is visible on B');
+    assert.notEqual(changed.headers.get('etag'), etag);
+    const { data } = await sharp(Buffer.from(await changed.arrayBuffer()))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    assert.ok(data[0]! > 150 && data[2]! < 100, 'B serves the new red image');
+
+    const del = await fetch(`${a.url}/avatar/${md5}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    assert.equal(del.status, 204);
+    const gone = await within(30_000, url, (r) => r.status === 404);
+    assert.equal(gone.status, 404, 'the deletion is visible on B');
   });
+
   const key = () => `shared-${randomBytes(5).toString('hex')}`;
 
   it('serves a Max-Downloads: 1 file once through A, then answers 404 through B', async () => {
+    const { a, b } = get();
     const file = join(tempDir(), 'once.txt');
     writeFileSync(file, 'read me once\n');
     const k = key();
@@ -77,6 +127,7 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
   });
 
   it('resumes on B a tus upload cut on A, ending with the exact 2.1 JSON and the same bytes', async () => {
+    const { a, b } = get();
     const body = sample(2_000_000);
     const k = key();
     const created = await create(a.url, body.length, { key: k, filename: 'big.log', filetype: 'text/plain' });
@@ -102,6 +153,7 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
   });
 
   it('holds an upload for the PATCH writing it on A: B answers 423 meanwhile', async () => {
+    const { a, b } = get();
     const body = sample(100_000);
     const created = await create(a.url, body.length, { key: key() });
     const path = created.headers.get('location') ?? '';
@@ -128,6 +180,7 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
   });
 
   it('lets tus-js-client resume on B an upload it started on A', async () => {
+    const { a, b } = get();
     const body = sample(3_000_000);
     const k = key();
     const options = {
@@ -169,4 +222,4 @@ describe('two instances sharing S3 and Redis: lifetimes and resumable uploads', 
     const got = await fetch(`${b.url}/api/file/${k}`);
     assert.deepEqual(Buffer.from(await got.arrayBuffer()), body);
   });
-});
+}

@@ -1,7 +1,8 @@
-// Two devutil instances sharing one real Redis and one S3 bucket (s3rver), driven through the limits
-// that live on the shared state (issue 23, acceptance 2, 5 and 5a):
-// - parallel uploads, owner replacements, deletes and tus completions over both instances never
-//   leave more stored than the quota, and the quota's count equals what the bucket holds;
+// The limits that live on the shared state, on two instances sharing one real Redis and one S3 bucket,
+// as cases of the fleet (test/e2e/fleet.test.ts; issue 23, acceptance 2, 5 and 5a):
+// - parallel uploads (with a declared Content-Length or chunked) spread over both never store more
+//   than the quota; with owner replacements, deletes and tus completions, the quota's count equals
+//   what the bucket holds;
 // - Max-Downloads: N hands out exactly N downloads to parallel GETs on both instances, a Max-Downloads:
 //   1 file started by one client is not served to another, and the used-up file's delete leaves the
 //   count equal to the bucket;
@@ -9,21 +10,30 @@
 //   and once Redis is back the count equals the bucket;
 // - tus-js-client with its default retries finishes an upload after the instance holding it is
 //   killed with -9 (its lease lapses within seconds and the other instance takes the upload over).
+// The last case kills instance A.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
 import * as tus from 'tus-js-client';
-import { type BlobStore, createBlobStore } from '../../src/infra/storage/blob-store.ts';
-import { type S3Handle, startS3 } from '../fixtures/files/s3.ts';
-import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
-import { type RedisHandle, startRedis } from '../helpers/redis.ts';
-import { tempDir } from '../helpers/server.ts';
-import { toolSkip } from '../helpers/tools.ts';
-import { create, patch } from '../helpers/tus.ts';
+import type { BlobStore } from '../../../src/infra/storage/blob-store.ts';
+import type { DevutilProcess } from '../../helpers/process.ts';
+import { accepted, chunked, declared, metric, race } from '../../helpers/quota-race.ts';
+import type { RedisHandle } from '../../helpers/redis.ts';
+import { create, patch } from '../../helpers/tus.ts';
 
 const QUOTA = 4 * 1024 * 1024;
+
+/** What these cases need of the instances' configuration. */
+export const QUOTA_ENV = {
+  DEVUTIL_FILES_QUOTA_BYTES: String(QUOTA),
+  DEVUTIL_FILES_RATE_LIMIT: 'off',
+  DEVUTIL_FILES_UPLOAD_RATE_LIMIT: 'off',
+  DEVUTIL_FILES_CODEC: 'none',
+  DEVUTIL_FILES_QUOTA_CHECK_SEC: '10',
+};
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer {
@@ -77,61 +87,34 @@ function upload(base: string, key: string, data: Buffer, headers: Record<string,
   }).catch((err: Error) => ({ status: 0, body: Buffer.from(err.message), headers: {} }) as Answer);
 }
 
-async function metric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : Number.NaN;
+export interface QuotaFleet {
+  a: DevutilProcess;
+  b: DevutilProcess;
+  redis: RedisHandle;
+  /** The instances' bucket, read and written directly. */
+  bucket: BlobStore;
 }
 
-describe('two instances on one Redis and one S3 bucket', {
-  skip: toolSkip('redis-server'),
-  timeout: 240_000,
-}, () => {
-  let redis: RedisHandle;
-  let s3: S3Handle;
-  let bucket: BlobStore;
-  let a: DevutilProcess;
-  let b: DevutilProcess;
-  const env = () => ({
-    ...s3.env,
-    DEVUTIL_REDIS_URL: redis.url,
-    DEVUTIL_FILES_QUOTA_BYTES: String(QUOTA),
-    DEVUTIL_FILES_RATE_LIMIT: 'off',
-    DEVUTIL_FILES_UPLOAD_RATE_LIMIT: 'off',
-    DEVUTIL_FILES_CODEC: 'none',
-    DEVUTIL_FILES_QUOTA_CHECK_SEC: '10',
+/** The cases, on the fleet `get` gives once it is up (its bucket empty). */
+export function quotaCases(get: () => QuotaFleet): void {
+  // One upload of a size more than half the quota fits at a time.
+  it('stores one of 8 parallel 2.2 MB uploads with Content-Length spread over both', async () => {
+    const { a, b } = get();
+    assert.equal(accepted(await race(QUOTA, [a.url, b.url], 8, 2_200_000, declared)), 1);
   });
 
-  before(async () => {
-    redis = await startRedis();
-    s3 = await startS3();
-    bucket = await createBlobStore({
-      ...(s3.overrides as unknown as Parameters<typeof createBlobStore>[0]),
-      dataDir: tempDir(),
-      backend: 's3',
-    });
-    // Both or neither: an instance that came up is stopped when the other did not.
-    const started = await Promise.allSettled([startDevutilProcess(env()), startDevutilProcess(env())]);
-    const up = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    const failed = started.find((r) => r.status === 'rejected');
-    if (failed) {
-      await Promise.all(up.map((p) => p.stop()));
-      throw (failed as PromiseRejectedResult).reason;
-    }
-    [a, b] = up as [DevutilProcess, DevutilProcess];
+  it('keeps 8 parallel chunked 900 KB uploads spread over both under the quota', async () => {
+    const { a, b } = get();
+    await race(QUOTA, [a.url, b.url], 8, 900_000, chunked);
   });
-  after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await bucket?.close();
-    await s3?.close();
-    await redis?.stop();
-  });
+
+  const bucket = () => get().bucket;
 
   /** Bytes the bucket holds under the quota: stored files and the parts of unfinished uploads. */
   async function inBucket(): Promise<number> {
     let n = 0;
-    for await (const e of bucket.list('files/')) n += e.size;
-    for await (const e of bucket.list('uploads/')) if (e.key.includes('/part-')) n += e.size;
+    for await (const e of bucket().list('files/')) n += e.size;
+    for await (const e of bucket().list('uploads/')) if (e.key.includes('/part-')) n += e.size;
     return n;
   }
 
@@ -146,6 +129,7 @@ describe('two instances on one Redis and one S3 bucket', {
   /** Waits (bounded) until the count equals the bucket, then asserts it. */
   async function assertCountIsStore(why: string): Promise<void> {
     let store = await inBucket();
+    const { a, b } = get();
     let c = await counted(a.url);
     for (let i = 0; i < 300 && (c.used !== store || c.reserved !== 0); i++) {
       await sleep(100);
@@ -157,12 +141,13 @@ describe('two instances on one Redis and one S3 bucket', {
   }
 
   async function clear(): Promise<void> {
-    for await (const e of bucket.list('files/')) await bucket.delete(e.key);
-    for await (const e of bucket.list('uploads/')) await bucket.delete(e.key);
-    for await (const e of bucket.list('file-limits/')) await bucket.delete(e.key);
+    for await (const e of bucket().list('files/')) await bucket().delete(e.key);
+    for await (const e of bucket().list('uploads/')) await bucket().delete(e.key);
+    for await (const e of bucket().list('file-limits/')) await bucket().delete(e.key);
   }
 
   it('keeps the count equal to the bucket after parallel uploads, replacements, deletes and tus completions', async () => {
+    const { a, b } = get();
     const tag = randomBytes(3).toString('hex');
     const nodes = [a.url, b.url];
     const tokens = new Map<string, string>();
@@ -226,6 +211,7 @@ describe('two instances on one Redis and one S3 bucket', {
   });
 
   it('hands out exactly N downloads of a Max-Downloads: N file to parallel GETs on both instances', async () => {
+    const { a, b } = get();
     const data = randomBytes(200_000);
     const key = `dl-${randomBytes(3).toString('hex')}`;
     assert.equal((await upload(a.url, key, data, { 'max-downloads': '3' })).status, 200);
@@ -250,6 +236,7 @@ describe('two instances on one Redis and one S3 bucket', {
   });
 
   it('serves the rest of a Max-Downloads: 1 file only to the client that started it', async () => {
+    const { a, b } = get();
     const data = randomBytes(100_000);
     const key = `one-${randomBytes(3).toString('hex')}`;
     assert.equal((await upload(b.url, key, data, { 'max-downloads': '1' })).status, 200);
@@ -273,6 +260,7 @@ describe('two instances on one Redis and one S3 bucket', {
   });
 
   it('stores nothing past the quota while Redis is stopped and then frozen under upload traffic', async () => {
+    const { a, b, redis } = get();
     await clear();
     await assertCountIsStore('before the outage');
     // 3 MiB stay; four writers upload 600 KB files and delete them again: one fits at a time.
@@ -326,6 +314,7 @@ describe('two instances on one Redis and one S3 bucket', {
 
   // Last: it kills instance A.
   it('lets tus-js-client with default retries finish an upload after the instance holding it is killed -9', async () => {
+    const { a, b } = get();
     await clear();
     await assertCountIsStore('before the upload'); // the quota has the room again
     const body = randomBytes(3_000_000);
@@ -383,4 +372,4 @@ describe('two instances on one Redis and one S3 bucket', {
       await new Promise((r) => front.close(r));
     }
   });
-});
+}

@@ -1,0 +1,6 @@
+export declare function longestFirst(files: string[], durations: Record<string, number>): string[];
+export declare function takeNext(
+  queue: string[],
+  running: Iterable<string>,
+  heavy: Record<string, string>,
+): string | undefined;

@@ -1,0 +1,16 @@
+// The order scripts/test.js runs files in: longest first by earlier times (files never timed first),
+// so a long file does not start last and stretch the run; beside a heavy file (HEAVY in
+// scripts/test-tiers.js: minutes of full CPU and disk), the shortest files, and never another heavy
+// one, so timing-sensitive files do not share the machine with it.
+
+/** `files` longest first by `durations` (ms per file); untimed files first. */
+export function longestFirst(files, durations) {
+  return [...files].sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
+}
+
+/** Takes the next file to run out of `queue` (longest first), given the files running now. */
+export function takeNext(queue, running, heavy) {
+  if (![...running].some((f) => f in heavy)) return queue.shift();
+  for (let i = queue.length - 1; i >= 0; i--) if (!(queue[i] in heavy)) return queue.splice(i, 1)[0];
+  return queue.shift(); // heavy files only are left
+}

@@ -1,0 +1,3 @@
+export declare const WHOLE_SUITE_ONLY: Record<string, string>;
+export declare const RUNTIME_SENSITIVE: Record<string, string>;
+export declare const HEAVY: Record<string, string>;
