@@ -44,6 +44,9 @@ export const WHOLE_SUITE_ONLY = {
   'src/services/diagrams/kroki/browser.test.ts':
     'the Mermaid Chromium pool: browsers started, crashed, idled out',
   'src/services/diagrams/engines/browser-pool.test.ts': 'the Chromium pool itself: launches, crashes, caps',
+  'test/e2e/diagram-isolation.test.ts':
+    'the bomb corpus: 29 memory, CPU and output bombs in render processes, then four at once from four addresses',
+  'test/e2e/proxy-maven.test.ts': "real Maven resolving a project's dependencies through devutil",
 };
 
 /**
@@ -69,10 +72,12 @@ export const RUNTIME_SENSITIVE = {
   'test/e2e/dual-stack.test.ts':
     'one :: socket for IPv6 and IPv4 (IPv4-mapped peers) and happy eyeballs in clients',
   'test/e2e/tracing.test.ts': 'trace context through AsyncLocalStorage (AsyncContextFrame since Node 24)',
-  'src/services/diagrams/engines/thread-pool.test.ts':
-    'worker_threads: resource limits, termination, crashes',
+  'src/services/diagrams/engines/process-pool.test.ts':
+    'render processes: V8 heap flags, RLIMIT_DATA against what each runtime commits at start (Node 26 reserves more code space), SIGKILL',
+  'src/infra/process/bounds.test.ts': "prlimit bounds against the runtime's own start-up commit",
   'src/services/diagrams/engines/d2.test.ts':
-    'WebAssembly in a worker thread started with the TypeScript loader',
+    "D2's WebAssembly in a render process started with the runtime's TypeScript loader; exit once the pool closes",
+  'src/activation.test.ts': 'a listening socket taken over from a descriptor (LISTEN_FDS) by node:net',
   'src/services/files/tus/tus.test.ts': "a cut PATCH: what the runtime's sockets still deliver after the cut",
   'src/infra/storage/file-read.test.ts':
     'stream back-pressure: pooled buffers reused only after a slow socket took them',
