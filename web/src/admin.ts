@@ -295,7 +295,7 @@ function resources(s: Stats): Node[] {
   return [caches, relay, queues, budgets, eco];
 }
 
-/** Names of the ecosystems a package key starts with (`npm/left-pad`: services/proxy/subjects.ts, ecosystems/). */
+/** Names of the ecosystems a package key starts with (`npm/left-pad`, as the proxy names them). */
 export const ECOSYSTEM_NAMES: Readonly<Record<string, string>> = {
   pypi: 'PyPI',
   debian: 'Debian',
