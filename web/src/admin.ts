@@ -295,6 +295,27 @@ function resources(s: Stats): Node[] {
   return [caches, relay, queues, budgets, eco];
 }
 
+/** Names of the ecosystems a package key starts with (`npm/left-pad`, as the proxy names them). */
+export const ECOSYSTEM_NAMES: Readonly<Record<string, string>> = {
+  pypi: 'PyPI',
+  debian: 'Debian',
+  npm: 'npm',
+  go: 'Go',
+  maven: 'Maven',
+  hf: 'Hugging Face',
+  oci: 'OCI images',
+};
+
+/**
+ * The packages table's caption, naming the ecosystems its rows are from (each key starts with its
+ * ecosystem), so it says what is counted whichever ecosystem profiles the proxy serves.
+ */
+export function packagesCaption(rows: readonly Pick<TopRow, 'key'>[]): string {
+  const seen = [...new Set(rows.map((r) => r.key.split('/')[0] ?? ''))].filter(Boolean);
+  const names = seen.map((e) => ECOSYSTEM_NAMES[e] ?? e);
+  return names.length ? `Packages (${names.join(', ')})` : 'Packages';
+}
+
 function render(s: Stats): void {
   const fill = (id: string, nodes: Node[]) => byId(id)?.replaceChildren(...nodes);
   fill('admin-traffic', traffic(s));
@@ -306,7 +327,7 @@ function render(s: Stats): void {
   const p = s.topProxied;
   fill('admin-proxied', [
     topTable('repositories', 'GitHub repositories', p.repositories, 'Repository', 'bytes'),
-    topTable('packages', 'Packages (PyPI, Debian)', p.packages, 'Package', 'bytes'),
+    topTable('packages', packagesCaption(p.packages), p.packages, 'Ecosystem/package', 'bytes'),
     topTable('files', 'Files', p.files, 'File', 'bytes'),
   ]);
   fill('admin-resources', resources(s));

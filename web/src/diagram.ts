@@ -214,7 +214,7 @@ export function initDiagram(cfg: PageConfig): void {
         const reason = typeof entry.reason === 'string' ? entry.reason : 'not available';
         if (o) {
           o.disabled = true;
-          o.textContent = `${entry.type} (unavailable)`;
+          o.textContent = `${o.textContent} (unavailable)`;
           o.title = reason;
         }
         const li = document.createElement('li');

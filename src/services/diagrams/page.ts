@@ -27,7 +27,7 @@ export const diagramsPage: PageSection = {
     const kroki = encodeKrokiDiagram(SAMPLE_DIAGRAM);
     const options = LANGUAGES.map(
       (l) =>
-        html`<option value="${l.type}" data-kind="${l.kind}" data-engine="${l.engine}" data-formats="${l.formats.filter((f) => PREVIEWABLE.has(f)).join(' ')}" data-sample="${editorSample(l)}">${l.type}</option>`,
+        html`<option value="${l.type}" data-kind="${l.kind}" data-engine="${l.engine}" data-formats="${l.formats.filter((f) => PREVIEWABLE.has(f)).join(' ')}" data-sample="${editorSample(l)}">${l.name}</option>`,
     );
     return html`<div class="split"><div class="examples">
 ${example('Kroki and PlantUML server URL for editors and plugins', u)}

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { deflateRawSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { ECOSYSTEM_NAMES, packagesCaption } from '../../../web/src/admin.ts';
 import { editorLine } from '../../../web/src/diagram.ts';
 import { emailHashes, md5Hex } from '../../../web/src/md5.ts';
 import { convert, hostAllowed } from '../../../web/src/proxy-convert.ts';
@@ -10,6 +11,7 @@ import { decodeDiagram, decodeKroki, encodeKrokiDiagram } from '../diagrams/plan
 import { decode64, encode64, encodeKroki, encodePlantUml } from '../diagrams/text-encoder.ts';
 // The proxy's real default allow-list: the page receives exactly this in data-allow.
 import { DEFAULT_ALLOW } from '../proxy/config.ts';
+import { ECOSYSTEMS } from '../proxy/ecosystems/index.ts';
 
 const decodeText = (enc: string) => inflateRawSync(decode64(enc) ?? new Uint8Array()).toString('utf8');
 
@@ -152,5 +154,24 @@ describe('proxy URL converter', () => {
     assert.equal(hostAllowed('api.github.com', ['*.github.com']), true);
     assert.equal(hostAllowed('evilgithub.com', ['*.github.com']), false);
     assert.equal(hostAllowed('github.com', ['*.github.com']), false);
+  });
+});
+
+describe('admin dashboard packages caption', () => {
+  it('names the ecosystems of the rows it shows, npm, Go and Hugging Face as well as PyPI and Debian', () => {
+    const rows = [
+      { key: 'npm/devutil-dep' },
+      { key: 'pypi/requests' },
+      { key: 'go/github.com/DevUtil/hello' },
+      { key: 'npm/left-pad' },
+      { key: 'hf/org/model' },
+    ];
+    assert.equal(packagesCaption(rows), 'Packages (npm, PyPI, Go, Hugging Face)');
+    assert.equal(packagesCaption([{ key: 'debian/devutil-hello' }]), 'Packages (Debian)');
+    assert.equal(packagesCaption([]), 'Packages');
+  });
+
+  it('has a human name for every ecosystem profile the proxy serves', () => {
+    for (const e of ECOSYSTEMS) assert.ok(ECOSYSTEM_NAMES[e.name], `${e.name} is shown by a name`);
   });
 });

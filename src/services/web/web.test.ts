@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { LANGUAGES } from '../diagrams/kroki/languages.ts';
 import { loadOrCreateIdentity } from '../relay/identity.ts';
 
 describe('home page (server side)', () => {
@@ -240,6 +242,33 @@ describe('home page (server side)', () => {
       local,
       /names <code>localhost<\/code>, which only this machine can reach.*DEVUTIL_PUBLIC_URL.*DEVUTIL_RELAY_EXT_ADDRESS/,
     );
+  });
+
+  it('says the rate limits and where running it in production is described, not "not production"', async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    assert.doesNotMatch(body, /not production/i);
+    assert.match(body, /rate-limited per address/);
+    assert.match(body, /docs\/operations\.md/);
+    // What the page points at exists and covers it (the README's scale-out section, the operations page).
+    const root = new URL('../../../', import.meta.url);
+    assert.match(readFileSync(new URL('README.md', root), 'utf8'), /^## Running several instances$/m);
+    assert.match(readFileSync(new URL('docs/operations.md', root), 'utf8'), /^## Behind a load balancer/m);
+  });
+
+  it("shows the diagram languages by name in the editor's picker, with their ids as the values", async () => {
+    const body = (await app.inject({ url: '/' })).body;
+    const select = /<select id="uml-type">([\s\S]*?)<\/select>/.exec(body)?.[1] ?? '';
+    const options = [...select.matchAll(/<option value="([^"]+)"[^>]*>([^<]*)<\/option>/g)].map((m) => [
+      m[1],
+      m[2],
+    ]);
+    assert.deepEqual(
+      options,
+      LANGUAGES.map((l) => [l.type, l.name]),
+    );
+    const shown = Object.fromEntries(options);
+    assert.equal(shown['c4plantuml'], 'C4 model (PlantUML)');
+    assert.equal(shown['blockdiag'], 'BlockDiag (block diagrams)');
   });
 
   it('shows the caller address without JavaScript', async () => {

@@ -151,6 +151,27 @@ describe('UsageRecorder with the state sink (memory)', () => {
     assert.deepEqual(s.gauges, { 'queue:plantuml': 3 });
   });
 
+  it('ranks only served requests in the proxied tables, and counts the failed ones as errors', async () => {
+    const { usage } = recorder();
+    const served = { repo: 'o/r', package: 'npm/served', file: 'npm/served/served-1.0.0.tgz' };
+    usage.record('proxy', '192.0.2.1', 200, 100, 5000, served);
+    usage.record('proxy', '192.0.2.1', 304, 100, 50, served);
+    usage.record('proxy', '192.0.2.1', 403, 100, 90_000, { package: 'npm/refused' });
+    usage.record('proxy', '192.0.2.1', 404, 100, 80_000, { repo: 'o/gone', file: 'github.com/o/gone/x.bin' });
+    usage.record('proxy', '192.0.2.1', 502, 100, 70_000, { package: 'pypi/down' });
+    const s = summarize('hour', await usage.read('hour'), 10);
+    assert.deepEqual(s.top.package, [{ key: 'npm/served', requests: 2, bytes: 5250 }]);
+    assert.deepEqual(s.top.repo, [{ key: 'o/r', requests: 2, bytes: 5250 }]);
+    assert.deepEqual(
+      s.top.file.map((r) => r.key),
+      ['npm/served/served-1.0.0.tgz'],
+    );
+    assert.deepEqual(
+      s.utilities.map((u) => [u.name, u.requests, u.errors]),
+      [['proxy', 5, 3]],
+    );
+  });
+
   it('cuts long keys so one entry cannot hold much memory', async () => {
     const { usage } = recorder();
     usage.record('proxy', '192.0.2.1', 200, 1, 1, { file: `github.com/${'a'.repeat(5000)}.bin` });

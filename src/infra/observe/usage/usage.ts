@@ -174,7 +174,9 @@ export class UsageRecorder {
       b.tops.clientBytes.add(c, bytes);
       b.tops.clientRequests.add(c, 1);
     }
-    if (subjects) {
+    // The proxied tables rank what was served: a refused or failed request (a package off the
+    // allow-list, an upstream 404 or 502) is counted as an error above, never as a package's traffic.
+    if (subjects && status < 400) {
       if (subjects.repo) b.tops.repo.add(cut(subjects.repo), bytes);
       if (subjects.package) b.tops.package.add(cut(subjects.package), bytes);
       if (subjects.file) b.tops.file.add(cut(subjects.file), bytes);

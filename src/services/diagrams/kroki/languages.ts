@@ -9,6 +9,8 @@ export type EngineKind = 'plantuml' | 'thread' | 'command';
 export interface Language {
   /** Kroki's diagram type, the first path segment. */
   readonly type: string;
+  /** What people call it: the editor's language picker shows this, not the type. */
+  readonly name: string;
   readonly kind: EngineKind;
   /** thread: the module in ../engines/; command: the program; plantuml: the @start word. */
   readonly engine: string;
@@ -31,6 +33,7 @@ const PUML_FORMATS = ['svg', 'png', 'txt', 'utxt', 'pdf', 'base64'] as const;
 export const LANGUAGES: readonly Language[] = [
   {
     type: 'plantuml',
+    name: 'PlantUML',
     kind: 'plantuml',
     engine: 'uml',
     formats: PUML_FORMATS,
@@ -40,6 +43,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'c4plantuml',
+    name: 'C4 model (PlantUML)',
     kind: 'plantuml',
     engine: 'uml',
     formats: PUML_FORMATS,
@@ -50,15 +54,17 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'ditaa',
+    name: 'Ditaa (ASCII art)',
     kind: 'plantuml',
     engine: 'ditaa',
     // PlantUML's ditaa draws PNG only (asked for SVG it still answers PNG); Kroki also offers svg.
     formats: ['png'],
-    sample: '+--------+   +-------+\n| client |-->| devutil |\n+--------+   +-------+',
+    sample: '+--------+   +---------+\n| client |-->| devutil |\n+--------+   +---------+',
     label: 'client',
   },
   {
     type: 'graphviz',
+    name: 'Graphviz',
     kind: 'thread',
     engine: 'graphviz',
     pkg: '@viz-js/viz',
@@ -69,6 +75,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'dot',
+    name: 'Graphviz (as dot)',
     kind: 'thread',
     engine: 'graphviz',
     pkg: '@viz-js/viz',
@@ -79,6 +86,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'mermaid',
+    name: 'Mermaid',
     kind: 'thread',
     engine: 'mermaid',
     pkg: 'beautiful-mermaid',
@@ -88,6 +96,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'd2',
+    name: 'D2',
     kind: 'thread',
     engine: 'd2',
     pkg: '@terrastruct/d2',
@@ -98,6 +107,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'nomnoml',
+    name: 'nomnoml',
     kind: 'thread',
     engine: 'nomnoml',
     pkg: 'nomnoml',
@@ -107,6 +117,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'wavedrom',
+    name: 'WaveDrom',
     kind: 'thread',
     engine: 'wavedrom',
     pkg: 'wavedrom',
@@ -117,6 +128,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'vega',
+    name: 'Vega',
     kind: 'thread',
     engine: 'vega',
     pkg: 'vega',
@@ -162,6 +174,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'vegalite',
+    name: 'Vega-Lite',
     kind: 'thread',
     engine: 'vega',
     pkg: 'vega-lite',
@@ -186,6 +199,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'bytefield',
+    name: 'Bytefield',
     kind: 'thread',
     engine: 'bytefield',
     pkg: 'bytefield-svg',
@@ -195,6 +209,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'dbml',
+    name: 'DBML',
     kind: 'thread',
     engine: 'dbml',
     pkg: '@softwaretechnik/dbml-renderer',
@@ -205,6 +220,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'pikchr',
+    name: 'Pikchr',
     kind: 'thread',
     engine: 'pikchr',
     pkg: 'pikchr-wasm',
@@ -214,6 +230,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'svgbob',
+    name: 'Svgbob',
     kind: 'thread',
     engine: 'svgbob',
     pkg: 'svgbob-wasm',
@@ -223,6 +240,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'blockdiag',
+    name: 'BlockDiag (block diagrams)',
     kind: 'command',
     engine: 'blockdiag',
     formats: ['svg', 'png'],
@@ -231,6 +249,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'seqdiag',
+    name: 'SeqDiag (sequence diagrams)',
     kind: 'command',
     engine: 'seqdiag',
     formats: ['svg', 'png'],
@@ -240,6 +259,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'actdiag',
+    name: 'ActDiag (activity diagrams)',
     kind: 'command',
     engine: 'actdiag',
     formats: ['svg', 'png'],
@@ -249,6 +269,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'nwdiag',
+    name: 'NwDiag (network diagrams)',
     kind: 'command',
     engine: 'nwdiag',
     formats: ['svg', 'png'],
@@ -258,6 +279,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'packetdiag',
+    name: 'PacketDiag (packet headers)',
     kind: 'command',
     engine: 'packetdiag',
     formats: ['svg', 'png'],
@@ -266,6 +288,7 @@ export const LANGUAGES: readonly Language[] = [
   },
   {
     type: 'rackdiag',
+    name: 'RackDiag (rack layouts)',
     kind: 'command',
     engine: 'rackdiag',
     formats: ['svg', 'png'],

@@ -3,8 +3,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { ByteLru } from '../../../infra/cache/lru.ts';
-import { badRequest, notFound } from '../../../infra/http/errors.ts';
+import { badRequest } from '../../../infra/http/errors.ts';
 import { typeList } from '../kroki/languages.ts';
+import { sendKrokiError } from '../kroki/reply.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -60,12 +61,10 @@ function bodyText(body: unknown, maxBytes: number): string {
   return body.toString('utf8');
 }
 
-function parseIndex(s: string | undefined, word: string): number {
+/** The image index (0 when the route has none), or null when the segment is not an image number. */
+function parseIndex(s: string | undefined): number | null {
   if (s === undefined) return 0;
-  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX)
-    throw notFound(
-      `no such diagram route: ${word.slice(0, 40)} is neither a format nor a diagram type; diagram types: ${typeList()}`,
-    );
+  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX) return null;
   return Number(s);
 }
 
@@ -82,15 +81,29 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     (_r, b, done) => done(null, b),
   );
 
-  async function diagram(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, source: string) {
+  // The source is read once the route is known to name a format: a wrong path is told before the body.
+  async function diagram(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, read: () => string) {
     const { fmt: word, index } = req.params;
     const mapper = req.headers['x-preferred-color-mapper'];
     const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
+    // An unknown first segment is most often a mistyped Kroki diagram type (POST /plantuml/nosuch/svg):
+    // answered in Kroki's error shape, so a client asking for JSON gets JSON as for Kroki's other errors.
     if (!fmt)
-      throw notFound(
+      return sendKrokiError(
+        req,
+        reply,
+        404,
         `unknown format or diagram type ${word.slice(0, 40)}; formats: png svg txt eps epstext pdf base64 map check; diagram types: ${typeList()}`,
       );
-    const idx = parseIndex(index, word);
+    const idx = parseIndex(index);
+    if (idx === null)
+      return sendKrokiError(
+        req,
+        reply,
+        404,
+        `no such diagram route: ${String(index).slice(0, 40)} is not an image number after ${word.slice(0, 40)}; diagram types: ${typeList()}`,
+      );
+    const source = read();
     reply.header('access-control-allow-origin', '*');
     if (fmt.op === 'check') {
       let line: string;
@@ -105,9 +118,9 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   }
 
   const get = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
-    diagram(req, reply, decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes));
+    diagram(req, reply, () => decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes));
   const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
-    diagram(req, reply, normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
+    diagram(req, reply, () => normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
 
   // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
   const doc = (summary: string) => ({
