@@ -9,6 +9,7 @@ import { renderArt } from '../src/services/avatar/render.ts';
 import { Seed } from '../src/services/avatar/seed.ts';
 import {
   invalid,
+  median,
   report,
   saturation,
   startDevutil,
@@ -21,7 +22,6 @@ import {
 
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 10);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const connections = 64;
 const HASH = '0bc83cb571cd1c50ba6f3e8a78ef1346';
 

@@ -10,6 +10,7 @@ import sharp from 'sharp';
 import { artSvg } from '../src/services/image/generator.ts';
 import {
   invalid,
+  median,
   report,
   requireCommand,
   saturation,
@@ -236,7 +237,6 @@ async function cachedPart(): Promise<void> {
       round(d, dev2.url + path, dev2.pid, conn, each, 'devutil');
       round(n, `${ngx.url}/f1.webp`, ngx.pid, conn, each, 'anchor');
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
     report(`cached ${Math.round(body.length / 1024)} KiB WebP`, 'nginx', [
       {
         metric: 'throughput',

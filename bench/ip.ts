@@ -9,6 +9,7 @@ import { freePort } from '../test/helpers/ports.ts';
 import {
   header,
   invalid,
+  median,
   report,
   saturation,
   startDevutil,
@@ -44,7 +45,6 @@ const targets = [
 ];
 type Run = WrkResult & { usPerReq: number };
 const runs: Record<string, Run[]> = { devutil: [], nginx: [], bare: [] };
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 /** The round whose req/s is the median: its saturation line stands for the set. */
 const medianRun = (rs: Run[]) => rs.find((r) => r.rps === median(rs.map((x) => x.rps))) ?? (rs[0] as Run);
 try {

@@ -395,6 +395,11 @@ async function startOnce(cmd: string, args: string[], cwd: string, dataDir: stri
   }
 }
 
+/** The middle of `xs` (the upper middle for an even count), NaN for none; `xs` is left as it is. */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+}
+
 /**
  * Milliseconds from spawning `cmd args` in `cwd` to its first answered /rest/api/v1/ip: the median of
  * `runs` starts on one data directory, after one start that is not counted (it creates the relay
@@ -410,8 +415,7 @@ export async function startupMedian(
   console.log(`${[cmd, ...args].join(' ').slice(-40)}: first start ${first.toFixed(0)} ms (not counted)`);
   const all: number[] = [];
   for (let i = 0; i < o.runs; i++) all.push(await startOnce(cmd, args, o.cwd, dataDir));
-  all.sort((a, b) => a - b);
-  return all[Math.floor(all.length / 2)]!;
+  return median(all);
 }
 
 /**

@@ -14,6 +14,7 @@ import { startRegistryWorld } from '../test/fixtures/oci/registry.ts';
 import {
   header,
   invalid,
+  median,
   report,
   requireCommand,
   saturation,
@@ -151,7 +152,6 @@ try {
       `cold round ${i + 1}: upstream ${up.toFixed(3)} s, bare-Node relay ${b.toFixed(3)} s, through devutil ${d.toFixed(3)} s (devutil CPU ${cpu.toFixed(2)} s: TLS from the upstream, digest, spool write and read, send)`,
     );
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   report(`cold pull of a ${SIZE / MiB} MiB blob, median of ${rounds}`, 'upstream alone', [
     {
       metric: 'time, through devutil',

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { serveFile, startInternet } from '../test/fixtures/proxy/internet.ts';
 import { tempDir } from '../test/helpers/server.ts';
-import { header, invalid, report, startDevutil, startNginx, wrk } from './lib.ts';
+import { header, invalid, median, report, startDevutil, startNginx, wrk } from './lib.ts';
 
 const SIZE = process.env['BENCH_PACKAGES_SIZE'] ?? '100M';
 const ROUNDS = Number(process.env['BENCH_PACKAGES_ROUNDS'] ?? 3);
@@ -60,7 +60,6 @@ async function curlPull(url: string): Promise<{ sec: number; bytes: number }> {
   const [sec = Number.NaN, bytes = 0] = stdout.trim().split(' ').map(Number);
   return { sec, bytes };
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 try {
   const big = `${dev.url}/proxy/npm/big/-/big-1.0.0.tgz`;

@@ -10,7 +10,7 @@ import { ClassArchive } from '../src/services/diagrams/plantuml/cds.ts';
 import { buildWorker, defaultJar, detectJava } from '../src/services/diagrams/plantuml/java.ts';
 import { JavaWorker, javaArgs, type WorkerOptions } from '../src/services/diagrams/plantuml/worker.ts';
 import { tempDir } from '../test/helpers/server.ts';
-import { header } from './lib.ts';
+import { header, median } from './lib.ts';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const RENDERS = Number(process.env['BENCH_RENDERS'] ?? 200);
@@ -22,7 +22,6 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
 
 header('PlantUML worker JVM flags, each alone (worker protocol, no HTTP)');
 const info = await detectJava('java');

@@ -20,7 +20,6 @@ export const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
-export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? NaN;
 
 /** `n` distinct diagram URLs: the corpus round-robin, each with its own comment line. */
 export function uniquePaths(tag: string, n: number): string[] {

@@ -18,6 +18,7 @@ import { freePort } from '../test/helpers/ports.ts';
 import {
   header,
   invalid,
+  median,
   type Proc,
   report,
   rssOf,
@@ -34,7 +35,6 @@ import {
   FORMATS,
   jar,
   load,
-  median,
   removeScratch,
   spawnDevutil,
   status,

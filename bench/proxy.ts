@@ -20,6 +20,7 @@ import {
   cpuSnapshot,
   cpuUse,
   invalid,
+  median,
   type Proc,
   report,
   rssOf,
@@ -161,7 +162,6 @@ async function stream(url: string, pid: number, curlArgs: string[] = []): Promis
   };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const procs: Proc[] = [dev, ngx, upstream];
 try {
   // ---- 1 KiB: devutil vs bare node:http + undici (target) and vs nginx proxy_pass (printed) ----

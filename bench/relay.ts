@@ -17,7 +17,7 @@ import {
 } from '../src/services/relay/client.ts';
 import type { Message } from '../src/services/relay/protocol/messages.ts';
 import { freePort } from '../test/helpers/ports.ts';
-import { cpuSecondsOf, header, report, requireCommand, rssOf, startDevutil } from './lib.ts';
+import { cpuSecondsOf, header, median, report, requireCommand, rssOf, startDevutil } from './lib.ts';
 
 const H = '127.0.0.1';
 const MiB = 1024 * 1024;
@@ -26,11 +26,6 @@ const SESSIONS = 16;
 const IDLE_CLIENTS = Number(process.env['BENCH_RELAY_IDLE'] ?? 1000);
 /** Throughput rounds, alternating the two relays so load drift on a shared box hits both alike. */
 const ROUNDS = Number(process.env['BENCH_RELAY_ROUNDS'] ?? 3);
-
-function median(xs: number[]): number {
-  const a = [...xs].sort((x, y) => x - y);
-  return a[Math.floor(a.length / 2)] ?? NaN;
-}
 
 type Throughput = { singleMBps: number; multiMBps: number; cpuPerGiB: number };
 function medians(rs: Throughput[]): Throughput {

@@ -13,6 +13,7 @@ import { tempDir } from '../test/helpers/server.ts';
 import {
   header,
   invalid,
+  median,
   type Proc,
   report,
   startDevutil,
@@ -103,7 +104,6 @@ try {
   ];
   type Run = WrkResult & { usPerReq: number };
   const runs: Record<string, Run[]> = {};
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   for (const t of targets) wrk(`${t.p.url}/rest/api/v1/ip`, { durationSec: 2, connections }); // warm
   for (let i = 0; i < ROUNDS; i++) {
     for (const t of i % 2 ? [...targets].reverse() : targets) {

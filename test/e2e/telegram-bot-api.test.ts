@@ -11,10 +11,10 @@ import { makePki } from '../fixtures/proxy/tls.ts';
 import { BOT, CHATS, FakeBotApi } from '../fixtures/telegram/fake-bot-api.ts';
 import { assertNoSecrets } from '../fixtures/telegram/no-secrets.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../fixtures/telegram/overrides.ts';
-import { waitFor } from '../helpers/chromium.ts';
 import { registerSecret } from '../helpers/secrets.ts';
 import { LogCapture, type Running, startTestServer, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // Alertmanager's webhook (version 4) as it posts it: two alerts of one group, one firing one resolved.
 const ALERTS = {

@@ -17,10 +17,10 @@ import { makePki } from '../fixtures/proxy/tls.ts';
 import { BOT, CHATS, FakeBotApi, type Received } from '../fixtures/telegram/fake-bot-api.ts';
 import { assertNoSecrets } from '../fixtures/telegram/no-secrets.ts';
 import { BUDGETS_OFF, OTHERS_OFF } from '../fixtures/telegram/overrides.ts';
-import { waitFor } from '../helpers/chromium.ts';
 import { registerSecret } from '../helpers/secrets.ts';
 import { LogCapture, type Running, startTestServer, tempDir } from '../helpers/server.ts';
 import { onlyOnNode, toolSkip } from '../helpers/tools.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const run = promisify(execFile);
 const USER = CHATS.user!.id;

@@ -39,15 +39,6 @@ export function chromiumProcesses(root: string): ChromiumProcess[] {
   return out;
 }
 
-/** Polls `cond` every 50 ms until it holds or `ms` pass (then throws naming `what`). */
-export async function waitFor(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A loopback HTTP server that counts the requests that reach it (a page must reach none). */
 export interface Trap {
   readonly url: string;

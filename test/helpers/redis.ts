@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { freePort } from './ports.ts';
+import { waitFor } from './wait.ts';
 
 export interface RedisHandle {
   url: string;
@@ -188,14 +189,9 @@ export async function startSentinels(
     const sentinelClients = sentinels.map((s) => client(s.port, o.sentinelPassword ?? ''));
     const ask = (i: number, ...args: string[]) =>
       (sentinelClients[i] as InstanceType<typeof Redis>).call('SENTINEL', ...args) as Promise<unknown>;
-    const until = async (what: string, test: () => Promise<boolean>, ms = 20_000) => {
-      const end = Date.now() + ms;
-      for (;;) {
-        if (await test().catch(() => false)) return;
-        if (Date.now() > end) throw new Error(`sentinel test group: ${what} within ${ms} ms`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    // A sentinel that is still starting or electing answers with errors: poll through them.
+    const until = (what: string, test: () => Promise<boolean>) =>
+      waitFor(() => test().catch(() => false), `sentinel test group: ${what}`, 20_000);
     const fields = (row: unknown): Record<string, string> => {
       const out: Record<string, string> = {};
       const a = row as string[];

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 import { Cache, type CacheOptions } from './cache.ts';
 
 type Meta = { i: number };
@@ -27,11 +28,6 @@ const shardFiles = (dir: string, key: string) => {
   const shard = join(dir, h.slice(0, 2));
   return existsSync(shard) ? readdirSync(shard).filter((n) => n.startsWith(h)) : [];
 };
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 25));
-  assert.ok(cond(), what);
-}
 
 describe('Cache disk layout', () => {
   it('keeps each body alone in a file named by key and version, with its record beside it', async () => {
@@ -84,9 +80,9 @@ describe('Cache disk layout', () => {
     assert.equal(await c.peek('k'), undefined);
     await c.rescan(); // a scan does not sweep bodies it is keeping for a while
     assert.ok(existsSync(join(dir, f1)));
-    await until(() => !existsSync(join(dir, f1)), 'the replaced body is removed after the grace');
+    await waitFor(() => !existsSync(join(dir, f1)), 'the replaced body is removed after the grace');
     // The evicted body was retired later (when z went in), so its grace ends a little later.
-    await until(() => shardFiles(dir, 'k').length === 0, 'the evicted body goes too, after its own grace');
+    await waitFor(() => shardFiles(dir, 'k').length === 0, 'the evicted body goes too, after its own grace');
     assert.ok(existsSync(join(dir, fx)), 'a live body stays');
   });
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 import { Cache } from './cache.ts';
 import { Spool } from './spool.ts';
 
@@ -33,12 +34,6 @@ function collect(r: Readable) {
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
 
-/** Waits until `cond` holds (what a reader received arrives in its own time on a busy machine). */
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await tick();
-  assert.ok(cond(), 'condition not reached');
-}
-
 describe('Spool', { timeout: 30_000 }, () => {
   it('streams to every reader as it is written, holding the last byte until the seal', async () => {
     const s = await Spool.create(join(tempDir(), 'a'));
@@ -46,7 +41,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     await s.append(Buffer.from('hello '));
     const b = collect(s.reader(0)); // joins after the first chunk
     await s.append(Buffer.from('world'));
-    await until(() => a.bytes().length >= 10 && b.bytes().length >= 10);
+    await waitFor(() => a.bytes().length >= 10 && b.bytes().length >= 10, 'both readers to get ten bytes');
     await tick();
     assert.equal(a.bytes().toString(), 'hello worl', 'all but the last byte before the seal');
     assert.equal(b.bytes().toString(), 'hello worl');
@@ -67,7 +62,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     await s.append(Buffer.from('0123456789'));
     await mid.settled();
     assert.equal(mid.bytes().toString(), '234');
-    await until(() => tail.bytes().length >= 3);
+    await waitFor(() => tail.bytes().length >= 3, 'the tail reader to get three bytes');
     await tick();
     assert.equal(tail.bytes().toString(), '678');
     assert.equal(tail.got.ended, false);
@@ -82,7 +77,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     const s = await Spool.create(join(tempDir(), 'c'));
     const a = collect(s.reader(0));
     await s.append(Buffer.from('partial body'));
-    await until(() => a.bytes().length >= 11);
+    await waitFor(() => a.bytes().length >= 11, 'the reader to get eleven bytes');
     s.fail(new Error('digest mismatch'));
     await a.settled();
     assert.equal(a.got.ended, false);

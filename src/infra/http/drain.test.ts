@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { startTestServer } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 import { FIRST_REQUEST_GRACE_MS } from './drain.ts';
 
 /** A raw TCP client: everything the server sent, and how the connection ended. */
@@ -27,14 +28,6 @@ function rawClient(port: number): Promise<{ sock: Socket; received: () => string
   });
 }
 
-async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('closing the server', { timeout: 60_000 }, () => {
   it('answers a request that arrives on a connection accepted before the close', async () => {
     const srv = await startTestServer();
@@ -42,7 +35,7 @@ describe('closing the server', { timeout: 60_000 }, () => {
     drain.firstRequestGraceMs = 60_000; // a busy machine may take seconds between the steps below
     const c = await rawClient(srv.port);
     try {
-      await until('the server accepted the connection', () => drain.counts().open === 1);
+      await waitFor(() => drain.counts().open === 1, 'the server accepted the connection');
       assert.equal(drain.closeIdle(), 0, 'a connection that has not asked yet is not closed at once');
       const closing = srv.close();
       // The request reaches the server after the close began (nginx sends it right after connecting;
@@ -64,7 +57,7 @@ describe('closing the server', { timeout: 60_000 }, () => {
     const c = await rawClient(srv.port);
     try {
       c.sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-      await until('the first answer', () => /\r\n\r\n/.test(c.received()));
+      await waitFor(() => /\r\n\r\n/.test(c.received()), 'the first answer');
       assert.match(c.received(), /\r\nconnection: keep-alive\r\n/i);
       srv.app.ctx.drain.firstRequestGraceMs = 60_000;
       assert.equal(srv.app.ctx.drain.closeIdle(), 1, 'closed at once, not after a grace');
@@ -81,7 +74,7 @@ describe('closing the server', { timeout: 60_000 }, () => {
     drain.firstRequestGraceMs = 500;
     const c = await rawClient(srv.port);
     try {
-      await until('the server accepted the connection', () => drain.counts().open === 1);
+      await waitFor(() => drain.counts().open === 1, 'the server accepted the connection');
       const acceptedBy = Date.now();
       await srv.close();
       assert.equal(await c.ended, 'closed');

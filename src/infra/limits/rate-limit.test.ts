@@ -7,6 +7,7 @@ import { startAll } from '../../../test/helpers/process.ts';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 
 const limited = { ip: { rateLimit: '3/min' } };
 
@@ -237,6 +238,49 @@ describe('rate limits shared through Redis', { skip: toolSkip('redis-server') },
     } finally {
       await open.close();
       await closed.close();
+    }
+  });
+
+  // Issue 36: failing open wrote a warn line for every request while Redis was down.
+  it('warns once per Redis outage, not once per request, and says once when it is over', async () => {
+    const logs = new LogCapture();
+    const app = await buildTestServer({
+      logs,
+      overrides: limited,
+      env: { DEVUTIL_REDIS_URL: redis.url, DEVUTIL_REDIS_KEY_PREFIX: `w${Date.now()}:` },
+    });
+    const FAILED = 'rate limit store failed; letting request through';
+    const OVER = 'rate limit store answers again';
+    const count = (msg: string) =>
+      logs.lines.filter((l) => (JSON.parse(l) as { msg?: string }).msg === msg).length;
+    let n = 0;
+    const ask = () => app.inject({ url: '/rest/api/v1/ip', remoteAddress: `192.0.2.${100 + (n++ % 100)}` });
+    const outage = async (round: number) => {
+      await redis.stop();
+      for (let i = 0; i < 6; i++) assert.equal((await ask()).statusCode, 200, 'let through while down');
+      assert.equal(count(FAILED), round, logs.text());
+      await redis.restart();
+      // ioredis reconnects on its own; the first request the store counts again ends the outage.
+      await waitFor(
+        async () => {
+          await ask();
+          return count(OVER) === round;
+        },
+        'the end of the outage',
+        20_000,
+      );
+    };
+    try {
+      assert.equal((await ask()).statusCode, 200);
+      assert.equal(count(FAILED), 0);
+      await outage(1);
+      await outage(2);
+      assert.equal(count(FAILED), 2, 'one warning per outage');
+      assert.equal(count(OVER), 2, 'one line per end of an outage');
+      const over = logs.lines.map((l) => JSON.parse(l)).find((l) => l.msg === OVER);
+      assert.ok(over.failures >= 6, JSON.stringify(over));
+    } finally {
+      await app.close();
     }
   });
 });

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import type { Logger } from 'pino';
 import type { Rate } from '../config/schema.ts';
 import { tooMany, unavailable } from '../http/errors.ts';
-import { briefError } from '../observe/logger.ts';
+import { Outage } from '../observe/outage.ts';
 import type { SharedState } from '../state/state.ts';
 
 export interface Decision {
@@ -26,15 +26,19 @@ export interface LimiterOptions {
 export class RateLimiter {
   readonly state: SharedState;
   private opts: LimiterOptions;
+  /** While the store is down, failing open warns once, not once per request. */
+  private readonly storeOutage: Outage;
   constructor(state: SharedState, opts: LimiterOptions) {
     this.state = state;
     this.opts = opts;
+    this.storeOutage = new Outage(opts.logger, 'rate limit store');
   }
 
   /** Counts one request of `id` (a client key, a bot...) against `bucket`'s budget. */
   async take(bucket: string, id: string, rate: Rate): Promise<Decision> {
     if (rate.limit <= 0) return { allowed: true, limit: 0, remaining: 0, resetSec: 0 };
     const hit = await this.state.count(`rl:${bucket}:${id}`, 1, { ttlMs: rate.windowMs });
+    this.storeOutage.ok();
     const count = hit.value;
     const resetMs = hit.ttlMs < 0 ? rate.windowMs : hit.ttlMs;
     return {
@@ -43,6 +47,16 @@ export class RateLimiter {
       remaining: Math.max(0, rate.limit - count),
       resetSec: Math.max(1, Math.ceil(resetMs / 1000)),
     };
+  }
+
+  /**
+   * What a store failure (from take()) means for a request: refused with 503 when limits fail
+   * closed; let through when they fail open, warned on `log` once per outage of the store.
+   */
+  storeFailed(err: unknown, bucket: string, log: Pick<Logger, 'warn'>): void {
+    if (this.opts.failMode === 'closed')
+      throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
+    this.storeOutage.failed(err, 'rate limit store failed; letting request through', { bucket }, log);
   }
 
   /**
@@ -64,11 +78,8 @@ export class RateLimiter {
         d = await this.take(bucket, key ? key(req) : req.clientKey, r);
       } catch (err) {
         this.opts.onStoreError?.(err);
-        if (this.opts.failMode === 'open') {
-          req.log.warn({ err: briefError(err), bucket }, 'rate limit store failed; letting request through');
-          return;
-        }
-        throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
+        this.storeFailed(err, bucket, req.log);
+        return;
       }
       applyHeaders(reply, d, r);
       if (!d.allowed) {

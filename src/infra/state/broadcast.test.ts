@@ -6,16 +6,11 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { type RedisHandle, startRedis } from '../../../test/helpers/redis.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 import { type Broadcast, createBroadcast } from './broadcast.ts';
 import { connectRedis, redisReady, urlTarget } from './redis.ts';
 
 const log = pino({ level: 'silent' });
-
-async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  return cond();
-}
 
 describe('broadcast without Redis', () => {
   it('delivers to this process and waits for the handlers', async () => {
@@ -65,7 +60,7 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
     assert.equal(await b.bus.ready(3000), true);
     await a.bus.publish('avatar', 'changed-1');
     assert.deepEqual(seenA, ['changed-1'], 'delivered locally before publish returns');
-    assert.ok(await until(() => seenB.length === 1));
+    await waitFor(() => seenB.length === 1, 'the other instance to get the message', 5000);
     assert.deepEqual(seenB, ['changed-1']);
     await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(seenA, ['changed-1'], 'its own message is not delivered twice');
@@ -80,7 +75,7 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
     await b.redis.publish('test:bus:x', JSON.stringify({ from: 'someone', text: 42 }));
     await b.redis.publish('test:bus:x', 'x'.repeat(10_000));
     await b.redis.publish('test:bus:x', JSON.stringify({ from: 'someone', text: 'fine' }));
-    assert.ok(await until(() => seen.length === 1));
+    await waitFor(() => seen.length === 1, 'the well-formed message', 5000);
     assert.deepEqual(seen, ['fine']);
   });
 
@@ -92,14 +87,16 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
     b.bus.subscribe('r', { message: (t) => void seen.push(t), resync: () => void resyncs++ });
     await b.bus.ready(3000);
     await server.restart();
-    assert.ok(await until(() => resyncs === 1, 10_000), 'resync after the subscriber reconnected');
-    assert.ok(await until(() => a.redis.status === 'ready', 10_000));
+    await waitFor(() => resyncs === 1, 'resync after the subscriber reconnected', 10_000);
+    await waitFor(() => a.redis.status === 'ready', 'the publisher to reconnect', 10_000);
     // Resubscribing follows the reconnect; publish until the message gets through.
-    assert.ok(
-      await until(() => {
+    await waitFor(
+      () => {
         if (seen.length === 0) void a.bus.publish('r', 'after');
         return seen.includes('after');
-      }, 10_000),
+      },
+      'a message after the reconnect',
+      10_000,
     );
   });
 });

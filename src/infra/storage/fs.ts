@@ -22,6 +22,7 @@ import {
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { KeyedMutex } from '../limits/keyed-mutex.ts';
 import {
   BLOB_KEY,
   type BlobEntry,
@@ -95,7 +96,7 @@ export class FsBlobStore implements BlobStore {
   readonly root: string;
   private orphans: Promise<number> = Promise.resolve(0);
   /** Serialises publishing per key in this process, so a replacement knows the body it replaced. */
-  private readonly publishing = new Map<string, Promise<unknown>>();
+  private readonly publishing = new KeyedMutex();
   constructor(root: string) {
     this.root = root;
     this.tmpDir = join(root, '.tmp');
@@ -199,7 +200,7 @@ export class FsBlobStore implements BlobStore {
       await mkdir(dirname(final), { recursive: true });
       let previous: string | null = null;
       try {
-        await this.serial(final, async () => {
+        await this.publishing.run(final, async () => {
           if (opts.ifAbsent) {
             // link(2) fails with EEXIST when the name exists: an atomic create-only publish.
             try {
@@ -267,17 +268,6 @@ export class FsBlobStore implements BlobStore {
       } catch {
         return;
       }
-    }
-  }
-
-  private async serial<T>(path: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this.publishing.get(path) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.catch(() => {});
-    this.publishing.set(path, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.publishing.get(path) === tail) this.publishing.delete(path);
     }
   }
 

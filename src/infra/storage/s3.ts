@@ -18,6 +18,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Logger } from 'pino';
+import { KeyedMutex } from '../limits/keyed-mutex.ts';
 import {
   BLOB_KEY,
   BLOB_NAMESPACES,
@@ -83,7 +84,7 @@ export class S3BlobStore implements BlobStore {
   readonly client: S3Client;
   private readonly bucket: string;
   /** Serialises the create-only check-and-publish per key inside this process. */
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedMutex();
   private readonly incompleteAgeMs: number;
   private readonly log: Pick<Logger, 'info' | 'warn' | 'debug'> | undefined;
   /** The store has no ListMultipartUploads (s3rver): said once, then not asked again. */
@@ -292,24 +293,7 @@ export class S3BlobStore implements BlobStore {
     return size;
   }
 
-  private async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(key) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const tail = run.catch(() => {});
-    this.locks.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(key) === tail) this.locks.delete(key);
-    }
-  }
-
-  async put(
-    key: string,
-    body: Readable,
-    meta: Record<string, string>,
-    opts: PutOptions = {},
-  ): Promise<BlobInfo> {
+  async put(key: string, body: Readable, meta: BlobInfo['meta'], opts: PutOptions = {}): Promise<BlobInfo> {
     this.check(key);
     checkMeta(meta);
     if (!opts.finalize && !opts.ifAbsent) {
@@ -335,7 +319,7 @@ export class S3BlobStore implements BlobStore {
           }),
         );
       if (opts.ifAbsent) {
-        await this.withLock(key, async () => {
+        await this.locks.run(key, async () => {
           // The HEAD covers servers that ignore If-None-Match; the condition covers other instances.
           if (await this.head(key)) throw new BlobExistsError(key);
           try {

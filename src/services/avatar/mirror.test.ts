@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { FakeGravatar } from '../../../test/fixtures/avatar/gravatar.ts';
 import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 
 const RED = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
 const GREEN = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2';
@@ -16,12 +17,6 @@ const TOKEN = testSecret('avatar-admin-');
 async function firstPixel(buf: Buffer): Promise<number[]> {
   const { data } = await sharp(buf).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return [data[0]!, data[1]!, data[2]!];
-}
-
-/** Polls until `cond` holds (background work), failing after ~5 s; no timing is asserted. */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 250 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
-  assert.ok(cond(), `timed out waiting for ${what}`);
 }
 
 describe('avatar mirror of a Gravatar-compatible upstream', () => {
@@ -135,14 +130,14 @@ describe('avatar mirror of a Gravatar-compatible upstream', () => {
     const second = await swr.inject({ url: `/avatar/${CHANGING}?s=16` });
     assert.equal(second.headers['x-avatar-source'], 'mirror');
     assert.equal(second.headers.etag, first.headers.etag);
-    await until(() => upstream.requestsFor(CHANGING).length > count, 'a background revalidation');
+    await waitFor(() => upstream.requestsFor(CHANGING).length > count, 'a background revalidation');
     const conditional = upstream.requestsFor(CHANGING).at(-1)!;
     assert.ok(conditional.headers['if-none-match'], 'revalidation is conditional');
     // The user changes their picture upstream: the next refresh brings the new one in.
     upstream.avatars.set(CHANGING, { colour: [0, 0, 0], version: 2 });
     await swr.inject({ url: `/avatar/${CHANGING}?s=16` });
     let latest = first;
-    await until(() => {
+    await waitFor(() => {
       void swr.inject({ url: `/avatar/${CHANGING}?s=16` }).then((r) => {
         latest = r;
       });

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { photo } from '../../../test/fixtures/image/images.ts';
 import { buildTestServer, tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 
 const URL_ = '/rest/api/v1/image';
 type Rgb = [number, number, number];
@@ -33,14 +34,6 @@ async function colourOf(body: Buffer): Promise<string> {
   const norm = (c: number[]) => c.map((v) => v / Math.max(1, ...c));
   const dist = (c: Rgb) => norm(c).reduce((s, v, k) => s + (v - norm(px)[k]!) ** 2, 0);
   return named.reduce((best, n) => (dist(n[1]) < dist(best[1]) ? n : best))[0];
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`gave up waiting for ${what}`);
 }
 
 describe('image categories', () => {

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { makeImageDir, photo } from '../../../test/fixtures/image/images.ts';
 import { buildTestServer, LogCapture, tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 
 const URL_ = '/rest/api/v1/image';
 
@@ -13,14 +14,6 @@ async function centre(body: Buffer): Promise<[number, number, number]> {
   const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
   const i = (Math.floor(info.height / 2) * info.width + Math.floor(info.width / 2)) * info.channels;
   return [data[i]!, data[i + 1]!, data[i + 2]!];
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`gave up waiting for ${what}`);
 }
 
 describe('image directory source', () => {

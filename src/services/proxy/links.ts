@@ -22,9 +22,7 @@ export class Links {
 
   /** The target URL is https, allow-listed and carries no port, userinfo or IP literal. */
   allowed(u: URL): boolean {
-    if (u.protocol !== 'https:' || u.port !== '' || u.username !== '' || u.password !== '') return false;
-    if (!/^[a-z0-9.-]+$/.test(u.hostname) || /^[\d.]+$|^0x|\.$/.test(u.hostname)) return false;
-    return this.allow.has(u.hostname);
+    return this.allow.allowsUrl(u);
   }
 
   proxied(u: URL): string {

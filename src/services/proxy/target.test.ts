@@ -128,4 +128,19 @@ describe('proxy target parser', () => {
     assert.ok(!a.has('exact.org.evil.com'));
     assert.ok(!a.has('sub.exact.org'));
   });
+
+  it('allows upstream URLs only over https on an allowed name, without port, userinfo or IP literal', () => {
+    const a = new AllowList(['*.example.com', 'exact.org', '127.0.0.1']);
+    assert.ok(a.allowsUrl(new URL('https://exact.org/x?y=1')));
+    assert.ok(a.allowsUrl(new URL('https://cdn.example.com/blob')));
+    for (const u of [
+      'http://exact.org/x',
+      'https://exact.org:8443/x',
+      'https://u:p@exact.org/x',
+      'https://127.0.0.1/x',
+      'https://exact.org./x',
+      'https://other.org/x',
+    ])
+      assert.equal(a.allowsUrl(new URL(u)), false, u);
+  });
 });

@@ -82,4 +82,14 @@ export class AllowList {
     if (this.exact.has(host)) return true;
     return this.suffixes.some((s) => host.length > s.length && host.endsWith(s));
   }
+
+  /**
+   * The upstream URL check (rewritten links, followed redirects): https on an allowed host, without
+   * port, userinfo, IP literal or trailing dot.
+   */
+  allowsUrl(u: URL): boolean {
+    if (u.protocol !== 'https:' || u.port !== '' || u.username !== '' || u.password !== '') return false;
+    if (!/^[a-z0-9.-]+$/.test(u.hostname) || /^[\d.]+$|^0x|\.$/.test(u.hostname)) return false;
+    return this.has(u.hostname);
+  }
 }

@@ -7,21 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { POOL_URL, type StandInPool, startStandInPool } from '../../../test/fixtures/relay/pool.ts';
 import { buildTestServer, LogCapture, tempDir } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { relayBackground } from './background.ts';
 import { clientIdentity } from './client.ts';
 import { RELAY } from './handle.ts';
 import { goDuration, PoolMembership, poolHost, poolRelayUrl } from './pool.ts';
 import { formatDeviceId } from './protocol/device-id.ts';
-
-/** Polls `ok` until it holds or 20 s pass (a clock bound, not a guess at speed). */
-async function until(ok: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!ok()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('relay URL for pools', { timeout: 10_000 }, () => {
   it('writes timings as Go does and sorts the query as url.Values.Encode', () => {
@@ -102,7 +94,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
     const from = pool.joins.length;
     const s = await relayServer({});
     try {
-      await until(() => (pool.joins[from]?.status ?? 0) !== 0, 'a join');
+      await waitFor(() => (pool.joins[from]?.status ?? 0) !== 0, 'a join');
       const join = pool.joins[from];
       const relay = s.app.ctx.local(RELAY).running;
       assert.ok(relay && join);
@@ -118,7 +110,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
         join.published,
         `relay://127.0.0.1:${relay.port}/?id=${relay.identity.deviceId}&networkTimeout=2m0s&pingInterval=1m0s`,
       );
-      await until(() => s.app.ctx.local(RELAY).pools()[0]?.state === 'joined', 'the joined state');
+      await waitFor(() => s.app.ctx.local(RELAY).pools()[0]?.state === 'joined', 'the joined state');
       const api = (await s.app.inject({ url: '/rest/api/v1/relay' })).json();
       const [p] = api.data.pools;
       assert.equal(p.pool, POOL_URL);
@@ -136,7 +128,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
     const from = pool.joins.length;
     const s = await relayServer({ extAddress: '203.0.113.7', providedBy: 'devutil test' });
     try {
-      await until(() => (pool.joins[from]?.status ?? 0) !== 0, 'a join');
+      await waitFor(() => (pool.joins[from]?.status ?? 0) !== 0, 'a join');
       const join = pool.joins[from];
       assert.equal(join?.status, 200, join?.error ?? '');
       assert.match(join?.url ?? '', /^relay:\/\/203\.0\.113\.7:\d+\/\?id=.*&providedBy=devutil\+test$/);
@@ -200,7 +192,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
       const { m, close } = membership(other);
       try {
         m.start();
-        await until(() => (pool.joins[from + 1]?.status ?? 0) !== 0, 'a retry');
+        await waitFor(() => (pool.joins[from + 1]?.status ?? 0) !== 0, 'a retry');
         for (const j of pool.joins.slice(from, from + 2)) {
           assert.equal(j.certId, formatDeviceId(me.raw));
           assert.equal(j.status, 400);
@@ -219,7 +211,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
       const { m, close } = membership(formatDeviceId(me.raw), false);
       try {
         m.start();
-        await until(() => m.status()[0]?.state === 'stopped', 'the stop');
+        await waitFor(() => m.status()[0]?.state === 'stopped', 'the stop');
         assert.equal(pool.joins.length, from + 1);
         assert.equal(pool.joins[from]?.certId, null);
         // Nothing is scheduled: no retry will come.
@@ -236,7 +228,7 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
       try {
         m.start();
         // 500, 429, then the relay test (nothing listens at the URL): each answer leads to another POST.
-        await until(() => (pool.joins[from + 2]?.status ?? 0) !== 0, 'three tries');
+        await waitFor(() => (pool.joins[from + 2]?.status ?? 0) !== 0, 'three tries');
         assert.deepEqual(
           pool.joins.slice(from, from + 3).map((j) => j.status),
           [500, 429, 400],

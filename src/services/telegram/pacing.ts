@@ -5,8 +5,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import type { Rate } from '../../infra/config/schema.ts';
-import { tooMany, unavailable } from '../../infra/http/errors.ts';
-import { briefError } from '../../infra/observe/logger.ts';
+import { tooMany } from '../../infra/http/errors.ts';
+import { Outage } from '../../infra/observe/outage.ts';
 import type { TelegramMetrics } from './index.ts';
 import type { Pauses } from './pauses.ts';
 
@@ -14,11 +14,14 @@ export class Pacing {
   private readonly ctx: ServiceContext;
   private readonly metrics: TelegramMetrics;
   private readonly pauses: Pauses;
+  /** While the pause store is down, not pausing is warned once, not once per message. */
+  private readonly pauseOutage: Outage;
 
   constructor(ctx: ServiceContext, metrics: TelegramMetrics, pauses: Pauses) {
     this.ctx = ctx;
     this.metrics = metrics;
     this.pauses = pauses;
+    this.pauseOutage = new Outage(ctx.logger, 'telegram pause store');
   }
 
   private get cfg() {
@@ -36,11 +39,8 @@ export class Pacing {
     try {
       d = await this.ctx.limiter.take(bucket, id, rate);
     } catch (err) {
-      if (this.ctx.config.redis.failMode === 'open') {
-        req.log.warn({ err: briefError(err), bucket }, 'rate limit store failed; letting request through');
-        return;
-      }
-      throw unavailable('rate limiter unavailable, try again shortly', 5, 'LIMITER_UNAVAILABLE');
+      this.ctx.limiter.storeFailed(err, bucket, req.log);
+      return;
     }
     if (!d.allowed) {
       this.metrics.refused.inc({ reason: bucket.slice('telegram-'.length) });
@@ -57,8 +57,9 @@ export class Pacing {
     let left = 0;
     try {
       left = await this.pauses.remaining(chatKey);
+      this.pauseOutage.ok();
     } catch (err) {
-      req.log.warn({ err: { message: (err as Error).message } }, 'pause store failed; not pausing');
+      this.pauseOutage.failed(err, 'pause store failed; not pausing', {}, req.log);
     }
     if (left > 0) {
       this.metrics.refused.inc({ reason: 'paused' });

@@ -5,14 +5,9 @@
 // process. Chromium is required when CI=true.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  chromiumProcesses,
-  profileRoot,
-  startTrap,
-  type Trap,
-  waitFor,
-} from '../../../../test/helpers/chromium.ts';
+import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 import { BrowserPool, type BrowserPoolOptions, type PageKind } from './browser-pool.ts';
 import { RenderTimeout } from './render-job.ts';
 

@@ -8,10 +8,9 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { TS_EXEC_ARGV } from '../../../../scripts/ts-loader.js';
 import { tempDir } from '../../../../test/helpers/server.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 import { packageVersion } from '../kroki/packages.ts';
 import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Pids of the render processes whose parent is `ppid`. */
 function renderChildren(ppid: number): number[] {
@@ -26,11 +25,6 @@ function renderChildren(ppid: number): number[] {
     } catch {}
   }
   return out;
-}
-
-async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-  for (let t = 0; t < ms && !ok(); t += 100) await sleep(100);
-  assert.ok(ok(), what);
 }
 
 const job = (source: string) => ({ engine: 'd2', source, format: 'svg', options: {} });
@@ -62,7 +56,7 @@ describe('D2 engine process', {
     } finally {
       await pool.close();
     }
-    await until('no render process left after close', () => renderChildren(process.pid).length === 0);
+    await waitFor(() => renderChildren(process.pid).length === 0, 'no render process left after close');
   });
 
   it('lets a process that rendered D2 exit as soon as it is done', async () => {
@@ -99,9 +93,9 @@ process.exit(0);
     );
     // Rendering may take long on a busy machine; exiting after it may not: V8 optimises D2's module
     // for a minute or more after it loads, and a process holding it waits for that before it ends.
-    await until('rendered', () => out.includes('rendered') || exited, 180_000);
+    await waitFor(() => out.includes('rendered') || exited, 'rendered', 180_000);
     assert.match(out, /rendered/, err.slice(-2000));
-    await until('the process exited within 20 s of being done', () => exited, 20_000);
+    await waitFor(() => exited, 'the process exited within 20 s of being done', 20_000);
     assert.equal(await code, 0);
     if (!exited) child.kill('SIGKILL');
   });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
 import { RenderCrashed, type RenderJob, RenderTimeout } from './render-job.ts';
 
@@ -43,11 +44,6 @@ const alive = (pid: number) => {
   }
 };
 
-async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-  for (let t = 0; t < ms && !ok(); t += 100) await new Promise((r) => setTimeout(r, 100));
-  assert.ok(ok(), what);
-}
-
 describe('render processes', { timeout: 240_000 }, () => {
   it('kills a runaway layout at the deadline, keeps the event loop turning, and serves the next render from a warm spare', async () => {
     const events: string[] = [];
@@ -55,7 +51,7 @@ describe('render processes', { timeout: 240_000 }, () => {
     try {
       // Both slots and the spare up, the engine loaded in each (a cold start on a busy machine is slow).
       await Promise.all([p.run(small), p.run(small)]);
-      await until('two processes and a spare', () => p.stats().processes === 3, 60_000);
+      await waitFor(() => p.stats().processes === 3, 'two processes and a spare', 60_000);
       const before = p.pids();
       let ticks = 0;
       const ticker = setInterval(() => ticks++, 50);
@@ -67,7 +63,7 @@ describe('render processes', { timeout: 240_000 }, () => {
       assert.ok(ticks >= 10, `the event loop kept turning (${ticks} ticks)`);
       const killed = before.filter((pid) => !p.pids().includes(pid));
       assert.equal(killed.length, 1);
-      await until('the killed process is gone', () => !alive(killed[0]!));
+      await waitFor(() => !alive(killed[0]!), 'the killed process is gone');
       // Two renders at once right after the kill: both on warm processes, none waits for a start.
       events.length = 0;
       const both = await Promise.all([p.run(small), p.run(small)]);
@@ -78,7 +74,7 @@ describe('render processes', { timeout: 240_000 }, () => {
         'no render waited for a process start',
       );
       // And a spare is kept beside them again.
-      await until('a spare beside two warm processes', () => p.stats().processes === 3, 60_000);
+      await waitFor(() => p.stats().processes === 3, 'a spare beside two warm processes', 60_000);
     } finally {
       await p.close();
     }
@@ -163,6 +159,6 @@ describe('render processes', { timeout: 240_000 }, () => {
       await p.close();
     }
     assert.deepEqual(p.pids(), []);
-    await until('the process is gone', () => !alive(pid));
+    await waitFor(() => !alive(pid), 'the process is gone');
   });
 });

@@ -8,15 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import {
-  chromiumProcesses,
-  profileRoot,
-  startTrap,
-  type Trap,
-  waitFor,
-} from '../../../../test/helpers/chromium.ts';
+import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
 import { buildTestServer, LogCapture } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = toolSkip(CHROMIUM, ['--version']);

@@ -39,13 +39,6 @@ export class RegistryClient {
     this.maxRedirects = maxRedirects;
   }
 
-  /** An allow-listed https URL without port, userinfo or address literal. */
-  allowed(u: URL): boolean {
-    if (u.protocol !== 'https:' || u.port !== '' || u.username !== '' || u.password !== '') return false;
-    if (!/^[a-z0-9.-]+$/.test(u.hostname) || /^[\d.]+$|^0x|\.$/.test(u.hostname)) return false;
-    return this.allow.has(u.hostname);
-  }
-
   /** `method` on `/v2/<repo>/<rest>` of the image's registry; the body is the caller's to consume. */
   async request(
     name: ImageName,
@@ -79,7 +72,7 @@ export class RegistryClient {
       const from = url;
       const next = redirectTarget(res.statusCode, out['location'], from, hop, {
         max: this.maxRedirects,
-        allowed: (u) => this.allowed(u),
+        allowed: (u) => this.allow.allowsUrl(u),
         fail: (f, target) =>
           ociError(
             502,

@@ -1,0 +1,18 @@
+// Waiting in tests: poll a condition under a clock bound, never a fixed sleep that assumes a fast
+// machine (a busy 2-core box runs background work in its own time).
+
+/**
+ * Polls `cond` (sync or async) every 50 ms until it holds; when `ms` pass without it, throws naming
+ * `what`. A condition that throws ends the wait with its error: catch inside `cond` to poll through.
+ */
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 30_000,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
