@@ -217,6 +217,43 @@ describe('the address guard covers every outbound client', () => {
     });
   }
 
+  it('Telegram: a refused address answers 403 in both envelopes, naming host, address and setting', async () => {
+    const logs = new LogCapture();
+    const app = await buildTestServer({
+      logs,
+      overrides: {
+        ...OTHERS_OFF,
+        egress: { resolve: [PRIVATE] },
+        telegram: { ...BUDGETS_OFF, apiBase: 'http://inside.test', timeoutMs: 3000 },
+      },
+    });
+    try {
+      const why =
+        'inside.test is overridden to 10.0.0.1, a non-public address; DEVUTIL_EGRESS_ALLOW_CIDRS can allow its range';
+      const legacy = await app.inject({
+        method: 'POST',
+        url: '/rest/api/v1/telegram',
+        payload: { apiKey: BOT.token, chatId: CHATS.user!.id, msgText: 'guarded' },
+      });
+      // 403, not a 502 that senders retry: a refusal by policy, with what would allow it.
+      assert.equal(legacy.statusCode, 403, legacy.body);
+      assert.equal(legacy.json().status, 0);
+      assert.equal(legacy.json().msg, `telegram's address is not allowed: ${why}`);
+      const bot = await app.inject({
+        method: 'POST',
+        url: `/telegram/bot${BOT.token}/sendMessage`,
+        payload: { chat_id: CHATS.user!.id, text: 'guarded' },
+      });
+      assert.equal(bot.statusCode, 403, bot.body);
+      assert.equal(bot.json().ok, false);
+      assert.equal(bot.json().error_code, 403);
+      assert.equal(bot.json().description, `Forbidden: telegram's address is not allowed: ${why}`);
+      assert.match(logs.text(), /telegram address not allowed/);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('reverse proxy: refuses an allow-listed name overridden to a private address with 403, naming both and the setting', async () => {
     const app = await buildTestServer({
       overrides: {

@@ -340,7 +340,9 @@ export class BotApiGateway {
         { ...fields, code: r.code, detail: r.message, host: this.d.client.upstream.host },
         'telegram unreachable',
       );
-    } else req.log.warn(fields, 'telegram failed');
+    } else if (r.kind === 'blocked')
+      req.log.warn({ ...fields, detail: r.message }, 'telegram address not allowed');
+    else req.log.warn(fields, 'telegram failed');
     throw alreadyLogged(toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
   }
 

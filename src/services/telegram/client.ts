@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
-import { createEgress, type Egress, type EgressPolicy } from '../../infra/egress/client.ts';
+import { createEgress, type Egress, type EgressPolicy, refusal } from '../../infra/egress/client.ts';
 import { proxyHost, routeFor } from '../../infra/egress/route.ts';
 import { scrubKey } from './key.ts';
 
@@ -36,7 +36,9 @@ export type CallResult =
   /** An answer that is not a Bot API JSON body (an HTML error page, a huge body...). */
   | { kind: 'bad-response'; status: number; reason: string }
   | { kind: 'timeout'; phase: 'connect' | 'response' }
-  | { kind: 'network'; code: string; message: string };
+  | { kind: 'network'; code: string; message: string }
+  /** The address guard refused Telegram's address (a policy, not an outage): names host, address, setting. */
+  | { kind: 'blocked'; message: string };
 
 export type Failure = Exclude<CallResult, { kind: 'ok' | 'api-error' }>;
 
@@ -204,6 +206,8 @@ function connectTimedOut(err: unknown): boolean {
 }
 
 function failure(err: unknown, key: string): CallResult {
+  const refused = refusal(err);
+  if (refused) return { kind: 'blocked', message: refused.message };
   const e = err as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown };
   const code = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : 'ERROR';
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'timeout', phase: 'connect' };

@@ -1,7 +1,14 @@
 // Bot API outcomes -> truthful HTTP answers for relay callers (docs/protocols/telegram-bot-api.md §4):
 // Telegram's 4xx keep their status and description, 429 carries Retry-After, upstream trouble is 502 and
 // timeouts 504.
-import { AppError, badGateway, gatewayTimeout, tooMany, unavailable } from '../../infra/http/errors.ts';
+import {
+  AppError,
+  badGateway,
+  forbidden,
+  gatewayTimeout,
+  tooMany,
+  unavailable,
+} from '../../infra/http/errors.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
 import type { CallResult, Upstream } from './client.ts';
 
@@ -18,6 +25,8 @@ export function resultLabel(r: CallResult): string {
       return 'timeout';
     case 'network':
       return 'network';
+    case 'blocked':
+      return 'blocked';
   }
 }
 
@@ -65,6 +74,9 @@ export function toAppError(
             `telegram did not answer within ${timeoutMs} ms; the message may still have been sent`,
             'TELEGRAM_TIMEOUT',
           );
+    case 'blocked':
+      // A refusal by policy is 403, which senders do not retry as they retry a 502.
+      return forbidden(`telegram's address is not allowed: ${r.message}`, 'EGRESS_BLOCKED');
     case 'network':
       return badGateway(`could not reach telegram (${r.code}) at ${via(upstream)}`, 'TELEGRAM_UNREACHABLE');
   }

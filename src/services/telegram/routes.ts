@@ -120,6 +120,8 @@ export async function telegramRoutes(
         );
       else if (r.kind === 'api-error')
         req.log.info({ ...fields, description: r.description }, 'telegram refused');
+      else if (r.kind === 'blocked')
+        req.log.warn({ ...fields, detail: r.message }, 'telegram address not allowed');
       else req.log.warn(fields, 'telegram failed');
       // Each outcome above wrote its one log line with the bot, chat and Telegram's answer.
       throw alreadyLogged(toAppError(r, cfg.timeoutMs, client.upstream));
