@@ -17,6 +17,11 @@ export interface RememberOptions {
   until?: number;
   /** Request headers the answer depends on besides the URL (its own Vary names are added). */
   vary?: readonly string[];
+  /**
+   * Whether a request may have the answer, from headers the answer depends on in ways `vary` cannot
+   * name (a family of headers by prefix); false leaves the request to Fastify.
+   */
+  accepts?: (headers: IncomingHttpHeaders) => boolean;
   /** Whether this client may have the answer now; false leaves the request to Fastify. */
   admit?: (clientIp: string) => boolean;
   /** Told of every repeat: its status, the client and the body bytes sent (counters, budgets). */
@@ -137,7 +142,8 @@ export class MemoTable {
 
   /** The variant of `url` these request headers select. */
   find(url: string, h: IncomingHttpHeaders): Entry | undefined {
-    for (let e: Entry | null = this.map.get(url) ?? null; e; e = e.next) if (e.vary.length === 0 || matches(e, h)) return e;
+    for (let e: Entry | null = this.map.get(url) ?? null; e; e = e.next)
+      if (e.vary.length === 0 || matches(e, h)) return e;
     return undefined;
   }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
 
@@ -37,6 +38,7 @@ function get(
 
 const PER_REQUEST = new Set([
   'date',
+  'expires',
   'x-request-id',
   'ratelimit-remaining',
   'ratelimit-reset',
@@ -233,5 +235,22 @@ describe('the fast lane', { timeout: 120_000 }, () => {
     assert.equal(after.status, 200);
     assert.equal(after.headers['x-avatar-source'], 'upload');
     assert.notEqual(after.headers['etag'], etag);
+  });
+  it('repeats a cached diagram, but not to a request with option headers', async () => {
+    const src = deflateSync('digraph { lane -> fast }').toString('base64url');
+    const url = `${lane.url}/plantuml/graphviz/svg/${src}`;
+    const rendered = await get(url, '127.0.0.7');
+    assert.equal(rendered.status, 200, rendered.body);
+    assert.match(rendered.body, /fast/);
+    assert.equal((await get(url, '127.0.0.7')).headers['x-plantuml-cache'], 'hit');
+    const before = answered();
+    const again = await get(url, '127.0.0.7');
+    assert.equal(answered(), before + 1, 'the repeat came from the lane');
+    assert.equal(again.body, rendered.body);
+    assert.equal(again.headers['x-plantuml-cache'], 'hit');
+    assert.equal(again.headers['content-type'], 'image/svg+xml');
+    const themed = await get(url, '127.0.0.7', { 'kroki-diagram-options-layout': 'neato' });
+    assert.equal(themed.status, 200);
+    assert.equal(answered(), before + 1, "an option header is the router's");
   });
 });

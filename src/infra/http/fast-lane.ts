@@ -229,6 +229,7 @@ export class FastLane {
       this.memo.drop(url, e);
       return false;
     }
+    if (o.accepts && !o.accepts(h)) return false;
     const pre = prepared.precondition({ method, headers: h });
     // A 412's headers are the route's own choice: Fastify answers it.
     if (pre === 'failed') return false;
