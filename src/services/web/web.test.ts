@@ -248,10 +248,13 @@ describe('home page (server side)', () => {
     const body = (await app.inject({ url: '/' })).body;
     assert.doesNotMatch(body, /not production/i);
     assert.match(body, /rate-limited per address/);
-    assert.match(body, /docs\/operations\.md/);
-    // What the page points at exists and covers it (the README's scale-out section, the operations page).
+    assert.match(body, /docs\/deployment\.md and docs\/operations\.md/);
+    // What the page points at exists and covers it (the deployment page's scale-out section, the operations page).
     const root = new URL('../../../', import.meta.url);
-    assert.match(readFileSync(new URL('README.md', root), 'utf8'), /^## Running several instances$/m);
+    assert.match(
+      readFileSync(new URL('docs/deployment.md', root), 'utf8'),
+      /^## Running several instances$/m,
+    );
     assert.match(readFileSync(new URL('docs/operations.md', root), 'utf8'), /^## Behind a load balancer/m);
   });
 
