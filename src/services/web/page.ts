@@ -1,6 +1,6 @@
 // The home page document: header with a section index, one section per utility that defines one
 // (services/<name>/page.ts, in the order of services/index.ts), footer. Fully readable without
-// JavaScript; the caller's address is spliced in per request (index.ts).
+// JavaScript; the caller's address is put in per request (index.ts).
 import { html, type Raw } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
 import { proxyPrefix } from '../proxy/clients.ts';

@@ -94,7 +94,7 @@ describe('home page (server side)', () => {
     assert.match(gunzipSync(page.rawPayload).toString(), /<!doctype html>/);
   });
 
-  it('splices the caller address into the pre-compressed page: gzip and identity agree', async () => {
+  it('puts the caller address into the page, gzipped or not: gzip and identity agree', async () => {
     for (const remoteAddress of ['198.51.100.23', '2001:db8::1']) {
       const plain = await app.inject({ url: '/', remoteAddress });
       const gz = await app.inject({ url: '/', remoteAddress, headers: { 'accept-encoding': 'gzip' } });
@@ -104,6 +104,15 @@ describe('home page (server side)', () => {
       assert.match(plain.body, new RegExp(`<strong id="ip-value">${remoteAddress}</strong>`));
       assert.match(plain.body, /<\/html>\n$/);
     }
+    // A caller who comes back gets its own address again, not the last caller's (the gzip is kept per address).
+    const again = await app.inject({
+      url: '/',
+      remoteAddress: '198.51.100.23',
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    assert.match(gunzipSync(again.rawPayload).toString(), /<strong id="ip-value">198\.51\.100\.23<\/strong>/);
+    assert.equal(again.headers.vary, 'accept-encoding');
+    assert.equal(again.headers['cache-control'], 'no-store');
   });
 
   it('has no address slot when the IP utility is off', async () => {
