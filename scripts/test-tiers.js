@@ -1,4 +1,4 @@
-// The test tiers scripts/test.js reads (README "Testing"). `npm test`, the fast tier, runs every test
+// The test tiers scripts/test.js reads (docs/development.md, "Running the tests"). `npm test`, the fast tier, runs every test
 // file but WHOLE_SUITE_ONLY; `npm run test:all` runs them all (CI, on Node 26); CI's leg on the older
 // runtime (Node 20) runs the fast tier plus RUNTIME_SENSITIVE. Keys are repository-relative test
 // files; test/repo/suite.test.ts fails on one that is gone or has no reason.

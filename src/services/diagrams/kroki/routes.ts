@@ -8,9 +8,9 @@ import type { ServiceContext } from '../../../context.ts';
 import { evaluate } from '../../../infra/http/conditional.ts';
 import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../../../infra/http/errors.ts';
 import { checkJsonDepth } from '../../../infra/http/json-body.ts';
-import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { RenderCrashed, RenderPoolClosed, RenderTimeout } from '../engines/render-job.ts';
+import { DIAGRAM_MEMOS } from '../memos.ts';
 import { sendDiagram } from '../plantuml/diagram-reply.ts';
 import { normalizeSource } from '../plantuml/encoding.ts';
 import type { PlantumlEngine } from '../plantuml/engine.ts';
@@ -29,7 +29,6 @@ import {
 import { CONTENT_TYPES, formatFromAccept, krokiStatus, MAX_AGE, sendKrokiError } from './reply.ts';
 
 type Params = { fmt?: string; encoded?: string };
-const prepared = new PreparedMemo();
 const MAX_OPTIONS = 16;
 
 /** Maps a renderer failure onto the HTTP error it is. */
@@ -111,6 +110,7 @@ export async function krokiRoutes(
 ): Promise<void> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
+  const memos = ctx.local(DIAGRAM_MEMOS);
 
   async function render(
     req: FastifyRequest,
@@ -131,6 +131,7 @@ export async function krokiRoutes(
       if (fmt?.op !== 'render') throw unsupportedFormat(word, lang);
       return sendDiagram(req, reply, engine, fmt, 0, plantumlSource(lang, text, options), {
         cacheHeaders: cfg.cacheHeaders,
+        prepared: memos.plantuml,
         kroki: true,
       });
     }
@@ -165,7 +166,7 @@ export async function krokiRoutes(
     };
     if (cfg.cacheHeaders) reply.header('expires', new Date(Date.now() + MAX_AGE * 1000).toUTCString());
     if (out.cached)
-      return prepared.get(out.body, `${contentType}\n${etag}`, () => ({ headers })).sendBody(reply);
+      return memos.kroki.get(out.body, `${contentType}\n${etag}`, () => ({ headers })).sendBody(reply);
     return reply.code(200).headers(headers).send(out.body);
   }
 
@@ -194,6 +195,7 @@ export async function krokiRoutes(
       { onRequest, schema: doc(`render an encoded ${lang.type} diagram`, lang.type) },
       guard(async (req, reply) => {
         const text = decodeOrThrow(
+          memos.decoded,
           req.params.encoded ?? '',
           cfg.maxSourceBytes,
           lang.kind === 'plantuml' ? 'raw' : 'kroki',
