@@ -123,7 +123,7 @@ const dataDir = join(dir, 'data');
 mkdirSync(dataDir, { mode: 0o755 });
 const common = { DEVUTIL_LOG_LEVEL: 'error', DEVUTIL_FILES_RATE_LIMIT: 'off', DEVUTIL_DATA_DIR: dataDir };
 const dev = await startDevutil(common);
-// A second instance on the same store, answering with X-Accel-Redirect behind nginx (README: nginx offload).
+// A second instance on the same store, answering with X-Accel-Redirect behind nginx (docs/deployment.md, nginx offload).
 const devAccel = await startDevutil({ ...common, DEVUTIL_FILES_ACCEL_REDIRECT: '/_devutil_files/' });
 const ngx = await startNginx(`location / { root ${dirname(random)}; }`, '', `/${basename(random)}`);
 const front = await startNginx(

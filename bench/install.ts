@@ -1,6 +1,6 @@
 // The production install, as deploy/Dockerfile makes it: a clean copy of this checkout whose page
 // assets were built beforehand (the image's build stage), then `npm ci --omit=dev`. Prints its size
-// (whole, node_modules, the largest packages, the optional parts README "Lean install" names),
+// (whole, node_modules, the largest packages, the optional parts docs/deployment.md "Lean install" names),
 // whether a TypeScript loader or bundler got in, and the start-up of `node bin/devutil.js serve`
 // there against a bare node:http server. BENCH_INSTALL_DIR keeps the install in that directory;
 // BENCH_INSTALL_SOURCE installs another tree (an export of an earlier commit, to compare) instead.

@@ -1,10 +1,10 @@
-// Regenerates the configuration table in README.md from the one schema (npm run docs:config).
+// Regenerates the configuration table in docs/configuration.md from the one schema (npm run docs:config).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { configReference } from '../src/config.ts';
 import type { ServiceDef } from '../src/services/define.ts';
 import { SERVICES } from '../src/services/index.ts';
 
-const README = new URL('../README.md', import.meta.url);
+const PAGE = new URL('../docs/configuration.md', import.meta.url);
 const START = '<!-- config-reference:start -->';
 const END = '<!-- config-reference:end -->';
 
@@ -35,7 +35,7 @@ export function referenceTable(): string {
       ? ` (when nothing sets it: the first of ${r.fallbackEnv.map((n) => `\`${n}\``).join(', ')} that is set)`
       : '';
     const doc = `${r.doc}${was}${also}`.replace(/\|/g, '\\|');
-    // A default computed on this machine is stated in words: the README must not depend on who ran this.
+    // A default computed on this machine is stated in words: the page must not depend on who ran this.
     const def = r.shownDefault ?? `\`${show(r.default).replace(/\|/g, '\\|')}\``;
     rows.push(`| \`${r.env}\` | \`${r.section}.${r.key}\` | ${def} | ${doc} |`);
   }
@@ -43,10 +43,10 @@ export function referenceTable(): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const text = readFileSync(README, 'utf8');
+  const text = readFileSync(PAGE, 'utf8');
   const a = text.indexOf(START);
   const b = text.indexOf(END);
-  if (a === -1 || b === -1) throw new Error('README.md has no config-reference markers');
-  writeFileSync(README, `${text.slice(0, a + START.length)}\n${referenceTable()}\n${text.slice(b)}`);
-  console.log('README.md configuration reference updated');
+  if (a === -1 || b === -1) throw new Error('docs/configuration.md has no config-reference markers');
+  writeFileSync(PAGE, `${text.slice(0, a + START.length)}\n${referenceTable()}\n${text.slice(b)}`);
+  console.log('docs/configuration.md configuration reference updated');
 }

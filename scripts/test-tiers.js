@@ -1,4 +1,4 @@
-// The test tiers scripts/test.js reads (README "Testing"). `npm test`, the fast tier, runs every test
+// The test tiers scripts/test.js reads (docs/development.md, "Running the tests"). `npm test`, the fast tier, runs every test
 // file but WHOLE_SUITE_ONLY; `npm run test:all` runs them all (CI, on Node 26); CI's leg on the older
 // runtime (Node 20) runs the fast tier plus RUNTIME_SENSITIVE. Keys are repository-relative test
 // files; test/repo/suite.test.ts fails on one that is gone or has no reason.
@@ -47,6 +47,8 @@ export const WHOLE_SUITE_ONLY = {
   'test/e2e/diagram-isolation.test.ts':
     'the bomb corpus: 29 memory, CPU and output bombs in render processes, then four at once from four addresses',
   'test/e2e/proxy-maven.test.ts': "real Maven resolving a project's dependencies through devutil",
+  'src/services/diagrams/kroki/corpus.test.ts':
+    "Kroki's 67 sample diagrams in three request shapes each, PlantUML and blockdiag included (minutes)",
 };
 
 /**

@@ -24,7 +24,7 @@ Options:
   -h, --help           show this help
   -v, --version        print the version
 
-Every key also has one environment variable, DEVUTIL_<SECTION>_<KEY>; see README.md.
+Every key also has one environment variable, DEVUTIL_<SECTION>_<KEY>; see docs/configuration.md.
 `;
 
 export async function main(

@@ -366,7 +366,7 @@ function printed(field: Field<unknown>, value: unknown): unknown {
 
 /**
  * Every key with its env name (and the one it replaced), type, default as written and description
- * (README reference, `devutil config --reference`).
+ * (docs/configuration.md, `devutil config --reference`).
  */
 export function configReference(services?: readonly ServiceDef[]): {
   section: string;

@@ -9,7 +9,6 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
 import type { PublicUrls, ServiceContext } from './context.ts';
-import { setDnsNegativeTtl } from './infra/egress/client.ts';
 import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { Drain } from './infra/http/drain.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './infra/http/errors.ts';
@@ -77,7 +76,6 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const { config } = opts;
   const services = opts.services ?? SERVICES;
   protectSecrets(configSecrets(config, services));
-  setDnsNegativeTtl(config.egress.dnsNegativeTtlMs);
   const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });

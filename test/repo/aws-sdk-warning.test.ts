@@ -1,4 +1,4 @@
-// The README tells Node 20 users with S3 about the AWS SDK's own start-up warning by the name the
+// docs/deployment.md tells Node 20 users with S3 about the AWS SDK's own start-up warning by the name the
 // installed SDK prints and the variable that hides it, so a user who sees it can find what it means.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-describe('README on the AWS SDK warning under Node 20', { timeout: 30_000 }, () => {
+describe('docs/deployment.md on the AWS SDK warning under Node 20', { timeout: 30_000 }, () => {
   it("names the installed SDK's Node version warning and the variable that turns it off", () => {
     const require = createRequire(join(ROOT, 'package.json'));
     const core = dirname(require.resolve('@aws-sdk/core/package.json'));
@@ -19,9 +19,9 @@ describe('README on the AWS SDK warning under Node 20', { timeout: 30_000 }, () 
     const warning = /\b(Node\w*Warning)\b/.exec(src)?.[1];
     const off = /process\.env\.(AWS_SDK_JS_\w+)/.exec(src)?.[1];
     assert.ok(warning && off, 'the SDK still warns by name and can be silenced by a variable');
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    assert.ok(readme.includes(`\`${warning}\``), `README names ${warning}`);
-    assert.ok(readme.includes(`\`${off}=true\``), `README names ${off}`);
-    assert.match(readme, /production should run Node 24 or 26/);
+    const page = readFileSync(join(ROOT, 'docs/deployment.md'), 'utf8');
+    assert.ok(page.includes(`\`${warning}\``), `docs/deployment.md names ${warning}`);
+    assert.ok(page.includes(`\`${off}=true\``), `docs/deployment.md names ${off}`);
+    assert.match(page, /production should run Node 24 or 26/);
   });
 });

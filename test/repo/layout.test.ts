@@ -1,4 +1,4 @@
-// The folder map in README "Layout" is the tree: every folder under src/ is listed, every listed folder
+// The folder map in docs/architecture.md "Layout" is the tree: every folder under src/ is listed, every listed folder
 // exists, and src/infra/ keeps no module at its top level (mechanisms live in folders by role).
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -7,11 +7,11 @@ import { describe, it } from 'node:test';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-/** The folders the README's Layout block names, as repository-relative paths ending in '/'. */
-export function layoutFolders(readme: string): string[] {
-  const section = readme.split(/^## Layout$/m)[1]?.split(/^## /m)[0];
+/** The folders the Layout block names, as repository-relative paths ending in '/'. */
+export function layoutFolders(page: string): string[] {
+  const section = page.split(/^## Layout$/m)[1]?.split(/^## /m)[0];
   const block = section?.split('```')[1];
-  if (!block) throw new Error('README has no "## Layout" section with a code block');
+  if (!block) throw new Error('docs/architecture.md has no "## Layout" section with a code block');
   const stack: { indent: number; path: string }[] = [];
   const out: string[] = [];
   for (const line of block.split('\n')) {
@@ -39,8 +39,8 @@ function foldersUnder(dir: string, rel: string, out: string[]): string[] {
   return out;
 }
 
-describe('README Layout', () => {
-  const listed = layoutFolders(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+describe('docs/architecture.md Layout', () => {
+  const listed = layoutFolders(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8'));
 
   it('names only folders that exist', () => {
     const gone = listed.filter((f) => !existsSync(join(ROOT, f)) || !statSync(join(ROOT, f)).isDirectory());
@@ -49,7 +49,7 @@ describe('README Layout', () => {
 
   it('lists every folder under src/', () => {
     const missing = foldersUnder(join(ROOT, 'src'), 'src/', []).filter((f) => !listed.includes(f));
-    assert.deepEqual(missing, [], 'add these folders to README "Layout"');
+    assert.deepEqual(missing, [], 'add these folders to docs/architecture.md "Layout"');
   });
 
   it('leaves no module at the top level of src/infra/', () => {

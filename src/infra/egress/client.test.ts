@@ -309,4 +309,28 @@ describe('failed name lookups (negative cache)', () => {
     }
     assert.deepEqual(r.calls, ['avatars.offline.test']);
   });
+
+  it("takes the time-to-live from each egress's policy: two servers' settings in one process both hold", async () => {
+    const fails = async (policy: { dnsNegativeTtlMs?: number }) => {
+      const r = counting('ENOTFOUND');
+      const d = createEgress({
+        timeoutMs: 5000,
+        lookup: r.lookup,
+        policy: { proxy: '', noProxy: [], allowCidrs: [], ...policy },
+      });
+      try {
+        for (let i = 0; i < 3; i++)
+          await assert.rejects(
+            d.request({ origin: 'http://gone.offline.test', path: '/', method: 'GET' }),
+            (e: NodeJS.ErrnoException) => e.code === 'ENOTFOUND',
+          );
+      } finally {
+        await d.close();
+      }
+      return r.calls.length;
+    };
+    assert.equal(await fails({ dnsNegativeTtlMs: 0 }), 3, 'a server with 0 looks up every time');
+    assert.equal(await fails({}), 1, 'another with the default remembers the failure');
+    assert.equal(await fails({ dnsNegativeTtlMs: 0 }), 3, 'and the first one still looks up every time');
+  });
 });

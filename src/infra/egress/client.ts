@@ -58,17 +58,13 @@ export type AddressLookup = (
 // request for that name meanwhile fails at once; lookups of one name in flight are shared.
 const NEGATIVE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'ENODATA', 'ESERVFAIL', 'ETIMEOUT']);
 const NEGATIVE_MAX = 1000; // remembered names; the oldest goes first
-let negativeTtlMs = 10_000;
-
-/** Sets how long a failed name lookup is remembered (config egress.dnsNegativeTtlMs; 0 = not at all). */
-export function setDnsNegativeTtl(ms: number): void {
-  negativeTtlMs = ms;
-}
+/** How long a failed name lookup is remembered when the policy does not say (config egress.dnsNegativeTtlMs). */
+const NEGATIVE_TTL_MS = 10_000;
 
 export interface GuardedLookupOptions {
   /** Default: node:dns lookup (looked up at call time). */
   lookup?: AddressLookup;
-  /** Default: the process-wide setting (setDnsNegativeTtl). */
+  /** How long a failed lookup is remembered (0 = not at all); default 10 s. */
   negativeTtlMs?: number;
   now?: () => number;
   /** Which addresses are refused (default: every non-public one). */
@@ -105,7 +101,7 @@ function createResolver(o: GuardedLookupOptions): ResolveAll {
     inFlight.set(key, waiters);
     (o.lookup ?? (dnsLookup as AddressLookup))(hostname, { all: true, family }, (err, addrs) => {
       inFlight.delete(key);
-      const ttl = o.negativeTtlMs ?? negativeTtlMs;
+      const ttl = o.negativeTtlMs ?? NEGATIVE_TTL_MS;
       if (err && ttl > 0 && NEGATIVE.has(String(err.code))) {
         if (failed.size >= NEGATIVE_MAX) failed.delete(failed.keys().next().value as string);
         failed.set(key, { until: now() + ttl, err });
@@ -142,12 +138,21 @@ function copyError(e: NodeJS.ErrnoException): NodeJS.ErrnoException {
   });
 }
 
-// One resolver for the process: its negative cache and shared lookups serve every egress client,
-// whatever ranges each one allows.
-const sharedResolver = createResolver({});
+// One resolver per negative-cache lifetime for the process: its negative cache and shared lookups
+// serve every egress client with that lifetime, whatever ranges each one allows. The lifetime is
+// each server's config (two servers in one process may differ), so it is not a process setting.
+const sharedResolvers = new Map<number, ResolveAll>();
+function sharedResolver(negativeTtlMs = NEGATIVE_TTL_MS): ResolveAll {
+  let r = sharedResolvers.get(negativeTtlMs);
+  if (!r) {
+    r = createResolver({ negativeTtlMs });
+    sharedResolvers.set(negativeTtlMs, r);
+  }
+  return r;
+}
 
 /** The process-wide guarded lookup with the default policy (every non-public address refused). */
-export const guardedLookup: LookupFunction = guardWith(sharedResolver, addressPolicy());
+export const guardedLookup: LookupFunction = guardWith(sharedResolver(), addressPolicy());
 
 /**
  * The egress settings every utility passes on unchanged (config section `egress`): the outbound
@@ -158,6 +163,8 @@ export interface EgressPolicy {
   readonly proxy: string;
   readonly noProxy: readonly string[];
   readonly allowCidrs: readonly string[];
+  /** How long a name that failed to resolve fails at once (0 = look up every time); default 10 s. */
+  readonly dnsNegativeTtlMs?: number;
 }
 
 export interface EgressOptions {
@@ -255,7 +262,13 @@ function build(
     return { d, close: () => d.close() };
   }
   const policy = addressPolicy(o.policy?.allowCidrs);
-  const lookup = guardWith(o.lookup ? createResolver({ lookup: o.lookup }) : sharedResolver, policy);
+  const ttl = o.policy?.dnsNegativeTtlMs;
+  const lookup = guardWith(
+    o.lookup
+      ? createResolver({ lookup: o.lookup, ...(ttl === undefined ? {} : { negativeTtlMs: ttl }) })
+      : sharedResolver(ttl),
+    policy,
+  );
   const guarded = buildConnector({ timeout: connectTimeout, lookup, ...tls });
   const resolve = parseResolve(o.resolve ?? []);
   const route = routeFor({ proxy: o.policy?.proxy ?? '', noProxy: o.policy?.noProxy ?? [] });

@@ -1,6 +1,6 @@
 // Offload behind nginx (X-Accel-Redirect): the config field of each utility that offers it. The
 // value is an nginx `internal` location prefix aliasing a directory of body-only files; nginx then
-// sends the file itself (sendfile, Range) with devutil's headers (deploy/nginx.conf, README).
+// sends the file itself (sendfile, Range) with devutil's headers (deploy/nginx.conf, docs/deployment.md).
 import { type Field, str } from '../config/schema.ts';
 
 /** Absolute, ending in "/", URL-safe characters only. */

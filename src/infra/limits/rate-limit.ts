@@ -153,7 +153,8 @@ export class RateLimiter {
   }
 
   private prune(now: number): void {
-    for (const [k, w] of this.local) if (now >= w.endsAt && w.pending === 0 && w.inflight === 0) this.local.delete(k);
+    for (const [k, w] of this.local)
+      if (now >= w.endsAt && w.pending === 0 && w.inflight === 0) this.local.delete(k);
     // Still full of live windows: forget the oldest (their next request goes through take()).
     for (const [k] of this.local) {
       if (this.local.size < LOCAL_MAX) break;

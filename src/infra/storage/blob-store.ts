@@ -162,7 +162,7 @@ export interface BlobStoreConfig {
 export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> {
   if (cfg.backend === 's3') {
     const { S3BlobStore } = await import('./s3.ts').catch((err: unknown) => {
-      // The AWS SDK is an optional dependency (README "Lean install"): say which packages are missing.
+      // The AWS SDK is an optional dependency (docs/deployment.md, "Lean install"): say which packages are missing.
       if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND')
         throw new Error(
           'storage.backend=s3 needs the optional packages @aws-sdk/client-s3, @aws-sdk/lib-storage and ' +

@@ -36,7 +36,7 @@ export const filesSection = {
   }),
   sweepIntervalSec: duration(3600, { unit: 's', min: 1, doc: 'how often the retention sweeper runs' }),
   accelRedirect: accelPrefix(
-    'behind nginx, with the fs backend: answer downloads with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing <data_dir>/blobs/.data/; README Deployment)',
+    'behind nginx, with the fs backend: answer downloads with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing <data_dir>/blobs/.data/; docs/deployment.md)',
   ),
   maxDownloadsLimit: int(10_000, {
     min: 1,

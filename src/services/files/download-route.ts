@@ -115,7 +115,7 @@ export function downloadRoute(
       // and again, and its final byte is what deletes the last allowed download.
       const off = limited || secret ? null : offloadOf(file, req, offload);
       if (off?.kind === 'accel') {
-        // nginx sends the body file (Range included); the headers are ours (README: nginx offload).
+        // nginx sends the body file (Range included); the headers are ours (docs/deployment.md, nginx offload).
         if (off.encoded) reply.header('content-encoding', file.encoding);
         reply.removeHeader('accept-ranges'); // nginx adds its own
         return reply.header('x-accel-redirect', off.location).send();

@@ -90,7 +90,7 @@ function packaged(kind: keyof typeof PACKAGED): string[] {
   try {
     dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
   } catch (err) {
-    // An optional dependency (README "Lean install"): absent, ?details=1 needs configured databases.
+    // An optional dependency (docs/deployment.md, "Lean install"): absent, ?details=1 needs configured databases.
     throw new Error(
       `${pkg} is not installed (an optional dependency): set DEVUTIL_IP_${kind.toUpperCase()}_DB`,
       {

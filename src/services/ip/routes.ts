@@ -196,8 +196,7 @@ export async function ipRoutes(
       }
       if (wantsText(req)) return sendText(reply, req.clientIp);
       const d = req.query.details;
-      if (d === undefined || !DETAILS_ON.includes(d))
-        return json(reply, V1_HEAD, req.clientIp, '}}');
+      if (d === undefined || !DETAILS_ON.includes(d)) return json(reply, V1_HEAD, req.clientIp, '}}');
       return withDetails(req.clientIp);
     },
   );

@@ -97,7 +97,7 @@ export const proxySection = (ecosystems: readonly string[]) => ({
   }),
   cacheDir: str('', { doc: 'cache directory (default <data_dir>/proxy-cache)' }),
   accelRedirect: accelPrefix(
-    'behind nginx: answer cache hits sent from disk with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing the cache directory; README Deployment)',
+    'behind nginx: answer cache hits sent from disk with X-Accel-Redirect to <prefix><body file> so nginx sends the bytes (an internal location aliasing the cache directory; docs/deployment.md)',
   ),
   indexTtlSec: duration(600, {
     unit: 's',

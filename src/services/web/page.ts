@@ -1,6 +1,6 @@
 // The home page document: header with a section index, one section per utility that defines one
 // (services/<name>/page.ts, in the order of services/index.ts), footer. Fully readable without
-// JavaScript; the caller's address is spliced in per request (index.ts).
+// JavaScript; the caller's address is put in per request (index.ts).
 import { html, type Raw } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
 import { proxyPrefix } from '../proxy/clients.ts';
@@ -49,7 +49,7 @@ ${a ? html`<link rel="stylesheet" href="${a.css}"><link rel="icon" href="${a.ico
 <li><span>Base URL</span> <code>${p.urls.base}</code></li>
 ${hosts.map((h) => html`<li><span>${h.label}</span> <code>${h.url}</code></li>\n`)}</ul>
 <noscript><p class="note">The examples below work anywhere; the try-it tools on this page need JavaScript.</p></noscript>
-<p class="small">Calls that use resources (uploads, images, messages, diagrams) are rate-limited per address. One machine needs no configuration; running it for a team or in production (several instances on Redis and S3, restarts behind a load balancer) is described in the README and docs/operations.md.</p>
+<p class="small">Calls that use resources (uploads, images, messages, diagrams) are rate-limited per address. One machine needs no configuration; running it for a team or in production (several instances on Redis and S3, restarts behind a load balancer) is described in docs/deployment.md and docs/operations.md.</p>
 </section>
 ${pages.map((s) => html`${section(p, s.id, s.page)}\n`)}</main>
 <footer class="wrap"><p>devutil ${p.version} · <a href="/docs">API docs</a> · <a href="/openapi.json">OpenAPI</a> · <a href="/healthz">health</a></p></footer>

@@ -94,7 +94,7 @@ describe('home page (server side)', () => {
     assert.match(gunzipSync(page.rawPayload).toString(), /<!doctype html>/);
   });
 
-  it('splices the caller address into the pre-compressed page: gzip and identity agree', async () => {
+  it('puts the caller address into the page, gzipped or not: gzip and identity agree', async () => {
     for (const remoteAddress of ['198.51.100.23', '2001:db8::1']) {
       const plain = await app.inject({ url: '/', remoteAddress });
       const gz = await app.inject({ url: '/', remoteAddress, headers: { 'accept-encoding': 'gzip' } });
@@ -104,6 +104,15 @@ describe('home page (server side)', () => {
       assert.match(plain.body, new RegExp(`<strong id="ip-value">${remoteAddress}</strong>`));
       assert.match(plain.body, /<\/html>\n$/);
     }
+    // A caller who comes back gets its own address again, not the last caller's (the gzip is kept per address).
+    const again = await app.inject({
+      url: '/',
+      remoteAddress: '198.51.100.23',
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    assert.match(gunzipSync(again.rawPayload).toString(), /<strong id="ip-value">198\.51\.100\.23<\/strong>/);
+    assert.equal(again.headers.vary, 'accept-encoding');
+    assert.equal(again.headers['cache-control'], 'no-store');
   });
 
   it('has no address slot when the IP utility is off', async () => {
@@ -248,10 +257,13 @@ describe('home page (server side)', () => {
     const body = (await app.inject({ url: '/' })).body;
     assert.doesNotMatch(body, /not production/i);
     assert.match(body, /rate-limited per address/);
-    assert.match(body, /docs\/operations\.md/);
-    // What the page points at exists and covers it (the README's scale-out section, the operations page).
+    assert.match(body, /docs\/deployment\.md and docs\/operations\.md/);
+    // What the page points at exists and covers it (the deployment page's scale-out section, the operations page).
     const root = new URL('../../../', import.meta.url);
-    assert.match(readFileSync(new URL('README.md', root), 'utf8'), /^## Running several instances$/m);
+    assert.match(
+      readFileSync(new URL('docs/deployment.md', root), 'utf8'),
+      /^## Running several instances$/m,
+    );
     assert.match(readFileSync(new URL('docs/operations.md', root), 'utf8'), /^## Behind a load balancer/m);
   });
 

@@ -22,6 +22,8 @@ export interface Language {
   readonly preset?: Readonly<Record<string, string>>;
   /** npm package the thread engine needs (optional dependency). */
   readonly pkg?: string;
+  /** A thread engine built into devutil instead (no package): its version (cache keys, /health). */
+  readonly version?: string;
   /** A small diagram whose labels show up in the SVG. */
   readonly sample: string;
   /** A label of the sample that the rendered SVG contains. */
@@ -223,7 +225,7 @@ export const LANGUAGES: readonly Language[] = [
     name: 'Pikchr',
     kind: 'thread',
     engine: 'pikchr',
-    pkg: 'pikchr-wasm',
+    version: '1.0 20260102012653', // engines/pikchr-build.sh's build; its engine test compares
     formats: ['svg'],
     sample: 'box "devutil" fit\narrow\ncylinder "cache" fit',
     label: 'devutil',

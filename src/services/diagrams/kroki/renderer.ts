@@ -189,7 +189,7 @@ export class DiagramRenderer {
     let a = this.versions.get(lang.engine);
     if (!a) {
       if (lang.kind === 'command') return { available: false, reason: `${lang.engine}: not checked yet` };
-      const v = lang.pkg ? packageVersion(lang.pkg) : null;
+      const v = lang.version ?? (lang.pkg ? packageVersion(lang.pkg) : null);
       a = v
         ? { available: true, version: v }
         : {

@@ -8,9 +8,9 @@ import type { ServiceContext } from '../../../context.ts';
 import { evaluate } from '../../../infra/http/conditional.ts';
 import { AppError, badRequest, gatewayTimeout, tooLarge, unavailable } from '../../../infra/http/errors.ts';
 import { checkJsonDepth } from '../../../infra/http/json-body.ts';
-import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { RenderCrashed, RenderPoolClosed, RenderTimeout } from '../engines/render-job.ts';
+import { DIAGRAM_MEMOS } from '../memos.ts';
 import { sendDiagram } from '../plantuml/diagram-reply.ts';
 import { normalizeSource } from '../plantuml/encoding.ts';
 import type { PlantumlEngine } from '../plantuml/engine.ts';
@@ -29,7 +29,6 @@ import {
 import { CONTENT_TYPES, formatFromAccept, krokiStatus, MAX_AGE, sendKrokiError } from './reply.ts';
 
 type Params = { fmt?: string; encoded?: string };
-const prepared = new PreparedMemo();
 const MAX_OPTIONS = 16;
 
 /** Maps a renderer failure onto the HTTP error it is. */
@@ -116,6 +115,7 @@ export async function krokiRoutes(
 ): Promise<void> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
+  const memos = ctx.local(DIAGRAM_MEMOS);
 
   async function render(
     req: FastifyRequest,
@@ -136,6 +136,7 @@ export async function krokiRoutes(
       if (fmt?.op !== 'render') throw unsupportedFormat(word, lang);
       return sendDiagram(req, reply, engine, fmt, 0, plantumlSource(lang, text, options), {
         cacheHeaders: cfg.cacheHeaders,
+        prepared: memos.plantuml,
         kroki: true,
       });
     }
@@ -170,7 +171,7 @@ export async function krokiRoutes(
     };
     if (cfg.cacheHeaders) reply.header('expires', new Date(Date.now() + MAX_AGE * 1000).toUTCString());
     if (out.cached) {
-      const answer = prepared.get(out.body, `${contentType}\n${etag}`, () => ({ headers }));
+      const answer = memos.kroki.get(out.body, `${contentType}\n${etag}`, () => ({ headers }));
       // Repeats of this URL (a GET's source is in its URL) come from the fast lane while the memory
       // tier holds this body; each repeat is a cache hit.
       // Options can also come in Kroki-Diagram-Options-* headers: only answers asked without any.
@@ -209,6 +210,7 @@ export async function krokiRoutes(
       { onRequest, schema: doc(`render an encoded ${lang.type} diagram`, lang.type) },
       guard(async (req, reply) => {
         const text = decodeOrThrow(
+          memos.decoded,
           req.params.encoded ?? '',
           cfg.maxSourceBytes,
           lang.kind === 'plantuml' ? 'raw' : 'kroki',

@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { evaluate, type Precondition } from '../../../infra/http/conditional.ts';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../../infra/http/errors.ts';
-import { PreparedMemo } from '../../../infra/http/prepared-response.ts';
+import type { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { sendKrokiError } from '../kroki/reply.ts';
 import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
@@ -12,11 +12,11 @@ import type { FormatSpec } from './formats.ts';
 import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
 const MAX_AGE = 432_000; // 5 days, as the server
-/** Prepared answers of cached diagrams, one per body and content type (infra/http/prepared-response.ts). */
-const prepared = new PreparedMemo();
 
 export interface ReplyOptions {
   cacheHeaders: boolean;
+  /** This server's prepared answers of cached diagrams (memos.ts, infra/http/prepared-response.ts). */
+  prepared: PreparedMemo;
   /** Kroki clients get Kroki-style plain errors; PlantUML clients get the error image. */
   kroki?: boolean;
 }
@@ -129,7 +129,7 @@ export async function sendDiagram(
     // A cache hit: its headers (ETag hashing included) were worked out on its first hit.
     const facts = engine.facts;
     if (o.cacheHeaders) reply.header('expires', httpDate(Date.now() + MAX_AGE * 1000));
-    return prepared
+    return o.prepared
       .get(r.body, `${fmt.contentType}\n${o.cacheHeaders}\n${facts.version}`, () => {
         const tag = engine.etag(source, r.includes);
         return {

@@ -2,6 +2,7 @@
 // the links editors paste. A POST of the form field `text` answers 302 to /uml/<encoded>.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { DIAGRAM_MEMOS } from '../memos.ts';
 import { encodeDiagram } from './encoding.ts';
 import { decodeOrThrow } from './routes.ts';
 
@@ -36,6 +37,7 @@ nav a{margin-right:1rem}code{word-break:break-all}</style></head>
 export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const cfg = ctx.config.diagrams;
   const base = ctx.urls.diagrams;
+  const { decoded } = ctx.local(DIAGRAM_MEMOS);
   const page = (summary: string) => ({ summary, tags: ['diagrams'] });
   const show = (text: string, index = 0) => editorPage(base, text, index);
   type Q = { Querystring: { text?: string } };
@@ -54,7 +56,7 @@ export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): P
     '/plantuml/uml/:encoded',
     { schema: encodedDoc },
     async (req, reply) => {
-      const text = decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+      const text = decodeOrThrow(decoded, req.params.encoded, cfg.maxSourceBytes);
       return reply.type('text/html; charset=utf-8').send(show(text));
     },
   );
@@ -63,7 +65,7 @@ export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): P
     { schema: page('Web editor page showing image number index of an encoded diagram') },
     async (req, reply) => {
       const idx = /^\d{1,4}$/.test(req.params.index) ? Number(req.params.index) : 0;
-      const text = decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+      const text = decodeOrThrow(decoded, req.params.encoded, cfg.maxSourceBytes);
       return reply.type('text/html; charset=utf-8').send(show(text, idx));
     },
   );

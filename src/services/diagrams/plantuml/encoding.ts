@@ -2,6 +2,7 @@
 // alphabet, `~h` hex, Kroki's zlib + base64url as a fallback. Pure functions, no framework.
 import { constants, deflateRawSync, deflateSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { decode64, encode64 } from '../text-encoder.ts';
+import { c4Includes } from './c4.ts';
 
 // The alphabet lives in text-encoder.ts, the one module the page bundles too.
 export { decode64, encode64 };
@@ -91,9 +92,9 @@ export function encodeKrokiDiagram(text: string): string {
 
 /**
  * Bare text gets wrapped like the server does; CRLF becomes LF (POST bodies,
- * docs/protocols/plantuml-server.md §1).
+ * docs/protocols/plantuml-server.md §1); C4-PlantUML includes come from the standard library (c4.ts).
  */
 export function normalizeSource(text: string): string {
-  const t = text.replace(/\r\n?/g, '\n');
+  const t = c4Includes(text.replace(/\r\n?/g, '\n'));
   return t.trimStart().startsWith('@start') ? t : `@startuml\n${t}\n@enduml`;
 }

@@ -14,6 +14,7 @@ import {
   gatewayTimeout,
   notFound,
 } from '../../../infra/http/errors.ts';
+import { DIAGRAM_MEMOS } from '../memos.ts';
 import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -41,6 +42,7 @@ export function checkSource(src: string, hosts: readonly string[]): URL {
 export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
+  const { plantuml: prepared } = ctx.local(DIAGRAM_MEMOS);
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
     policy: ctx.config.egress,
@@ -101,6 +103,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
     const text = await fetchText(checkSource(src, cfg.proxyHosts));
     return sendDiagram(req, reply, engine, fmt, Number(idx), normalizeSource(text), {
       cacheHeaders: cfg.cacheHeaders,
+      prepared,
     });
   });
 }

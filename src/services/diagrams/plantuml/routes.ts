@@ -2,10 +2,11 @@
 // Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { ByteLru } from '../../../infra/cache/lru.ts';
+import type { ByteLru } from '../../../infra/cache/lru.ts';
 import { badRequest } from '../../../infra/http/errors.ts';
 import { typeList } from '../kroki/languages.ts';
 import { sendKrokiError } from '../kroki/reply.ts';
+import { DIAGRAM_MEMOS } from '../memos.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
 import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
@@ -15,21 +16,13 @@ type Params = { fmt: string; index?: string; encoded?: string };
 
 const MAX_INDEX = 10_000;
 
-// Decoded sources of recent URLs: a repeated diagram URL (the cached case) skips the inflate, whose
-// per-call zlib stream object showed in the cache-hit profile. Bounded by bytes (UTF-16 estimate);
-// only successful decodes are kept.
-const decoded = new ByteLru<{ source: string }>(
-  8 * 1024 * 1024,
-  (v) => 2 * v.source.length + 128,
-  256 * 1024,
-);
-
 /**
  * The text of an encoded diagram. `plantuml`: PlantUML's encoding first, bare text wrapped in
  * @startuml/@enduml; `raw`: the same decoding, text as it is (Kroki's PlantUML-family types);
  * `kroki`: Kroki's zlib + base64url first, text as it is (the other languages).
  */
 export function decodeOrThrow(
+  decoded: ByteLru<{ source: string }>,
   encoded: string,
   maxBytes: number,
   mode: 'plantuml' | 'raw' | 'kroki' = 'plantuml',
@@ -71,7 +64,8 @@ function parseIndex(s: string | undefined): number | null {
 export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
-  const opts = { cacheHeaders: cfg.cacheHeaders };
+  const memos = ctx.local(DIAGRAM_MEMOS);
+  const opts = { cacheHeaders: cfg.cacheHeaders, prepared: memos.plantuml };
 
   // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
   app.removeAllContentTypeParsers();
@@ -118,7 +112,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   }
 
   const get = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
-    diagram(req, reply, () => decodeOrThrow(req.params.encoded ?? '', cfg.maxSourceBytes));
+    diagram(req, reply, () => decodeOrThrow(memos.decoded, req.params.encoded ?? '', cfg.maxSourceBytes));
   const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
     diagram(req, reply, () => normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
 
@@ -158,7 +152,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
     { schema: decodeDoc },
     async (req, reply) => {
       reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
-      return decodeOrThrow(req.params.encoded, cfg.maxSourceBytes);
+      return decodeOrThrow(memos.decoded, req.params.encoded, cfg.maxSourceBytes);
     },
   );
   app.post(

@@ -2,7 +2,10 @@
 // send them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ClientTokens, challenge, parseChallenge } from './auth.ts';
+import type { Dispatcher } from 'undici';
+import type { Egress } from '../../../../infra/egress/client.ts';
+import { AllowList } from '../../target.ts';
+import { ClientTokens, challenge, parseChallenge, UpstreamTokens } from './auth.ts';
 
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 
@@ -51,6 +54,46 @@ describe('oci tokens', () => {
     assert.equal(
       challenge('http://h/v2/token', 'repository:x:pull'),
       'Bearer realm="http://h/v2/token",service="devutil",scope="repository:x:pull"',
+    );
+  });
+
+  it("asks only a token realm the proxy's upstream URL check allows", async () => {
+    const asked: string[] = [];
+    const agent: Egress = {
+      async request(o: Dispatcher.RequestOptions) {
+        asked.push(`${o.origin}${o.path}`);
+        const body = JSON.stringify({ token: 't0k', expires_in: 300 });
+        return {
+          statusCode: 200,
+          headers: {},
+          body: { json: async () => JSON.parse(body), text: async () => body, resume() {} },
+        } as unknown as Dispatcher.ResponseData;
+      },
+      close: async () => {},
+    };
+    const tokens = new UpstreamTokens(agent, new AllowList(['quay.io', '*.docker.io']), new Map(), Date.now);
+    const refused = [
+      'https://evil.test/token',
+      'http://quay.io/token',
+      'https://quay.io:8443/token',
+      'https://user:pw@quay.io/token',
+      'https://quay.io./token',
+      'https://1.2.3.4/token',
+    ];
+    for (const realm of refused)
+      await assert.rejects(
+        tokens.answer('quay.io', 'o/r', `Bearer realm="${realm}",service="quay.io"`),
+        (e: Error) => /token realm of quay\.io is not allowed/.test(e.message),
+        realm,
+      );
+    assert.deepEqual(asked, [], 'no refused realm was asked');
+    await tokens
+      .answer('quay.io', 'o/r', 'Bearer realm="https://auth.docker.io/token",service="quay.io"')
+      .catch(() => null);
+    assert.equal(asked.length, 1, 'an allowed realm is asked');
+    assert.match(
+      asked[0] ?? '',
+      /^https:\/\/auth\.docker\.io\/token\?service=quay\.io&scope=repository%3Ao%2Fr%3Apull$/,
     );
   });
 });

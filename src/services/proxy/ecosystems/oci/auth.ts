@@ -150,14 +150,9 @@ export class UpstreamTokens {
     } catch {
       throw ociError(502, 'UNAVAILABLE', `${host} sent an invalid token realm`);
     }
-    // The realm is upstream input: only an https URL on the allow list, without port or userinfo.
-    if (
-      realm.protocol !== 'https:' ||
-      realm.port !== '' ||
-      realm.username !== '' ||
-      realm.password !== '' ||
-      !this.allow.has(realm.hostname)
-    )
+    // The realm is upstream input: the upstream URL check of the proxy's links and redirects
+    // (https on the allow list, no port, userinfo, IP literal or trailing dot).
+    if (!this.allow.allowsUrl(realm))
       throw ociError(502, 'UNAVAILABLE', `token realm of ${host} is not allowed: ${realm.hostname}`);
     if (p['service']) realm.searchParams.set('service', p['service']);
     realm.searchParams.set('scope', `repository:${repo}:pull`);
