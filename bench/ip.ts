@@ -26,6 +26,8 @@ const connections = 64;
 
 header('GET /rest/api/v1/ip: devutil vs nginx `return 200` vs bare node:http');
 const dev = await startDevutil({ DEVUTIL_LOG_LEVEL: 'error' });
+// The same server with the fast lane off: every answer through Fastify's routing and hooks.
+const slow = await startDevutil({ DEVUTIL_LOG_LEVEL: 'error', DEVUTIL_FAST_LANE: 'false' });
 const ngx = await startNginx(
   `location = /rest/api/v1/ip { default_type application/json; return 200 '${body}'; }`,
   '',
@@ -40,11 +42,12 @@ await new Promise((r) => setTimeout(r, 500));
 
 const targets = [
   { name: 'devutil', url: `${dev.url}/rest/api/v1/ip`, pid: dev.pid, key: 'devutil' },
+  { name: 'no-lane', url: `${slow.url}/rest/api/v1/ip`, pid: slow.pid, key: 'devutil' },
   { name: 'nginx', url: `${ngx.url}/rest/api/v1/ip`, pid: ngx.pid, key: 'anchor' },
   { name: 'bare', url: `http://127.0.0.1:${barePort}/rest/api/v1/ip`, pid: bare.pid ?? 0, key: 'anchor' },
 ];
 type Run = WrkResult & { usPerReq: number };
-const runs: Record<string, Run[]> = { devutil: [], nginx: [], bare: [] };
+const runs: Record<string, Run[]> = { devutil: [], 'no-lane': [], nginx: [], bare: [] };
 /** The round whose req/s is the median: its saturation line stands for the set. */
 const medianRun = (rs: Run[]) => rs.find((r) => r.rps === median(rs.map((x) => x.rps))) ?? (rs[0] as Run);
 try {
@@ -123,6 +126,7 @@ try {
   console.log(saturation(medianRun(rs('devutil')), medianRun(rs('bare')), 'bare node'));
 } finally {
   await dev.close();
+  await slow.close();
   await ngx.close();
   bare.kill();
 }

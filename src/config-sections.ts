@@ -108,6 +108,9 @@ export const serverSection = {
     min: 0,
     doc: 'a connection with no bytes moving either way for this long is closed (stalled clients; 0 = never)',
   }),
+  fastLane: bool(true, {
+    doc: 'answer repeated GET/HEAD cache hits and the caller-IP routes before the router, with the same limits, headers, metrics and logs (docs/operations.md, "The fast lane"); false sends every request through the router',
+  }),
 } satisfies Section;
 
 export const logSection = {

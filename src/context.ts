@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Drain } from './infra/http/drain.ts';
+import type { FastLane } from './infra/http/fast-lane.ts';
 import type { PublicUrlsOf } from './infra/http/hosts.ts';
 import type { ConnectionBudget } from './infra/limits/conn-budget.ts';
 import type { RateLimiter } from './infra/limits/rate-limit.ts';
@@ -55,6 +56,8 @@ export interface ServiceContext {
   local<T>(key: LocalKey<T>): T;
   /** Usage counts for the admin dashboard; null when it is off (no admin token), so nothing is counted. */
   usage: UsageRecorder | null;
+  /** Answers of hot GET/HEAD routes sent before the router (infra/http/fast-lane.ts). */
+  lane: FastLane;
 }
 
 declare module 'fastify' {

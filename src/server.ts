@@ -1,6 +1,5 @@
 // buildServer: composes infra and the enabled services into one Fastify instance, ready but not
 // listening (tests drive it with inject(); main.ts listens).
-import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
@@ -13,11 +12,13 @@ import type { PublicUrls, ServiceContext } from './context.ts';
 import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
 import { Drain } from './infra/http/drain.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './infra/http/errors.ts';
+import { FastLane } from './infra/http/fast-lane.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
 import { pipelineGate } from './infra/http/pipelining.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
+import { requestIds } from './infra/http/request-id.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
 import { RateLimiter } from './infra/limits/rate-limit.ts';
 import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
@@ -68,7 +69,6 @@ function localState(): ServiceContext['local'] {
 
 type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
 
-const REQ_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** How long a refused request's unread body is drained before the connection is cut. */
 const LINGER_MS = 2000;
 
@@ -141,10 +141,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const rewrite = hostRewriter(hosted);
   const trusted = trustList(config.server.trustProxy);
 
-  // Request ids made here: a random prefix per server and a counter, unique across workers and
-  // restarts for log correlation; a UUID per request cost about 5% of the caller-IP path.
-  const idPrefix = `${randomBytes(4).toString('hex')}-`;
-  let idSeq = 0;
+  const ids = requestIds();
   const app = Fastify({
     childLoggerFactory: lazyChildFactory() as ChildFactory,
     loggerInstance: logger as FastifyBaseLogger,
@@ -162,18 +159,31 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     // has answered with `Connection: close` since the signal, so only an answer already streaming
     // then can have a request behind it, and refusing that one would fail it.
     return503OnClosing: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQ_ID.test(given) ? given : idPrefix + (++idSeq).toString(36);
-    },
+    genReqId: (req) => ids(req.headers['x-request-id']),
     // Only when a utility has its own host name: otherwise every request would pay for a no-op.
     ...(hosted.length
       ? { rewriteUrl: (req: IncomingMessage) => rewrite(req.headers.host, req.url ?? '/') }
       : {}),
   });
   app.server.headersTimeout = config.server.headersTimeoutMs;
-  tracing?.instrument(app.server);
   const drain = new Drain();
+  const ipOpts = { trusted, header: config.server.forwardedHeader };
+  const v6Bits = config.server.clientIpv6Prefix;
+  const lane = new FastLane({
+    limiter,
+    http: metrics.http,
+    usage,
+    tracing,
+    drain,
+    logger,
+    ids,
+    ip: ipOpts,
+    v6Bits,
+    rewrite: hosted.length ? rewrite : null,
+  });
+  // Before tracing wraps the request listeners, so a lane answer has its span too.
+  if (config.server.fastLane) lane.install(app.server);
+  tracing?.instrument(app.server);
   drain.track(app.server);
   // One budget for every listener of this process (the relay takes it from ctx): fds are per process.
   const connections = new ConnectionBudget({
@@ -205,6 +215,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     services,
     local: localState(),
     usage,
+    lane,
     prelaunched: opts.prelaunched ?? new Prelaunched(),
   };
   app.decorate('ctx', ctx);
@@ -215,8 +226,6 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   app.decorateRequest('clientKey', '');
   app.decorateRequest('usageSubjects', null);
 
-  const ipOpts = { trusted, header: config.server.forwardedHeader };
-  const v6Bits = config.server.clientIpv6Prefix;
   // First of all: a pipelined request waits for its turn before anything works for it.
   app.addHook('onRequest', pipelineGate(config.server.maxPipelined));
   // Callback-style hooks: they run on every request, and a promise each is measurable (bench/ip.ts).
@@ -244,6 +253,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     const status = reply.statusCode;
     metrics.http.record(svc, route.url ?? 'unmatched', req.method, status, reply.elapsedTime / 1000);
     tracing?.routed(req.raw, { route: route.url, clientIp: req.clientIp, svc });
+    lane.capture(req, reply, svc, route.url);
     if (usage) {
       const b = socketBytes(req.raw.socket);
       usage.record(svc, req.clientIp, status, b.bytesIn, b.bytesOut, req.usageSubjects);

@@ -15,6 +15,8 @@ import type { AvatarService, Outcome } from './service.ts';
 import { UploadError, type Uploads } from './uploads.ts';
 
 export const MAX_SIZE = 2048;
+/** How long the fast lane repeats an avatar without asking the lookups again. */
+const LANE_MS = 2000;
 
 type Route = { Params: { file?: string }; Querystring: Record<string, unknown> };
 type Req = FastifyRequest<Route>;
@@ -62,19 +64,30 @@ export function avatarRoutes(
         served(out.source);
         reply.header('expires', expires());
         const lm = out.lastModified?.getTime() ?? 0;
-        return prepared
-          .get(body, `${name}\n${out.source}\n${out.etag}\n${lm}`, () => ({
-            headers: {
-              'cache-control': cacheControl,
-              'access-control-allow-origin': '*',
-              etag: out.etag,
-              ...(out.lastModified ? { 'last-modified': out.lastModified.toUTCString() } : {}),
-              'x-avatar-source': out.source,
-              'content-disposition': disposition(name, out.contentType),
-              'content-type': out.contentType,
-            },
-          }))
-          .sendBody(reply);
+        const answer = prepared.get(body, `${name}\n${out.source}\n${out.etag}\n${lm}`, () => ({
+          headers: {
+            'cache-control': cacheControl,
+            'access-control-allow-origin': '*',
+            etag: out.etag,
+            ...(out.lastModified ? { 'last-modified': out.lastModified.toUTCString() } : {}),
+            'x-avatar-source': out.source,
+            'content-disposition': disposition(name, out.contentType),
+            'content-type': out.contentType,
+          },
+        }));
+        // Repeats of this URL are answered by the fast lane while the cache holds this very body
+        // and no upload changed (here or announced by another instance), for at most LANE_MS: the
+        // lookups this answer rests on (an upload's absence, the mirror's copy) are not repeated
+        // meanwhile, as the uploads' own lookup memo does for longer. Each repeat is a cache hit
+        // (counted by out.hit()) and a served answer of its source.
+        const source = out.source;
+        const generation = uploads?.generation ?? 0;
+        ctx.lane.remember(req, answer, {
+          until: Date.now() + LANE_MS,
+          valid: () => (uploads?.generation ?? 0) === generation && out.hit() === body,
+          onHit: () => served(source),
+        });
+        return answer.sendBody(reply);
       }
     }
     reply.header('cache-control', cacheControl);

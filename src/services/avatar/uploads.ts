@@ -148,6 +148,11 @@ export class Uploads {
     return removed || aliasRemoved;
   }
 
+  /** Moves on with every change seen here or announced by another instance. */
+  get generation(): number {
+    return this.epoch;
+  }
+
   /** Drops remembered lookups of these hashes (a change here or on another instance). */
   forget(sha: string, md5: string | null): void {
     this.epoch++;

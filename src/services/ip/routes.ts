@@ -74,11 +74,17 @@ const v1Shape = {
 
 const textShape = { type: 'string', description: 'the bare address and a newline (format=text)' } as const;
 
+const LEGACY_HEAD = '{"status":1,"msg":"success","data":{"ip":';
+const V1_HEAD = '{"status":1,"message":"success","data":{"ip":';
+
 /** True when the caller asked for plain text rather than JSON. */
 export function wantsText(req: FastifyRequest<{ Querystring: { format?: string } }>): boolean {
   const f = req.query.format;
   if (f) return f === 'text';
-  const accept = req.headers.accept ?? '';
+  return acceptsText(req.headers.accept);
+}
+
+function acceptsText(accept = ''): boolean {
   return (
     accept.includes('text/plain') && !accept.includes('application/json') && !accept.includes('text/html')
   );
@@ -119,6 +125,26 @@ export async function ipRoutes(
     reply.header('content-type', 'application/json; charset=utf-8');
     return `${head}${JSON.stringify(ip)}${tail}`;
   };
+  // The caller's own address, the same answers, before the router (infra/http/fast-lane.ts).
+  const laneHeaders = Object.entries(headers).flat();
+  const textHeaders = [...laneHeaders, 'content-type', 'text/plain; charset=utf-8'];
+  const jsonHeaders = [...laneHeaders, 'content-type', 'application/json; charset=utf-8'];
+  const laneLimit = rate.limit > 0 ? { bucket: 'ip', rate } : null;
+  const fast = (url: string, head: string, tail: string) =>
+    ctx.lane.route(url, {
+      svc: 'ip',
+      route: url,
+      limit: laneLimit,
+      answer: (r) => {
+        // Only the plain forms; ?ip=, ?details and anything else are the router's.
+        const text = r.query === '' ? acceptsText(r.headers.accept) : r.query === 'format=text';
+        if (!text && r.query !== '' && r.query !== 'format=json') return undefined;
+        if (text) return { headers: textHeaders, body: `${r.clientIp}\n` };
+        return { headers: jsonHeaders, body: `${head}${JSON.stringify(r.clientIp)}${tail}` };
+      },
+    });
+  fast('/api/ip', LEGACY_HEAD, legacyTail);
+  fast('/rest/api/v1/ip', V1_HEAD, '}}');
 
   app.get(
     '/api/ip',
@@ -144,7 +170,7 @@ export async function ipRoutes(
         return details(asked).then((data) => ({ status: 1, msg: 'success', data, version }));
       }
       if (wantsText(req)) return sendText(reply, req.clientIp);
-      return json(reply, '{"status":1,"msg":"success","data":{"ip":', req.clientIp, legacyTail);
+      return json(reply, LEGACY_HEAD, req.clientIp, legacyTail);
     },
   );
 
@@ -170,8 +196,7 @@ export async function ipRoutes(
       }
       if (wantsText(req)) return sendText(reply, req.clientIp);
       const d = req.query.details;
-      if (d === undefined || !DETAILS_ON.includes(d))
-        return json(reply, '{"status":1,"message":"success","data":{"ip":', req.clientIp, '}}');
+      if (d === undefined || !DETAILS_ON.includes(d)) return json(reply, V1_HEAD, req.clientIp, '}}');
       return withDetails(req.clientIp);
     },
   );

@@ -237,6 +237,15 @@ export class DiagramRenderer {
     return hit ? fromMeta(hit.entry.meta, hit.body, true) : undefined;
   }
 
+  /**
+   * Whether the memory tier still holds `body` as `j`'s answer (counted as a hit when it does): the
+   * fast lane's check before it repeats a cached diagram. The key is worked out once, here.
+   */
+  holds(j: DiagramJob, body: Buffer): () => boolean {
+    const key = this.key(j, j.format);
+    return () => this.o.cache.memory(key)?.body === body;
+  }
+
   /** Renders `j` for `client` (its addressGroup), in a `render <type>` span when traced. */
   render(j: DiagramJob, client: string): Promise<Outcome> {
     const attrs = { 'devutil.render.language': j.lang.type, 'devutil.render.format': j.format };

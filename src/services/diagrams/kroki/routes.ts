@@ -65,6 +65,11 @@ function optionsOf(req: FastifyRequest, lang: Language, json?: unknown): Record<
   );
 }
 
+function hasOptionHeaders(h: Record<string, unknown>): boolean {
+  for (const k in h) if (k.startsWith('kroki-diagram-options-')) return true;
+  return false;
+}
+
 function bodyText(body: unknown, maxBytes: number): string {
   if (!Buffer.isBuffer(body) || body.length === 0) throw badRequest('Request body must not be empty.');
   if (body.length > maxBytes) throw tooLarge('diagram source is too large', 'TOO_LARGE');
@@ -165,8 +170,18 @@ export async function krokiRoutes(
       'content-type': contentType,
     };
     if (cfg.cacheHeaders) reply.header('expires', new Date(Date.now() + MAX_AGE * 1000).toUTCString());
-    if (out.cached)
-      return memos.kroki.get(out.body, `${contentType}\n${etag}`, () => ({ headers })).sendBody(reply);
+    if (out.cached) {
+      const answer = memos.kroki.get(out.body, `${contentType}\n${etag}`, () => ({ headers }));
+      // Repeats of this URL (a GET's source is in its URL) come from the fast lane while the memory
+      // tier holds this body; each repeat is a cache hit.
+      // Options can also come in Kroki-Diagram-Options-* headers: only answers asked without any.
+      if (!hasOptionHeaders(req.headers))
+        ctx.lane.remember(req, answer, {
+          valid: renderer.holds(job, out.body),
+          accepts: (h) => !hasOptionHeaders(h),
+        });
+      return answer.sendBody(reply);
+    }
     return reply.code(200).headers(headers).send(out.body);
   }
 

@@ -1,0 +1,256 @@
+// The fast lane keeps every semantic of the router's path for the answers it sends itself: the same
+// bytes and headers, the rate limit charged (and its 429 still answered), request ids, metrics,
+// admin usage and the access log line, and whatever it cannot answer exactly (a query it does not
+// know) is left to the router. Real HTTP over loopback (inject() bypasses the lane); each case
+// calls from its own loopback address, so each has a rate-limit window of its own.
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { deflateSync } from 'node:zlib';
+import sharp from 'sharp';
+import { LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function get(
+  url: string,
+  from: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers, agent: false, localAddress: from }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const PER_REQUEST = new Set([
+  'date',
+  'expires',
+  'x-request-id',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'connection',
+  'keep-alive',
+]);
+const stable = (h: Answer['headers']) =>
+  Object.fromEntries(
+    Object.entries(h)
+      .filter(([k]) => !PER_REQUEST.has(k))
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+const LIMIT = 30;
+const AVATAR_TOKEN = 'lane-avatar-token-0123456789abcdef';
+const MD5 = '0123456789abcdef0123456789abcdef';
+
+describe('the fast lane', { timeout: 120_000 }, () => {
+  const logs = new LogCapture();
+  let lane: Running;
+  let plain: Running | undefined;
+  before(async () => {
+    const overrides = (fastLane: boolean) => ({
+      server: { fastLane },
+      ip: { rateLimit: `${LIMIT}/min` },
+      avatar: { enabled: true, adminToken: AVATAR_TOKEN, rateLimit: `${LIMIT}/min`, upstream: '' },
+      admin: { token: 'lane-admin-token-0123456789abcdef' },
+      log: { level: 'info' },
+    });
+    lane = await startTestServer({ overrides: overrides(true), logs });
+    try {
+      plain = await startTestServer({ overrides: overrides(false) });
+    } catch (err) {
+      await lane.close();
+      throw err;
+    }
+  });
+  after(async () => {
+    await lane?.close();
+    await plain?.close();
+  });
+  const answered = () => lane.app.ctx.lane.answered;
+
+  it('answers the caller-IP routes itself, with the bytes and headers the router sends', async () => {
+    const cases = [
+      ['/rest/api/v1/ip', {}],
+      ['/api/ip', {}],
+      ['/rest/api/v1/ip?format=text', {}],
+      ['/api/ip', { accept: 'text/plain' }],
+      ['/rest/api/v1/ip?format=json', {}],
+    ] as const;
+    for (const [path, headers] of cases) {
+      // Twice: the first of a client's window goes through the router (the lane has no view of it yet).
+      for (let i = 0; i < 2; i++) {
+        const before = answered();
+        const a = await get(`${lane.url}${path}`, '127.0.0.2', headers);
+        const b = await get(`${plain!.url}${path}`, '127.0.0.2', headers);
+        assert.equal(a.status, 200, `${path}: ${a.body}`);
+        assert.equal(a.body, b.body, path);
+        assert.match(a.body, /127\.0\.0\.2/);
+        assert.deepEqual(stable(a.headers), stable(b.headers), path);
+        assert.equal(a.headers['ratelimit-remaining'], b.headers['ratelimit-remaining'], path);
+        if (i === 1) assert.equal(answered(), before + 1, `${path} answered by the lane`);
+      }
+    }
+    const head = await get(`${lane.url}/rest/api/v1/ip`, '127.0.0.2', {}, 'HEAD');
+    assert.equal(head.status, 200);
+    assert.equal(head.body, '');
+    assert.equal(
+      head.headers['content-length'],
+      String('{"status":1,"message":"success","data":{"ip":"127.0.0.2"}}'.length),
+    );
+  });
+
+  it('charges the route rate limit and leaves the 429 to the router', async () => {
+    const before = answered();
+    const seen: Answer[] = [];
+    for (let i = 0; i < LIMIT + 5; i++) seen.push(await get(`${lane.url}/rest/api/v1/ip`, '127.0.0.3'));
+    assert.deepEqual(
+      seen.map((a) => a.status),
+      [...Array(LIMIT).fill(200), ...Array(5).fill(429)],
+    );
+    assert.deepEqual(
+      seen.slice(0, LIMIT).map((a) => Number(a.headers['ratelimit-remaining'])),
+      Array.from({ length: LIMIT }, (_, i) => LIMIT - 1 - i),
+    );
+    assert.ok(seen[LIMIT]!.headers['retry-after'], 'a 429 with Retry-After');
+    assert.ok(answered() - before >= LIMIT - 1, `the lane answered ${answered() - before} of ${LIMIT}`);
+  });
+
+  it('leaves what it does not know to the router', async () => {
+    const before = answered();
+    const a = await get(`${lane.url}/rest/api/v1/ip?details=true`, '127.0.0.4');
+    const b = await get(`${lane.url}/rest/api/v1/ip?details=true`, '127.0.0.4');
+    assert.equal(a.status, 200);
+    assert.equal(b.status, 200);
+    assert.equal(JSON.parse(b.body).data.ip, '127.0.0.4');
+    const bad = await get(`${lane.url}/rest/api/v1/ip?details=maybe`, '127.0.0.4');
+    assert.equal(bad.status, 400);
+    assert.equal(answered(), before, 'none of these by the lane');
+  });
+
+  it('counts its answers in metrics, admin usage and the access log, with request ids', async () => {
+    const metric = async () => {
+      const m = await get(`${lane.url}/metrics`, '127.0.0.1');
+      const line =
+        /devutil_http_requests_total\{svc="ip",route="\/api\/ip",method="GET",status="200"\} (\d+)/.exec(
+          m.body,
+        );
+      return Number(line?.[1] ?? 0);
+    };
+    const usage = async () => {
+      const w = await lane.app.ctx.usage!.read('hour');
+      return w.buckets.reduce((n, b) => n + b.utility('ip').requests, 0);
+    };
+    const m0 = await metric();
+    const u0 = await usage();
+    const l0 = answered();
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const a = await get(
+        `${lane.url}/api/ip`,
+        '127.0.0.5',
+        i === 5 ? { 'x-request-id': 'caller-chosen-id' } : {},
+      );
+      assert.equal(a.status, 200);
+      ids.push(String(a.headers['x-request-id']));
+    }
+    assert.ok(answered() - l0 >= 5, 'the lane answered them');
+    assert.equal(ids[5], 'caller-chosen-id');
+    assert.equal(new Set(ids).size, 6, 'a request id each');
+    assert.equal((await metric()) - m0, 6);
+    assert.equal((await usage()) - u0, 6);
+    for (const id of ids) {
+      const lines = logs.lines.filter(
+        (l) => l.includes(`"reqId":"${id}"`) && l.includes('request completed'),
+      );
+      assert.equal(lines.length, 1, `one access line for ${id}`);
+      const line = JSON.parse(lines[0]!);
+      assert.equal(line.svc, 'ip');
+      assert.equal(line.req.url, '/api/ip');
+      assert.equal(line.req.remoteAddress, '127.0.0.5');
+      assert.equal(line.res.statusCode, 200);
+    }
+  });
+  it('repeats a cached avatar with its headers, 304s and rate limit, until an upload changes it', async () => {
+    const url = `${lane.url}/avatar/${MD5}?s=40&d=identicon`;
+    // Rendered, then a memory hit through the router, which the lane remembers; the next one
+    // still goes through the router, which counts it in the window the lane then charges.
+    assert.equal((await get(url, '127.0.0.6')).status, 200);
+    assert.equal((await get(url, '127.0.0.6')).status, 200);
+    const first = await get(url, '127.0.0.6');
+    assert.equal(first.status, 200);
+    const before = answered();
+    const again = await get(url, '127.0.0.6');
+    assert.equal(answered(), before + 1, 'the repeat came from the lane');
+    assert.equal(again.body, first.body);
+    assert.deepEqual(stable(again.headers), stable(first.headers));
+    assert.equal(Number(again.headers['ratelimit-remaining']), LIMIT - 4, 'charged to the avatar budget');
+    const etag = String(first.headers['etag']);
+    const cond = await get(url, '127.0.0.6', { 'if-none-match': etag });
+    assert.equal(cond.status, 304);
+    assert.equal(cond.headers['etag'], etag);
+    assert.equal(cond.body, '');
+    assert.equal(answered(), before + 2, 'the 304 too');
+    // A Range is the router's (the lane repeats whole answers only).
+    const ranged = await get(url, '127.0.0.6', { range: 'bytes=0-3' });
+    assert.equal(answered(), before + 2);
+    assert.ok(ranged.status === 200 || ranged.status === 206);
+    // An upload for the hash: the next answer is the upload, not the remembered identicon.
+    const img = await sharp({ create: { width: 40, height: 40, channels: 3, background: '#f00' } })
+      .png()
+      .toBuffer();
+    const put = await new Promise<number>((resolve, reject) => {
+      const r = request(
+        `${lane.url}/avatar/${MD5}`,
+        {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${AVATAR_TOKEN}`,
+            'content-type': 'image/png',
+            'content-length': img.length,
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      r.on('error', reject);
+      r.end(img);
+    });
+    assert.ok(put === 200 || put === 201, `upload answered ${put}`);
+    const after = await get(url, '127.0.0.6');
+    assert.equal(after.status, 200);
+    assert.equal(after.headers['x-avatar-source'], 'upload');
+    assert.notEqual(after.headers['etag'], etag);
+  });
+  it('repeats a cached diagram, but not to a request with option headers', async () => {
+    const src = deflateSync('digraph { lane -> fast }').toString('base64url');
+    const url = `${lane.url}/plantuml/graphviz/svg/${src}`;
+    const rendered = await get(url, '127.0.0.7');
+    assert.equal(rendered.status, 200, rendered.body);
+    assert.match(rendered.body, /fast/);
+    assert.equal((await get(url, '127.0.0.7')).headers['x-plantuml-cache'], 'hit');
+    const before = answered();
+    const again = await get(url, '127.0.0.7');
+    assert.equal(answered(), before + 1, 'the repeat came from the lane');
+    assert.equal(again.body, rendered.body);
+    assert.equal(again.headers['x-plantuml-cache'], 'hit');
+    assert.equal(again.headers['content-type'], 'image/svg+xml');
+    const themed = await get(url, '127.0.0.7', { 'kroki-diagram-options-layout': 'neato' });
+    assert.equal(themed.status, 200);
+    assert.equal(answered(), before + 1, "an option header is the router's");
+  });
+});

@@ -1,0 +1,333 @@
+// The fast lane: GET and HEAD answers that are already bytes (the caller's address, cache hits),
+// sent from the server's 'request' handler before Fastify routes the request. For such an answer
+// Fastify's path (routing, hooks, the reply object, the limiter's promise) costs several times
+// what Node needs to send the bytes. The lane keeps that path's semantics: the route's rate limit
+// (charged through limits/rate-limit.ts takeNow), request ids, conditional requests, metrics,
+// admin usage, traces and the access log line. Whatever it cannot answer exactly as Fastify would
+// (a Range, a request body, a pipelined request waiting its turn, a refusal, a URL it does not
+// know) goes on to Fastify unchanged.
+//
+// Two kinds of answers. Live routes compute theirs from the request (the caller's IP). Remembered
+// answers repeat one that Fastify sent: a route answering a cache hit marks its reply
+// (remember()), the lane captures the headers Fastify actually sent, after every hook, and answers
+// the same URL from them while the route's own validity check holds (fast-lane-memo.ts).
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Rate } from '../config/schema.ts';
+import { type Charge, chargeOf, type Decision, type RateLimiter } from '../limits/rate-limit.ts';
+import type { HttpStats } from '../observe/http-stats.ts';
+import type { Tracing } from '../observe/tracing.ts';
+import { type Subjects, socketBytes, type UsageRecorder } from '../observe/usage/usage.ts';
+import { addressGroup, type ClientIpOptions, clientIp } from './client-ip.ts';
+import type { Drain } from './drain.ts';
+import { type Entry, entryOf, MemoTable, type RememberOptions } from './fast-lane-memo.ts';
+import type { PreparedResponse } from './prepared-response.ts';
+import type { RequestIds } from './request-id.ts';
+
+export type { RememberOptions } from './fast-lane-memo.ts';
+
+/** What a live route reads of a request. */
+export interface LaneRequest {
+  readonly method: 'GET' | 'HEAD';
+  /** The URL as Fastify routes it (after host rewriting). */
+  readonly url: string;
+  /** The query string without its '?' ('' when there is none). */
+  readonly query: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The caller after the trusted-proxy walk (client-ip.ts). */
+  readonly clientIp: string;
+}
+
+export interface LiveAnswer {
+  /** Flat: name, value, ... (content-length is added). */
+  headers: readonly string[];
+  body: string;
+}
+
+export interface LiveRoute {
+  svc: string;
+  /** Its Fastify route's URL: the metric and trace label. */
+  route: string;
+  /** The route's rate limit (the same bucket as its Fastify hook), when it has one. */
+  limit?: Charge | null;
+  /** The answer, or undefined to leave the request to Fastify. */
+  answer(r: LaneRequest): LiveAnswer | undefined;
+}
+
+export interface FastLaneOptions {
+  limiter: RateLimiter;
+  http: HttpStats;
+  usage: UsageRecorder | null;
+  tracing: Tracing | null;
+  drain: Drain;
+  logger: Logger;
+  ids: RequestIds;
+  ip: ClientIpOptions;
+  v6Bits: number;
+  /** Fastify's rewriteUrl (hosted utilities), when there is one. */
+  rewrite: ((host: string | undefined, url: string) => string) | null;
+  /** URLs whose answers are remembered at once (default 10 000). */
+  capacity?: number;
+}
+
+const kRemember = Symbol('fast-lane remember');
+type Marked = FastifyRequest & { [kRemember]?: { prepared: PreparedResponse; o: RememberOptions } };
+
+export class FastLane {
+  private readonly live = new Map<string, LiveRoute>();
+  private readonly memo: MemoTable;
+  private readonly o: FastLaneOptions;
+  private readonly info: boolean;
+  /** Expires values by max-age, made once a second. */
+  private expiresAt = 0;
+  private readonly expiresText = new Map<number, string>();
+  private warned = false;
+  private installed = false;
+  /** Answers the lane sent itself (status pages, tests). */
+  answered = 0;
+
+  constructor(o: FastLaneOptions) {
+    this.o = o;
+    this.memo = new MemoTable(o.capacity ?? 10_000);
+    this.info = o.logger.isLevelEnabled('info');
+  }
+
+  /** Puts the lane in front of the server's request listeners (Fastify's), before tracing wraps them. */
+  install(server: Server): void {
+    const listeners = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+    server.removeAllListeners('request');
+    this.installed = true;
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (this.serve(req, res)) return;
+      for (const l of listeners) l.call(server, req, res);
+    });
+  }
+
+  /** Answers GET and HEAD of `path` (exact, without a query) with `route` when it can. */
+  route(path: string, route: LiveRoute): void {
+    this.live.set(path, route);
+    if (route.limit) this.o.limiter.laneCharges(route.limit.bucket);
+  }
+
+  /**
+   * Marks the answer a Fastify route is sending (a cache hit's prepared 200) as one the lane may
+   * repeat for the same URL. Captured in the server's onResponse hook if it went out as a 200.
+   */
+  remember(req: FastifyRequest, prepared: PreparedResponse, o: RememberOptions = {}): void {
+    (req as Marked)[kRemember] = { prepared, o };
+  }
+
+  /** From the server's onResponse hook: keeps a marked answer that went out whole. */
+  capture(req: FastifyRequest, reply: FastifyReply, svc: string, route: string | undefined): void {
+    const mark = (req as Marked)[kRemember];
+    if (!mark || route === undefined || !this.installed) return;
+    if (req.method !== 'GET' || reply.statusCode !== 200 || req.headers.range !== undefined) return;
+    const now = Date.now();
+    if (mark.o.until !== undefined && now >= mark.o.until) return;
+    const charge = chargeOf(req) ?? null;
+    const entry = entryOf({
+      svc,
+      route,
+      prepared: mark.prepared,
+      sent: reply.getHeaders(),
+      request: req.headers,
+      charge,
+      subjects: req.usageSubjects,
+      o: mark.o,
+      now,
+    });
+    if (!entry) return;
+    if (charge) this.o.limiter.laneCharges(charge.bucket);
+    this.memo.set(req.raw.url ?? req.url, entry);
+  }
+
+  /** Forgets every remembered answer (a utility's source changed wholesale). */
+  forgetAll(): void {
+    this.memo.clear();
+  }
+
+  /** Remembered URLs (status pages, tests). */
+  get remembered(): number {
+    return this.memo.size;
+  }
+
+  /** Answers the request if it can (true); false leaves it to Fastify, untouched. */
+  serve(req: IncomingMessage, res: ServerResponse): boolean {
+    const method = req.method;
+    if (method !== 'GET' && method !== 'HEAD') return false;
+    // A pipelined request waiting behind another answer: Fastify's gate holds it (pipelining.ts).
+    if (!res.socket) return false;
+    const h = req.headers;
+    // A body on a GET is read and discarded by Fastify; the lane reads none.
+    if (h['transfer-encoding'] !== undefined || (h['content-length'] ?? '0') !== '0') return false;
+    try {
+      const raw = req.url ?? '/';
+      const url = this.o.rewrite ? this.o.rewrite(h.host, raw) : raw;
+      const e = this.memo.find(url, h);
+      if (e) return this.repeat(req, res, method, url, e);
+      const q = url.indexOf('?');
+      const live = this.live.get(q === -1 ? url : url.slice(0, q));
+      return live ? this.answerLive(req, res, method, url, q, live) : false;
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return true;
+      }
+      if (!this.warned) this.o.logger.error({ err }, 'fast lane failed; answering through the router');
+      this.warned = true;
+      return false;
+    }
+  }
+
+  private answerLive(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: 'GET' | 'HEAD',
+    url: string,
+    q: number,
+    route: LiveRoute,
+  ): boolean {
+    const started = performance.now();
+    const h = req.headers;
+    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    const a = route.answer({
+      method,
+      url,
+      query: q === -1 ? '' : url.slice(q + 1),
+      headers: h,
+      clientIp: ip,
+    });
+    if (!a) return false;
+    const limit = route.limit;
+    let d: Decision | null = null;
+    let rate: Rate | null = null;
+    if (limit) {
+      rate = typeof limit.rate === 'function' ? limit.rate() : limit.rate;
+      d = this.o.limiter.takeNow(limit.bucket, addressGroup(ip, this.o.v6Bits), rate);
+      if (!d) return false;
+    }
+    const id = this.o.ids(h['x-request-id']);
+    const out = this.headers(id, d, rate, null);
+    out.push('x-content-type-options', 'nosniff');
+    for (let i = 0; i < a.headers.length; i++) out.push(a.headers[i]!);
+    out.push('content-length', String(Buffer.byteLength(a.body)));
+    res.writeHead(200, out);
+    if (method === 'HEAD') res.end();
+    else res.end(a.body);
+    this.done(req, res, url, id, route.svc, route.route, 200, ip, started, null);
+    return true;
+  }
+
+  private repeat(req: IncomingMessage, res: ServerResponse, method: string, url: string, e: Entry): boolean {
+    const started = performance.now();
+    const h = req.headers;
+    if (h.range !== undefined || h.authorization !== undefined) return false;
+    const o = e.o;
+    const prepared = e.ref.deref();
+    if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid())) {
+      this.memo.drop(url, e);
+      return false;
+    }
+    if (o.accepts && !o.accepts(h)) return false;
+    const pre = prepared.precondition({ method, headers: h });
+    // A 412's headers are the route's own choice: Fastify answers it.
+    if (pre === 'failed') return false;
+    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    if (o.admit && !o.admit(ip)) return false;
+    let d: Decision | null = null;
+    let rate: Rate | null = null;
+    if (e.charge) {
+      rate = typeof e.charge.rate === 'function' ? e.charge.rate() : e.charge.rate;
+      d = this.o.limiter.takeNow(e.charge.bucket, addressGroup(ip, this.o.v6Bits), rate);
+      if (!d) return false;
+    }
+    const id = this.o.ids(h['x-request-id']);
+    const status = pre === 'not-modified' ? 304 : 200;
+    const out = this.headers(id, d, rate, e.expiresIn);
+    const fixed = status === 304 ? e.notModified : e.head;
+    for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
+    res.writeHead(status, out);
+    const bytes = status === 304 || method === 'HEAD' ? 0 : prepared.body.length;
+    if (bytes) res.end(prepared.body);
+    else res.end();
+    o.onHit?.(status, ip, bytes);
+    this.done(req, res, url, id, e.svc, e.route, status, ip, started, e.subjects);
+    return true;
+  }
+
+  /** The headers made per request, first (as Fastify's hooks set them first). */
+  private headers(id: string, d: Decision | null, rate: Rate | null, expiresIn: number | null): string[] {
+    const out = ['x-request-id', id];
+    if (this.o.drain.draining) out.push('connection', 'close');
+    if (d && rate)
+      out.push(
+        'ratelimit-limit',
+        String(d.limit),
+        'ratelimit-remaining',
+        String(d.remaining),
+        'ratelimit-reset',
+        String(d.resetSec),
+        'ratelimit-policy',
+        `${d.limit};w=${Math.ceil(rate.windowMs / 1000)}`,
+      );
+    if (expiresIn !== null) out.push('expires', this.expires(expiresIn));
+    return out;
+  }
+
+  /** Expires `maxAge` seconds from now, formatted once a second. */
+  private expires(maxAge: number): string {
+    const now = Math.floor(Date.now() / 1000);
+    if (now !== this.expiresAt) {
+      this.expiresAt = now;
+      this.expiresText.clear();
+    }
+    let t = this.expiresText.get(maxAge);
+    if (t === undefined) {
+      t = new Date((now + maxAge) * 1000).toUTCString();
+      this.expiresText.set(maxAge, t);
+    }
+    return t;
+  }
+
+  /** What Fastify's onResponse hook and log controller do for an answer. */
+  private done(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: string,
+    reqId: string,
+    svc: string,
+    route: string,
+    status: number,
+    ip: string,
+    started: number,
+    subjects: Subjects | null,
+  ): void {
+    this.answered++;
+    const ms = performance.now() - started;
+    this.o.http.record(svc, route, req.method ?? 'GET', status, ms / 1000);
+    this.o.tracing?.routed(req, { route, clientIp: ip, svc });
+    const usage = this.o.usage;
+    if (usage) {
+      const b = socketBytes(req.socket);
+      usage.record(svc, ip, status, b.bytesIn, b.bytesOut, subjects);
+    }
+    if (!this.info) return;
+    // The access log line Fastify writes (errors.ts OnceLogController), once the answer is out.
+    const line = {
+      reqId,
+      svc,
+      req: { method: req.method, url, headers: { host: req.headers.host }, clientIp: ip },
+      res: { statusCode: status },
+      responseTime: ms,
+    };
+    let finished = false;
+    res.once('finish', () => {
+      finished = true;
+      this.o.logger.info(line, 'request completed');
+    });
+    res.once('close', () => {
+      if (!finished) this.o.logger.info(line, 'request aborted');
+    });
+  }
+}
