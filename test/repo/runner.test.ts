@@ -53,7 +53,9 @@ function alive(pid: number): boolean {
 }
 
 // The runner's own deadline is what these tests are about: if it hung, this file's timeout fails them.
-describe('npm test runner', { timeout: 120_000 }, () => {
+// Each case runs a runner of its own (its own output directory and fixtures), and they mostly wait
+// for the runner's budgets to pass: they run at once, so the file takes its longest case.
+describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
   it('stops a hung two-instance start at the per-file timeout, with the instance it left running', async () => {
     const pidFile = join(tempDir(), 'pid');
     // Long enough for a loaded machine to start the file (tsx on Node 20 can take seconds), and the

@@ -109,7 +109,13 @@ describe('redis config', { timeout: 10_000 }, () => {
     });
 });
 
-describe('redis through Sentinel', { skip: toolSkip('redis-sentinel'), timeout: 120_000 }, () => {
+// The cases mostly wait for sentinels to agree on a failover, each on a group of its own (the first on
+// the one before() starts): they run at once, so the file takes its longest case.
+describe('redis through Sentinel', {
+  skip: toolSkip('redis-sentinel'),
+  timeout: 120_000,
+  concurrency: true,
+}, () => {
   const password = testSecret('redis-pw-');
   const sentinelPassword = testSecret('sentinel-pw-');
   const lines: string[] = [];

@@ -16,6 +16,7 @@ import type { DevutilProcess } from '../../helpers/process.ts';
 import { testSecret } from '../../helpers/secrets.ts';
 import { tempDir } from '../../helpers/server.ts';
 import { create, cutPatch, cuttingRelay, decodeResult, patch, sample } from '../../helpers/tus.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 const run = promisify(execFile);
 const T = { 'tus-resumable': '1.0.0' };
@@ -202,8 +203,14 @@ export function sharedStateCases(get: () => { a: DevutilProcess; b: DevutilProce
     await relay.close();
     assert.match(url, /\/api\/upload\/[0-9a-f]{32}$/);
     const onB = url.replace(relay.url, b.url);
-    const head = await fetch(onB, { method: 'HEAD', headers: T });
-    const offset = Number(head.headers.get('upload-offset'));
+    // A records what the cut PATCH delivered once it notices the cut: on a busy machine B can be
+    // asked first (offset 0, or 423 while A still holds the upload), so ask until it shows.
+    let offset = 0;
+    await waitFor(async () => {
+      const head = await fetch(onB, { method: 'HEAD', headers: T });
+      offset = Number(head.headers.get('upload-offset'));
+      return offset > 0;
+    }, 'the offset A stored to show on B').catch(() => {});
     assert.ok(offset > 0 && offset < body.length, String(offset));
     const result = await new Promise<unknown>((resolve, reject) => {
       const up = new tus.Upload(body, {
