@@ -55,6 +55,13 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   // and the same suspects as PlantUML's.
   // The Mermaid browser pool: the named Chromium, else the first one found (a file check, once).
   const chromium = cfg.mermaidChromium === 'off' ? null : cfg.mermaidChromium || findChromium();
+  if (cfg.mermaidChromium !== 'off')
+    log[chromium ? 'debug' : 'info'](
+      { chromium },
+      chromium
+        ? 'Mermaid browser pool: started on the first diagram that needs it'
+        : 'no Chromium found: the Mermaid types drawn in a browser (gantt, pie...) answer 422',
+    );
   const renderer = new DiagramRenderer({
     processes: cfg.renderThreads,
     spares: cfg.renderSpares,

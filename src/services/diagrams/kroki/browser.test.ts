@@ -1,5 +1,5 @@
 // The Mermaid types that need a browser, through the Kroki API: refused with a 422 naming the
-// setting while the pool is off; with it on (real Chromium), the browserless types still start no
+// setting while the pool is turned off; with it on (real Chromium), the browserless types still start no
 // browser, a burst of 12 cold requests starts at most the configured number of browsers (counted
 // as Chromium processes that are children of this, the server's, process) and every answer shows
 // its labels; hostile sources reach no network and run no script of theirs; a render past the
@@ -59,7 +59,9 @@ const on = (o: Record<string, unknown> = {}, logs?: LogCapture) =>
 
 describe('Mermaid in a browser, pool off', { skip, timeout: 60_000 }, () => {
   it('answers 422 naming the type and the setting, and starts no browser', async () => {
-    const app = await buildTestServer({ overrides: { diagrams: { prestart: false } } });
+    const app = await buildTestServer({
+      overrides: { diagrams: { prestart: false, mermaidChromium: 'off' } },
+    });
     try {
       const r = await post(app, 'pie title Pets\n  "Dogs" : 3');
       assert.equal(r.statusCode, 422);
