@@ -57,7 +57,8 @@ const on = (o: Record<string, unknown> = {}, logs?: LogCapture) =>
     },
   });
 
-describe('Mermaid in a browser, pool off', { skip, timeout: 60_000 }, () => {
+// A cold render process loads beautiful-mermaid and Mermaid's parser: a minute on a loaded machine.
+describe('Mermaid in a browser, pool off', { skip, timeout: 180_000 }, () => {
   it('answers 422 naming the type and the setting, and starts no browser', async () => {
     const app = await buildTestServer({
       overrides: { diagrams: { prestart: false, mermaidChromium: 'off' } },

@@ -137,6 +137,9 @@ export class DiagramRenderer {
         size: lane === 'main' ? o.processes : 1,
         spares: lane === 'main' ? o.spares : 0,
         timeoutMs: o.timeoutMs,
+        // A cold process's engine load is the server's work, not the diagram's: Mermaid's (beautiful-
+        // mermaid, ELK and Mermaid's parser) took over a minute on a 2-core machine at load 40.
+        loadTimeoutMs: Math.max(120_000, o.timeoutMs),
         heapMb: o.heapMb,
         memoryBytes: o.memoryBytes,
         maxOutputBytes: o.maxOutputBytes,
