@@ -223,7 +223,13 @@ describe("Mermaid in a browser, a client's share of the pages", { skip, timeout:
           return r;
         });
         const queued = post(app, `pie title Share ${n}\n  "A" : 1`);
-        await new Promise((r) => setTimeout(r, 300)); // the long one is on its page by now (mostly)
+        // Every source is first checked by Mermaid's parser in a render process: the long one is
+        // past that once no render process is busy, and on its page shortly after (mostly).
+        await waitFor(async () => {
+          const m = (await app.inject({ url: '/metrics' })).body;
+          return /devutil_plantuml_render_threads\{state="busy"\} 0\b/.test(m) || longDone !== 0;
+        }, 'the long gantt past its syntax check');
+        await new Promise((r) => setTimeout(r, 300));
         const other = await post(app, `pie title Other ${n}\n  "B" : 1`, 'svg', '127.0.0.2');
         overlapped = longDone === 0;
         for (const r of [other, await long, await queued])
