@@ -44,6 +44,8 @@ export const WHOLE_SUITE_ONLY = {
   'src/services/diagrams/kroki/browser.test.ts':
     'the Mermaid Chromium pool: browsers started, crashed, idled out',
   'src/services/diagrams/engines/browser-pool.test.ts': 'the Chromium pool itself: launches, crashes, caps',
+  'src/services/diagrams/kroki/mermaid-kinds.test.ts':
+    'every Mermaid kind drawn through the Chromium pool the default configuration finds',
   'test/e2e/diagram-isolation.test.ts':
     'the bomb corpus: 29 memory, CPU and output bombs in render processes, then four at once from four addresses',
   'test/e2e/proxy-maven.test.ts': "real Maven resolving a project's dependencies through devutil",

@@ -73,12 +73,12 @@ export const diagramsSection = {
     min: 64 * 1024,
     doc: 'largest diagram an engine other than PlantUML may answer (413 past it)',
   }),
-  // Off unless an operator names a browser: it is the one heavy part of the diagram service (a
-  // Chromium is ~150 MiB per process tree), and the common Mermaid types need none.
+  // Found by itself (a file check at start-up; no browser starts before a diagram needs one): the
+  // Mermaid types most READMEs use (gantt, pie, gitGraph, mindmap...) are drawn only in a browser.
   mermaidChromium: str('', {
-    pattern: /^(?:\/.*)?$/,
-    hint: 'an absolute path to a Chromium/Chrome executable',
-    doc: 'Chromium executable that turns on the headless-browser pool for the Mermaid types drawn only in a browser (gantt, pie, mindmap, gitGraph...); empty = off, those answer 422',
+    pattern: /^(?:off|\/.*)?$/,
+    hint: 'an absolute path to a Chromium/Chrome executable, or off',
+    doc: 'Chromium executable of the headless-browser pool that draws the Mermaid types beautiful-mermaid does not (gantt, pie, mindmap, gitGraph...); empty = the first chromium/google-chrome on PATH or in the usual places, off = no pool (those types answer 422)',
   }),
   mermaidBrowsers: int(2, {
     min: 1,

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { cspFor, editorCsp } from './csp.ts';
+import { findChromium } from './engines/find-chromium.ts';
 import { DiagramRenderer } from './kroki/renderer.ts';
 import { krokiRoutes } from './kroki/routes.ts';
 import { editorRoutes } from './plantuml/editor.ts';
@@ -52,6 +53,15 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   ctx.metrics.caches.push(engine.cache);
   // Every other language (Kroki API): render processes and system programs, the same shared cache
   // and the same suspects as PlantUML's.
+  // The Mermaid browser pool: the named Chromium, else the first one found (a file check, once).
+  const chromium = cfg.mermaidChromium === 'off' ? null : cfg.mermaidChromium || findChromium();
+  if (cfg.mermaidChromium !== 'off')
+    log[chromium ? 'debug' : 'info'](
+      { chromium },
+      chromium
+        ? 'Mermaid browser pool: started on the first diagram that needs it'
+        : 'no Chromium found: the Mermaid types drawn in a browser (gantt, pie...) answer 422',
+    );
   const renderer = new DiagramRenderer({
     processes: cfg.renderThreads,
     spares: cfg.renderSpares,
@@ -67,10 +77,10 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     limitSize: cfg.limitSize,
     cache: engine.cache,
     log,
-    ...(cfg.mermaidChromium
+    ...(chromium
       ? {
           browser: {
-            executable: cfg.mermaidChromium,
+            executable: chromium,
             browsers: cfg.mermaidBrowsers,
             pages: cfg.mermaidBrowserPages,
             idleMs: cfg.mermaidBrowserIdleSec * 1000,
@@ -78,7 +88,12 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             maxSource: cfg.maxSourceBytes,
           },
         }
-      : {}),
+      : {
+          noBrowser:
+            cfg.mermaidChromium === 'off'
+              ? 'the operator turned the browser pool off (DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM=off)'
+              : 'no Chromium was found on this server: install one (Debian/Ubuntu: apt-get install chromium) or set DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM to the path of a Chromium/Chrome executable',
+        }),
   });
   // Set at scrape time: a render queue filling up (or abandoned renders piling up) shows while it
   // happens, not at the next diagram answer.

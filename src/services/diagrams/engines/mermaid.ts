@@ -1,9 +1,12 @@
 // Mermaid without a browser: beautiful-mermaid (MIT) lays out flowcharts, sequence, class, state
 // and ER diagrams (and xychart-beta) in pure JavaScript, with ELK for flowcharts. Every other
 // Mermaid type needs Mermaid itself, which draws through a browser DOM: those go to the browser
-// pool when an operator turned it on (mermaid-browser.ts; the renderer decides before a thread is
-// asked), else they are refused here with a 422 naming the type and the setting.
+// pool (mermaid-browser.ts; the renderer decides). Every source, whatever draws it, is first
+// checked here by Mermaid's own parser (mermaid-parse.ts): the renderer asks for the check alone
+// (option `check`) before it hands a diagram to the browser.
 import { DiagramError, lineOf, UnsupportedDiagram } from './diagram-error.ts';
+import { checkSyntax, warmParser } from './mermaid-parse.ts';
+import { localOnly } from './svg-refs.ts';
 
 type Renderer = typeof import('beautiful-mermaid');
 let mod: Promise<Renderer> | undefined;
@@ -34,6 +37,7 @@ export const BROWSERLESS = new Set([
 ]);
 
 export async function warm(): Promise<void> {
+  await warmParser();
   // ELK (the flowchart layout) builds itself on the first diagram: one is drawn here, so that it is
   // loaded with the engine, not inside the first render's deadline and memory allowance.
   mod ??= import('beautiful-mermaid').then(async (m) => {
@@ -43,16 +47,22 @@ export async function warm(): Promise<void> {
   await mod;
 }
 
-export async function render(source: string): Promise<string> {
+/** An empty answer to `check`: Mermaid parsed the source, the browser pool draws it. */
+export async function render(
+  source: string,
+  _format: string,
+  options: Record<string, string> = {},
+): Promise<string> {
+  await warm();
+  await checkSyntax(source);
+  if (options['check']) return '';
   const type = mermaidType(source);
   if (!BROWSERLESS.has(type))
-    throw new UnsupportedDiagram(
-      `Mermaid ${type ? `"${type.slice(0, 40)}"` : 'without a diagram type'} is not rendered here: this server draws Mermaid flowchart, sequenceDiagram, classDiagram, stateDiagram, erDiagram and xychart-beta without a browser; other Mermaid types need one, which the operator turns on with DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM (the path of a Chromium)`,
-    );
-  await warm();
+    throw new UnsupportedDiagram(`Mermaid "${type.slice(0, 40)}" is drawn in a browser, not here`);
   const m = await mod!;
   try {
-    return await m.renderMermaidSVG(source);
+    // beautiful-mermaid imports its font from Google: the SVG falls back to the system's fonts.
+    return localOnly(await m.renderMermaidSVG(source));
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     throw new DiagramError(msg, lineOf(msg));

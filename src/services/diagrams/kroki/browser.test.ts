@@ -1,5 +1,5 @@
 // The Mermaid types that need a browser, through the Kroki API: refused with a 422 naming the
-// setting while the pool is off; with it on (real Chromium), the browserless types still start no
+// setting while the pool is turned off; with it on (real Chromium), the browserless types still start no
 // browser, a burst of 12 cold requests starts at most the configured number of browsers (counted
 // as Chromium processes that are children of this, the server's, process) and every answer shows
 // its labels; hostile sources reach no network and run no script of theirs; a render past the
@@ -57,9 +57,12 @@ const on = (o: Record<string, unknown> = {}, logs?: LogCapture) =>
     },
   });
 
-describe('Mermaid in a browser, pool off', { skip, timeout: 60_000 }, () => {
+// A cold render process loads beautiful-mermaid and Mermaid's parser: a minute on a loaded machine.
+describe('Mermaid in a browser, pool off', { skip, timeout: 180_000 }, () => {
   it('answers 422 naming the type and the setting, and starts no browser', async () => {
-    const app = await buildTestServer({ overrides: { diagrams: { prestart: false } } });
+    const app = await buildTestServer({
+      overrides: { diagrams: { prestart: false, mermaidChromium: 'off' } },
+    });
     try {
       const r = await post(app, 'pie title Pets\n  "Dogs" : 3');
       assert.equal(r.statusCode, 422);
@@ -220,7 +223,13 @@ describe("Mermaid in a browser, a client's share of the pages", { skip, timeout:
           return r;
         });
         const queued = post(app, `pie title Share ${n}\n  "A" : 1`);
-        await new Promise((r) => setTimeout(r, 300)); // the long one is on its page by now (mostly)
+        // Every source is first checked by Mermaid's parser in a render process: the long one is
+        // past that once no render process is busy, and on its page shortly after (mostly).
+        await waitFor(async () => {
+          const m = (await app.inject({ url: '/metrics' })).body;
+          return /devutil_plantuml_render_threads\{state="busy"\} 0\b/.test(m) || longDone !== 0;
+        }, 'the long gantt past its syntax check');
+        await new Promise((r) => setTimeout(r, 300));
         const other = await post(app, `pie title Other ${n}\n  "B" : 1`, 'svg', '127.0.0.2');
         overlapped = longDone === 0;
         for (const r of [other, await long, await queued])

@@ -56,7 +56,7 @@ const ROWS: Row[] = [
     status: [422],
     body: /"gantt"/,
   },
-  { type: 'mermaid', what: 'no diagram type', source: '%% only a comment', status: [422] },
+  { type: 'mermaid', what: 'no diagram type', source: '%% only a comment', status: [400], body: /line:? 1/ },
   {
     type: 'mermaid',
     what: 'a script in a label',
@@ -127,7 +127,15 @@ describe('Kroki API hostile input', { timeout: 300_000 }, () => {
   before(async () => {
     app = await buildTestServer({
       overrides: {
-        diagrams: { prestart: false, timeoutMs: 4000, renderThreads: 2, cacheMemory: 0, cacheDisk: 0 },
+        // No browser pool: the browser-only Mermaid types answer 422 here (browser.test.ts has them drawn).
+        diagrams: {
+          prestart: false,
+          timeoutMs: 4000,
+          renderThreads: 2,
+          cacheMemory: 0,
+          cacheDisk: 0,
+          mermaidChromium: 'off',
+        },
       },
     });
     const h = JSON.parse((await app.inject({ url: '/plantuml/health' })).body) as {

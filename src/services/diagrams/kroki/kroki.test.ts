@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { assertNoInternals } from '../../../../test/helpers/leaks.ts';
 import { buildTestServer } from '../../../../test/helpers/server.ts';
 import { missing } from '../../../../test/helpers/tools.ts';
+import { externalReferences } from '../engines/svg-refs.ts';
 import { LANGUAGES } from './languages.ts';
 
 const kroki = (s: string) => deflateSync(s, { level: 9 }).toString('base64url');
@@ -56,6 +57,8 @@ describe('Kroki API', { timeout: 240_000 }, () => {
         assert.equal(get.statusCode, 200, get.body.slice(0, 300));
         assert.equal(get.headers['content-type'], mime);
         if (svg) assert.match(get.body, /<svg[\s>]/);
+        // An embedded diagram calls nobody: no font import, image or link to outside the SVG.
+        if (svg) assert.deepEqual(externalReferences(get.body), [], 'references outside the SVG');
         assert.ok(shows(get.body, get.rawPayload), `the answer shows ${lang.label}`);
         if (svg) assert.match(String(get.headers['content-security-policy']), /default-src 'none'/);
         assert.equal(get.headers['cache-control'], 'public, max-age=432000');

@@ -32,6 +32,7 @@ import {
   type RenderReply,
   RenderTimeout,
 } from '../engines/render-job.ts';
+import { localOnly } from '../engines/svg-refs.ts';
 import type { Language } from './languages.ts';
 import { packageVersion } from './packages.ts';
 
@@ -81,6 +82,8 @@ export interface RendererOptions {
   log: Logger;
   /** The headless-browser pool for the Mermaid types beautiful-mermaid does not draw; absent = off. */
   browser?: Omit<MermaidBrowserOptions, 'timeoutMs' | 'log'>;
+  /** Without `browser`: why there is none and how to get one (the 422 of those types says it). */
+  noBrowser?: string;
   /** Who goes to the quarantine lane (shared with the PlantUML engine); absent or off = no lane. */
   suspects?: Suspects;
   /** Every render process event, by lane (metrics). */
@@ -134,6 +137,9 @@ export class DiagramRenderer {
         size: lane === 'main' ? o.processes : 1,
         spares: lane === 'main' ? o.spares : 0,
         timeoutMs: o.timeoutMs,
+        // A cold process's engine load is the server's work, not the diagram's: Mermaid's (beautiful-
+        // mermaid, ELK and Mermaid's parser) took over a minute on a 2-core machine at load 40.
+        loadTimeoutMs: Math.max(120_000, o.timeoutMs),
         heapMb: o.heapMb,
         memoryBytes: o.memoryBytes,
         maxOutputBytes: o.maxOutputBytes,
@@ -201,9 +207,14 @@ export class DiagramRenderer {
     return a;
   }
 
-  /** Whether `j` is a Mermaid diagram for the browser pool (on, and a type beautiful-mermaid does not draw). */
+  /** Whether `j` is a Mermaid diagram only a browser draws (a type beautiful-mermaid does not). */
+  private browserType(j: DiagramJob): boolean {
+    return j.lang.engine === 'mermaid' && !BROWSERLESS.has(mermaidType(j.source));
+  }
+
+  /** Whether `j` is a Mermaid diagram for the browser pool (there is one, and `j` needs it). */
   private inBrowser(j: DiagramJob): boolean {
-    return this.browser !== null && j.lang.engine === 'mermaid' && !BROWSERLESS.has(mermaidType(j.source));
+    return this.browser !== null && this.browserType(j);
   }
 
   /** The version of what draws `j` (cache keys and ETags change with it). */
@@ -283,19 +294,25 @@ export class DiagramRenderer {
   }
 
   private async renderSvg(j: DiagramJob, client: string): Promise<Outcome> {
-    const reply = this.inBrowser(j)
-      ? await this.browserAdmission!.run(client, () => this.browser!.render(j.source)).catch(
-          (err: unknown) => {
-            throw err instanceof BrowserUnavailable ? new EngineMissing(err.message) : err;
-          },
-        )
-      : await this.inLane(j, client, {
-          engine: j.lang.engine,
-          source: j.source,
-          format: 'svg',
-          options: j.options,
-        });
-    return this.outcome(j, reply);
+    const job = { engine: j.lang.engine, source: j.source, format: 'svg', options: j.options };
+    if (!this.browserType(j)) return this.outcome(j, await this.inLane(j, client, job));
+    // Mermaid's parser checks it in a render process first: a mistake answers 400 with or without
+    // a browser, and never takes a browser page.
+    const checked = await this.inLane(j, client, { ...job, options: { ...j.options, check: '1' } });
+    if (!checked.ok) return this.outcome(j, checked);
+    if (!this.browser)
+      throw new Unsupported(
+        `Mermaid "${mermaidType(j.source).slice(0, 40)}" is drawn in a headless browser (this server draws flowchart, sequenceDiagram, classDiagram, stateDiagram, erDiagram and xychart-beta without one), and ${this.o.noBrowser ?? 'none is configured'}`,
+      );
+    const reply = await this.browserAdmission!.run(client, () => this.browser!.render(j.source)).catch(
+      (err: unknown) => {
+        throw err instanceof BrowserUnavailable ? new EngineMissing(err.message) : err;
+      },
+    );
+    return this.outcome(
+      j,
+      reply.ok && typeof reply.body === 'string' ? { ...reply, body: localOnly(reply.body) } : reply,
+    );
   }
 
   /**
