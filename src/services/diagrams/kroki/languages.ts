@@ -239,6 +239,17 @@ export const LANGUAGES: readonly Language[] = [
     label: 'devutil',
   },
   {
+    type: 'erd',
+    name: 'Erd (entity-relationship)',
+    kind: 'thread',
+    engine: 'erd',
+    pkg: '@viz-js/viz',
+    formats: ['svg', 'png', 'jpeg'],
+    sample:
+      '[Person]\n*name\nheight\n+birth_place_id\n\n[Location]\n*id\ncity\ncountry\n\nPerson *--1 Location {label: "born in"}',
+    label: 'birth_place_id',
+  },
+  {
     type: 'blockdiag',
     name: 'BlockDiag (block diagrams)',
     kind: 'command',
@@ -309,7 +320,6 @@ export function typeList(): string {
 
 /** Kroki's other types, which devutil does not render, and why (listed by /health). */
 export const NOT_SERVED: Readonly<Record<string, string>> = {
-  erd: 'not available: its only implementation is a Haskell program with no Debian or npm package',
   bpmn: 'not rendered by devutil: bpmn-js draws in a browser',
   excalidraw: 'not rendered by devutil: Excalidraw draws in a browser',
   diagramsnet: 'not rendered by devutil: diagrams.net draws in a browser',
