@@ -116,6 +116,36 @@ const ROWS: Row[] = [
     source: `${Array.from({ length: 120 }, (_, i) => `[n${i}]`).join('\n')}\n${complete(120, '1--*')}`,
     status: [504],
   },
+  { type: 'excalidraw', what: 'invalid JSON', source: '{"elements": [', status: [400], body: /not JSON/ },
+  {
+    type: 'excalidraw',
+    what: 'a wrong schema',
+    source: '{"elements": [{"type": "rectangle", "x": "0"}]}',
+    status: [400],
+    body: /elements\[0\]\.x must be a number/,
+  },
+  {
+    type: 'excalidraw',
+    what: 'a colour that leaves its attribute',
+    source:
+      '{"elements": [{"type": "text", "x": 0, "y": 0, "text": "a", "strokeColor": "red\\" onload=\\"alert(1)"}]}',
+    status: [400],
+    body: /not a colour/,
+  },
+  {
+    type: 'excalidraw',
+    what: 'a script in a text',
+    source: '{"elements": [{"type": "text", "x": 0, "y": 0, "text": "<script>alert(1)</script>"}]}',
+    status: [200],
+    not: /<script>/,
+  },
+  {
+    type: 'excalidraw',
+    what: 'a giant hachured rectangle (fill bomb)',
+    source:
+      '{"elements": [{"type": "rectangle", "x": 0, "y": 0, "width": 100000, "height": 100000, "backgroundColor": "red", "fillStyle": "cross-hatch", "strokeWidth": 0.1}]}',
+    status: [200, 413, 422, 504],
+  },
   { type: 'bytefield', what: 'host interop', source: '(js/process.exit 1)', status: [400] },
   { type: 'bytefield', what: 'syntax error', source: '(draw-box "a"', status: [400] },
   { type: 'dbml', what: 'syntax error', source: 'Table users {\n  id integer [pk\n}', status: [400] },
