@@ -312,6 +312,37 @@ export const LANGUAGES: readonly Language[] = [
     label: 'devutil',
   },
   {
+    type: 'bpmn',
+    name: 'BPMN',
+    // Drawn by bpmn-js in the headless-browser pool (renderer.ts), not in a render process.
+    kind: 'thread',
+    engine: 'bpmn',
+    pkg: 'bpmn-js',
+    formats: ['svg'],
+    sample: [
+      '<?xml version="1.0" encoding="UTF-8"?>',
+      '<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" xmlns:di="http://www.omg.org/spec/DD/20100524/DI" id="d" targetNamespace="http://bpmn.io/schema/bpmn">',
+      '  <process id="p">',
+      '    <startEvent id="start" />',
+      '    <task id="render" name="devutil" />',
+      '    <endEvent id="end" />',
+      '    <sequenceFlow id="f1" sourceRef="start" targetRef="render" />',
+      '    <sequenceFlow id="f2" sourceRef="render" targetRef="end" />',
+      '  </process>',
+      '  <bpmndi:BPMNDiagram id="dia">',
+      '    <bpmndi:BPMNPlane id="plane" bpmnElement="p">',
+      '      <bpmndi:BPMNShape id="start_di" bpmnElement="start"><dc:Bounds x="100" y="100" width="36" height="36" /></bpmndi:BPMNShape>',
+      '      <bpmndi:BPMNShape id="render_di" bpmnElement="render"><dc:Bounds x="190" y="78" width="100" height="80" /></bpmndi:BPMNShape>',
+      '      <bpmndi:BPMNShape id="end_di" bpmnElement="end"><dc:Bounds x="350" y="100" width="36" height="36" /></bpmndi:BPMNShape>',
+      '      <bpmndi:BPMNEdge id="f1_di" bpmnElement="f1"><di:waypoint x="136" y="118" /><di:waypoint x="190" y="118" /></bpmndi:BPMNEdge>',
+      '      <bpmndi:BPMNEdge id="f2_di" bpmnElement="f2"><di:waypoint x="290" y="118" /><di:waypoint x="350" y="118" /></bpmndi:BPMNEdge>',
+      '    </bpmndi:BPMNPlane>',
+      '  </bpmndi:BPMNDiagram>',
+      '</definitions>',
+    ].join('\n'),
+    label: 'devutil',
+  },
+  {
     type: 'blockdiag',
     name: 'BlockDiag (block diagrams)',
     kind: 'command',
@@ -382,7 +413,6 @@ export function typeList(): string {
 
 /** Kroki's other types, which devutil does not render, and why (listed by /health). */
 export const NOT_SERVED: Readonly<Record<string, string>> = {
-  bpmn: 'not rendered by devutil: bpmn-js draws in a browser',
   diagramsnet: 'not rendered by devutil: diagrams.net draws in a browser',
   structurizr: 'not rendered by devutil: Structurizr is a Java library outside PlantUML',
   umlet: 'not rendered by devutil: UMLet is a Java program with no package here',
