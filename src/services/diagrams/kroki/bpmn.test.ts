@@ -99,6 +99,24 @@ describe('BPMN in a browser', { skip, timeout: 180_000 }, () => {
       assertNoInternals(r.body, what);
     });
 
+  it('does not expand nested entities (a billion laughs)', async () => {
+    const chain = Array.from({ length: 9 }, (_, i) => {
+      const [name, inner] = [String.fromCharCode(98 + i), String.fromCharCode(97 + i)];
+      return `<!ENTITY ${name} "${`&${inner};`.repeat(10)}">`;
+    }).join('');
+    const r = await post(
+      app,
+      SAMPLE.replace(
+        '<definitions',
+        `<!DOCTYPE definitions [<!ENTITY a "${'x'.repeat(100)}">${chain}]>\n<definitions`,
+      ).replace('name="devutil"', 'name="&j;"'),
+    );
+    assert.ok([200, 400].includes(r.statusCode), r.body.slice(0, 300));
+    assert.ok(r.body.length < 1024 * 1024, 'no expansion');
+    // The server still draws a good diagram afterwards.
+    assert.equal((await post(app, SAMPLE)).statusCode, 200);
+  });
+
   it('reads no file through an external entity and runs no script from a name', async () => {
     const xxe = SAMPLE.replace(
       '<definitions',
