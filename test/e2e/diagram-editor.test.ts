@@ -31,7 +31,15 @@ describe('diagram editor in Chromium', { skip: toolSkip('chromium'), timeout: 60
       overrides: {
         // A cold JVM's first C4 include on a busy two-core machine can pass the 10 s default: this
         // test is about the editor, not the render timeout (diagram-bombs.test.ts is).
-        diagrams: { prestart: true, workers: 1, timeoutMs: 60_000 },
+        // BPMN draws in the headless-browser pool, on with this Chromium (toolSkip above requires it).
+        diagrams: {
+          prestart: true,
+          workers: 1,
+          timeoutMs: 60_000,
+          mermaidChromium: '/usr/bin/chromium',
+          mermaidBrowsers: 1,
+          mermaidBrowserPages: 1,
+        },
         // No relay listener here: its section would report the status route's 503.
         relay: { enabled: false },
       },
@@ -96,8 +104,8 @@ describe('diagram editor in Chromium', { skip: toolSkip('chromium'), timeout: 60
     assert.deepEqual(disabled, unavailable);
     const listed = (await page.textContent('#uml-unavailable-list')) ?? '';
     for (const t of unavailable) assert.ok(listed.includes(`${t}: ${health.get(t)?.reason}`), listed);
-    // Kroki's languages that devutil does not render at all are listed too (erd, bpmn...).
-    assert.match(listed, /bpmn: /);
+    // Kroki's languages that devutil does not render at all are listed too (diagramsnet, tikz...).
+    assert.match(listed, /diagramsnet: /);
   });
 
   for (const lang of LANGUAGES) {

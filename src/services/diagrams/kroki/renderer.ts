@@ -15,6 +15,7 @@ import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
 import type { RenderedMeta } from '../cache.ts';
+import { type BpmnBrowser, bpmnBrowser } from '../engines/bpmn-browser.ts';
 import { BrowserUnavailable } from '../engines/browser-pool.ts';
 import { commandAvailability, runCommand } from '../engines/commands.ts';
 import { BROWSERLESS, mermaidType } from '../engines/mermaid.ts';
@@ -97,6 +98,8 @@ export interface Availability {
 }
 
 const RASTER = new Set(['png', 'jpeg']);
+const BPMN_OFF =
+  'BPMN is drawn by bpmn-js, which needs a browser: install Chromium (found on PATH at start) or set DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM to its path (not off); the same browser serves the Mermaid types that need one';
 /** A quarantine process exits after this long without suspects' work. */
 const QUARANTINE_IDLE_MS = 60_000;
 
@@ -119,12 +122,15 @@ export class DiagramRenderer {
   private readonly detecting = new Map<string, Promise<void>>();
   /** Off (null) unless configured; it starts no browser before a diagram needs one. */
   readonly browser: MermaidBrowser | null;
-  /** Its slots: a client's share of them and of its queue, like the render threads'. */
+  /** BPMN's pages (bpmn-js draws in a browser only), on the same Chromium setting; null = off. */
+  private readonly bpmn: BpmnBrowser | null;
+  /** Its slots, shared by Mermaid and BPMN: a client's share of them and of its queue, like the render threads'. */
   private readonly browserAdmission: FairQueue | null;
 
   constructor(o: RendererOptions) {
     this.o = o;
     this.browser = o.browser ? mermaidBrowser({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
+    this.bpmn = o.browser ? bpmnBrowser({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
     this.browserAdmission = o.browser
       ? new FairQueue({
           concurrency: o.browser.browsers * o.browser.pages,
@@ -192,6 +198,7 @@ export class DiagramRenderer {
 
   /** Whether a non-PlantUML language can render here, and its engine's version (cached; detect() first). */
   availability(lang: Language): Availability {
+    if (lang.engine === 'bpmn' && !this.bpmn) return { available: false, reason: BPMN_OFF };
     let a = this.versions.get(lang.engine);
     if (!a) {
       if (lang.kind === 'command') return { available: false, reason: `${lang.engine}: not checked yet` };
@@ -220,6 +227,7 @@ export class DiagramRenderer {
   /** The version of what draws `j` (cache keys and ETags change with it). */
   private version(j: DiagramJob): string {
     if (this.inBrowser(j)) return `mermaid ${this.browser!.version}`;
+    if (j.lang.engine === 'bpmn') return `bpmn-js ${this.bpmn?.version ?? ''}`;
     return this.availability(j.lang).version ?? '';
   }
 
@@ -270,6 +278,7 @@ export class DiagramRenderer {
   private async renderOnce(j: DiagramJob, client: string): Promise<Outcome> {
     await this.detect(j.lang);
     const a = this.availability(j.lang);
+    if (j.lang.engine === 'bpmn' && !this.bpmn) throw new Unsupported(BPMN_OFF);
     if (!a.available) throw new EngineMissing(`${j.lang.type} is not available on this server: ${a.reason}`);
     const key = this.key(j, j.format);
     const hit = this.o.cache.memory(key) ?? (await this.o.cache.get(key));
@@ -294,6 +303,15 @@ export class DiagramRenderer {
   }
 
   private async renderSvg(j: DiagramJob, client: string): Promise<Outcome> {
+    if (j.lang.engine === 'bpmn') {
+      const bpmn = this.bpmn!;
+      const reply = await this.browserAdmission!.run(client, () => bpmn.render(j.source)).catch(
+        (err: unknown) => {
+          throw err instanceof BrowserUnavailable ? new EngineMissing(err.message) : err;
+        },
+      );
+      return this.outcome(j, reply);
+    }
     const job = { engine: j.lang.engine, source: j.source, format: 'svg', options: j.options };
     if (!this.browserType(j)) return this.outcome(j, await this.inLane(j, client, job));
     // Mermaid's parser checks it in a render process first: a mistake answers 400 with or without
@@ -366,7 +384,12 @@ export class DiagramRenderer {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pool.close(), this.quarantine?.pool.close(), this.browser?.close()]);
+    await Promise.all([
+      this.pool.close(),
+      this.quarantine?.pool.close(),
+      this.browser?.close(),
+      this.bpmn?.close(),
+    ]);
   }
 }
 
