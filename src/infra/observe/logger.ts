@@ -40,7 +40,11 @@ export function loggerOptions(level: string): LoggerOptions {
         // Fastify's 'incoming request' line comes earlier and gets the peer, IPv4-mapped unwrapped.
         remoteAddress: req.clientIp || (canonicalIp(req.ip ?? '') ?? req.ip),
       }),
-      res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
+      // The body's size when it is known before it is sent (a stream without a length has none).
+      res: (res: FastifyReply) => {
+        const len = Number(res.getHeader?.('content-length'));
+        return { statusCode: res.statusCode, ...(Number.isFinite(len) && len >= 0 ? { size: len } : {}) };
+      },
       err: serializeError,
     },
   };
