@@ -338,7 +338,7 @@ const ROOTLESS_USER = 'devutil-rootless';
 const RL_NAME = `devutil-rootless-test-${process.pid}`;
 
 describe('container image: run by rootless podman as an unprivileged user', {
-  skip: skip() || toolSkip('newuidmap', ['--version']),
+  skip: skip() || toolSkip('sh', ['-c', 'command -v newuidmap newgidmap']),
   timeout: 1_500_000,
 }, () => {
   let home = '';
