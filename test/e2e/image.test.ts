@@ -330,3 +330,186 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
     assert.equal(ready.status, 200, await ready.clone().text());
   });
 });
+
+// Rootless podman: the image built above, run by an unprivileged user of the host with its own
+// subordinate uid/gid range (docs/setup.md, Rootless podman). The image is handed over as an
+// archive (podman save as root, podman load as the user), not built a second time.
+const ROOTLESS_USER = 'devutil-rootless';
+const RL_NAME = `devutil-rootless-test-${process.pid}`;
+
+describe('container image: run by rootless podman as an unprivileged user', {
+  skip: skip() || toolSkip('sh', ['-c', 'command -v newuidmap newgidmap']),
+  timeout: 1_500_000,
+}, () => {
+  let home = '';
+  let dir = '';
+  let rlBase = '';
+  let hostNetwork = false;
+  let started = false;
+  const userEnv = () => ({
+    HOME: home,
+    XDG_RUNTIME_DIR: join(dir, 'run'),
+    CONTAINERS_CONF: join(dir, 'containers.conf'),
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+  });
+  /** podman as the unprivileged user, with storage and settings of its own. */
+  const asUser = (args: string[], timeoutMs = 120_000) =>
+    run(
+      'runuser',
+      [
+        '-u',
+        ROOTLESS_USER,
+        '--',
+        'podman',
+        '--root',
+        join(dir, 'store'),
+        '--runroot',
+        join(dir, 'run', 'containers'),
+        // The kernel's own overlay in a user namespace (Linux 5.13+): no fuse-overlayfs, and not
+        // vfs, which podman picks by default here and which copies the whole image for each layer.
+        '--storage-driver',
+        'overlay',
+        ...args,
+      ],
+      { timeoutMs, env: userEnv(), exactEnv: true, cwd: dir },
+    );
+  async function asUserOk(args: string[], timeoutMs?: number): Promise<string> {
+    const r = await asUser(args, timeoutMs);
+    assert.equal(
+      r.code,
+      0,
+      `rootless podman ${args.join(' ')}:\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`,
+    );
+    return r.stdout;
+  }
+
+  before(async () => {
+    // The user and its subordinate ranges (useradd adds them on Debian; an older user may lack them).
+    if ((await run('id', ['-u', ROOTLESS_USER])).code !== 0)
+      assert.equal((await run('useradd', ['--create-home', '--shell', '/bin/sh', ROOTLESS_USER])).code, 0);
+    for (const f of ['/etc/subuid', '/etc/subgid'])
+      if (
+        !readFileSync(f, 'utf8')
+          .split('\n')
+          .some((l) => l.startsWith(`${ROOTLESS_USER}:`))
+      ) {
+        const flag = f.endsWith('uid') ? '--add-subuids' : '--add-subgids';
+        assert.equal((await run('usermod', [flag, '400000-465535', ROOTLESS_USER])).code, 0, f);
+      }
+    home = (await run('sh', ['-c', `getent passwd ${ROOTLESS_USER} | cut -d: -f6`])).stdout.trim();
+    dir = tempDir('devutil-rootless-');
+    mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o700 });
+    // No default_ulimits: a user cannot raise its own hard limit (runc: "error setting rlimits"),
+    // and rootless podman gives the container the user's limits.
+    writeFileSync(
+      join(dir, 'containers.conf'),
+      '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n',
+    );
+    mkdirSync(join(dir, 'data'));
+    const archive = join(dir, 'image.tar');
+    let t = performance.now();
+    await podmanOk(['save', '--format', 'oci-archive', '--output', archive, IMAGE], 900_000);
+    assert.equal((await run('chown', ['-R', `${ROOTLESS_USER}:`, dir])).code, 0);
+    await asUserOk(['load', '--input', archive], 900_000);
+    process.stdout.write(`# rootless: image handed over (save + load) in ${seconds(t)} s\n`);
+    assert.equal((await asUserOk(['info', '--format', '{{.Host.Security.Rootless}}'])).trim(), 'true');
+
+    const port = await freePort();
+    rlBase = `http://127.0.0.1:${port}`;
+    const common = [
+      '--detach',
+      '--name',
+      RL_NAME,
+      '--read-only',
+      '--read-only-tmpfs',
+      '--volume',
+      `${join(dir, 'data')}:/var/lib/devutil:U`,
+      '--env',
+      `DEVUTIL_PUBLIC_URL=${rlBase}`,
+      '--env',
+      'DEVUTIL_RELAY_ENABLED=false',
+      '--env',
+      'DEVUTIL_DRAIN_DELAY_MS=0',
+    ];
+    t = performance.now();
+    // Rootless networking: slirp4netns opens /dev/net/tun, which some sandboxes keep from users.
+    let r = await asUser(['run', ...common, '--publish', `127.0.0.1:${port}:8080`, IMAGE]);
+    if (r.code !== 0 && /\/dev\/net\/tun/.test(r.stderr)) {
+      process.stdout.write(
+        `# rootless: NOTE slirp4netns cannot run here, so no published port; the container shares the host's network instead:\n#   ${r.stderr.trim().split('\n')[0]}\n`,
+      );
+      await asUser(['rm', '--force', RL_NAME]);
+      hostNetwork = true;
+      r = await asUser(['run', ...common, '--network', 'host', '--env', `DEVUTIL_PORT=${port}`, IMAGE]);
+    }
+    assert.equal(r.code, 0, `rootless podman run:\n${r.stderr.slice(-3000)}`);
+    started = true;
+    const until = Date.now() + 120_000;
+    for (;;) {
+      const ok = await fetch(`${rlBase}/healthz`).then(
+        (x) => x.ok,
+        () => false,
+      );
+      if (ok) break;
+      const state = (await asUser(['inspect', '--format', '{{.State.Status}}', RL_NAME])).stdout.trim();
+      if (state !== 'running' || Date.now() > until) {
+        const logs = await asUser(['logs', RL_NAME]);
+        assert.fail(`the rootless container is ${state}:\n${(logs.stdout + logs.stderr).slice(-4000)}`);
+      }
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    process.stdout.write(
+      `# rootless: container answered /healthz ${seconds(t)} s after podman run (${hostNetwork ? 'host network' : 'published port'})\n`,
+    );
+  });
+
+  after(async () => {
+    if (started) await asUser(['rm', '--force', '--time', '5', RL_NAME]);
+    // The user's copy of the image is a gigabyte: it goes with the test's directory.
+    if (dir) await asUser(['system', 'reset', '--force'], 300_000);
+  });
+
+  it("runs as the container user, mapped into the unprivileged user's subordinate range", async () => {
+    assert.equal((await asUserOk(['exec', RL_NAME, 'id', '-un'])).trim(), 'devutil');
+    const top = await asUserOk(['top', RL_NAME, 'user', 'huser', 'args']);
+    const server = top.split('\n').find((l) => l.includes('bin/devutil.js'));
+    assert.ok(server, top);
+    const huser = Number(server.trim().split(/\s+/)[1]);
+    const range = readFileSync('/etc/subuid', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${ROOTLESS_USER}:`))
+      ?.split(':')
+      .map(Number);
+    assert.ok(
+      range && huser >= (range[1] ?? 0) && huser < (range[1] ?? 0) + (range[2] ?? 0),
+      `${top}\n${range}`,
+    );
+  });
+
+  it('answers the caller IP and keeps a file in its data volume', async () => {
+    const ip = await fetch(`${rlBase}/rest/api/v1/ip`);
+    assert.equal(ip.status, 200);
+    assert.match(((await ip.json()) as { data: { ip: string } }).data.ip, /^[0-9a-f.:]+$/i);
+    const bytes = randomBytes(32 * 1024);
+    const body = new FormData();
+    body.append('file', new Blob([bytes]), 'rootless.bin');
+    const up = await fetch(`${rlBase}/api/file/rootless.bin`, { method: 'POST', body });
+    assert.equal(up.status, 200, await up.clone().text());
+    const down = await fetch(`${rlBase}/api/file/rootless.bin`);
+    assert.equal(down.status, 200);
+    assert.deepEqual(Buffer.from(await down.arrayBuffer()), bytes);
+  });
+
+  it('stops on podman stop: SIGTERM ends the server with exit code 0', async () => {
+    await asUserOk(['stop', '--time', '60', RL_NAME], 120_000);
+    const code = (await asUserOk(['inspect', '--format', '{{.State.ExitCode}}', RL_NAME])).trim();
+    assert.equal(code, '0', (await asUser(['logs', RL_NAME])).stdout.slice(-3000));
+    assert.equal(
+      await fetch(`${rlBase}/healthz`).then(
+        () => 'answered',
+        () => 'closed',
+      ),
+      'closed',
+    );
+  });
+});

@@ -83,13 +83,13 @@ describe('log format', () => {
     assert.equal(one.length, 1, out);
     assert.match(
       one[0] ?? '',
-      /INFO {2}\[ip\] request completed {2}GET \/api\/ip from 127\.0\.0\.1 -> 200 in \d+ ms reqId=pretty-1$/,
+      /INFO {2}\[ip\] request completed {2}GET \/api\/ip from 127\.0\.0\.1 -> 200 in \d+ ms, \d+ B reqId=pretty-1$/,
     );
     assert.doesNotMatch(out, /^\{/m, 'no JSON lines');
     assert.doesNotMatch(out, /\u001b\[/, 'no colours when the output is not a terminal');
   });
 
-  it('writes coloured readable lines when stdout is a terminal', {
+  it('writes coloured readable lines when stdout is a terminal, one per request', {
     skip: toolSkip('script', ['-V']),
   }, async () => {
     const port = await freePort();
@@ -122,6 +122,40 @@ describe('log format', () => {
       assert.match(plain, PRETTY);
       assert.match(out, /\u001b\[32mINFO \u001b\[0m/, 'the level is coloured');
       assert.doesNotMatch(plain, /^\{"level"/m);
+      // An answered request, a refusal and a bot key in a path: one line each, when it ends.
+      const token = `123456789:${'T'.repeat(35)}`;
+      const asked = ['/rest/api/v1/ip', '/rest/api/v1/image?width=abc', `/api/file/${token}`];
+      const statuses: number[] = [];
+      for (const [i, path] of asked.entries()) {
+        const r = await fetch(`${url}${path}`, { headers: { 'x-request-id': `tty-${i}` } });
+        await r.arrayBuffer();
+        statuses.push(r.status);
+      }
+      assert.deepEqual(
+        statuses.map((s) => s < 400),
+        [true, false, false],
+      );
+      const lineOf = (i: number) =>
+        out
+          .replace(/\u001b\[\d+m/g, '')
+          .split(/\r?\n/)
+          .filter((l) => l.includes(`reqId=tty-${i}`));
+      for (let i = 0; i < 200 && lineOf(asked.length - 1).length === 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      for (const [i, path] of asked.entries()) {
+        const status = statuses[i];
+        const lines = lineOf(i);
+        assert.equal(lines.length, 1, `one line for ${path}:\n${out}`);
+        const shown = path.replace(token, '[redacted]').replace(/[.?*+^$()[\]\\]/g, '\\$&');
+        assert.match(
+          lines[0] ?? '',
+          new RegExp(
+            `^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO {2}\\[\\w+\\] request (completed|refused) {2}GET "?${shown}"? from 127\\.0\\.0\\.1 -> ${status} in \\d+ ms, \\d+(\\.\\d)? [kM]?B\\b`,
+          ),
+        );
+      }
+      assert.match(out, /-> \u001b\[33m400\u001b\[0m/, 'a refusal is painted');
+      assert.ok(!out.includes(token), 'the bot key is not on the terminal');
     } finally {
       if (proc.pid) process.kill(-proc.pid, 'SIGTERM');
       await exited;

@@ -59,6 +59,27 @@ describe('pretty log lines', () => {
     );
   });
 
+  it('gives the size of the answer and paints the status by its class on a terminal', () => {
+    const line = (statusCode: number, size: number) =>
+      JSON.stringify({
+        level: 30,
+        time: at,
+        req: { method: 'GET', url: '/x', remoteAddress: '::1' },
+        res: { statusCode, size },
+        responseTime: 3,
+        msg: 'request completed',
+      });
+    assert.equal(
+      prettyLine(line(200, 512), false),
+      '03:04:05.006 INFO  request completed  GET /x from ::1 -> 200 in 3 ms, 512 B\n',
+    );
+    assert.match(prettyLine(line(200, 1536), false), /-> 200 in 3 ms, 1\.5 kB\n$/);
+    assert.match(prettyLine(line(200, 5 * 1024 * 1024), false), /, 5\.0 MB\n$/);
+    assert.match(prettyLine(line(200, 0), true), /-> \u001b\[32m200\u001b\[0m in 3 ms, 0 B/);
+    assert.match(prettyLine(line(404, 10), true), /-> \u001b\[33m404\u001b\[0m/);
+    assert.match(prettyLine(line(502, 10), true), /-> \u001b\[31m502\u001b\[0m/);
+  });
+
   it('shows an error as type and message, with its stack indented below', () => {
     const line = JSON.stringify({
       level: 50,

@@ -158,6 +158,41 @@ describe('log redaction through the real logger', () => {
     }
   });
 
+  it('logs JSON text (an upstream error body, a stringified error) as the structure it holds', () => {
+    const { log, text } = capture();
+    const body = JSON.stringify({
+      error: { message: 'quota exceeded', token: PASS, detail: `/bot${BOT}/getMe` },
+    });
+    log.warn({ said: body, nested: { body } }, 'pool refused');
+    log.warn({ err: new Error(body) }, 'thrown body');
+    log.warn({ err: new Error('token exchange failed', { cause: JSON.parse(body) }) }, 'cause body');
+    log.warn({ err: new Error('outer', { cause: new Error(body) }) }, 'cause message');
+    log.warn({ err: { message: body } }, 'plain object');
+    const lines = text().trim().split('\n');
+    assert.equal(lines.length, 5);
+    for (const line of lines) {
+      const o = JSON.parse(line) as Record<string, Record<string, unknown>>;
+      assert.equal(jsonInString(o), undefined, line);
+      assert.doesNotMatch(line, /\[object \w+\]/, line);
+      for (const secret of [PASS, BOT]) assert.ok(!line.includes(secret), line);
+    }
+    const [said, thrown, causeBody, causeMessage, plain] = lines.map(
+      (l) => JSON.parse(l) as Record<string, Record<string, unknown>>,
+    );
+    assert.deepEqual(said?.['said'], {
+      error: { message: 'quota exceeded', token: '[redacted]', detail: '/bot[redacted]/getMe' },
+    });
+    assert.deepEqual(said?.['nested']?.['body'], said?.['said']);
+    assert.equal(thrown?.['err']?.['message'], 'quota exceeded');
+    assert.deepEqual(thrown?.['err']?.['body'], said?.['said']);
+    assert.equal(causeBody?.['err']?.['message'], 'token exchange failed');
+    assert.equal(causeBody?.['err']?.['cause'], 'quota exceeded');
+    assert.deepEqual(causeBody?.['err']?.['body'], said?.['said']);
+    assert.equal(causeMessage?.['err']?.['cause'], 'quota exceeded');
+    assert.deepEqual(causeMessage?.['err']?.['body'], said?.['said']);
+    assert.equal(plain?.['err']?.['message'], 'quota exceeded');
+  });
+
   it('serialises any thrown value, not only Errors', () => {
     assert.deepEqual(serializeError(undefined), { type: 'undefined', message: 'undefined' });
     // A plain object stays structured: no JSON text inside the JSON line.

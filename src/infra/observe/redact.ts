@@ -77,13 +77,44 @@ const isPlain = (v: unknown): v is Record<string, unknown> =>
   v !== null &&
   (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
 
+/** Longest text tried as JSON: an upstream error body is small; a bigger one stays text. */
+const MAX_JSON_TEXT = 16 * 1024;
+
+/**
+ * A text that is a whole JSON object or array (an upstream error body, a thrown `JSON.stringify`)
+ * as that structure, its credential-named keys masked and its strings redacted; undefined for any
+ * other text. A log line then carries the fields, not JSON quoted inside the JSON line.
+ */
+export function jsonText(s: string): Record<string, unknown> | unknown[] | undefined {
+  if (s.length > MAX_JSON_TEXT || !/^\s*[[{]/.test(s)) return undefined;
+  try {
+    const v = JSON.parse(s) as unknown;
+    return v !== null && typeof v === 'object' ? (maskNested(v, 6) as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A parsed body with secrets masked by key name and by shape, to `depth` levels. */
+function maskNested(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return redact(v);
+  if (v === null || typeof v !== 'object') return v;
+  if (depth <= 0) return Array.isArray(v) ? '[array]' : '[object]';
+  if (Array.isArray(v)) return v.slice(0, 50).map((x) => maskNested(x, depth - 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>).slice(0, 50))
+    out[k] = isSecretName(k) && x !== null && typeof x !== 'object' ? R : maskNested(x, depth - 1);
+  return out;
+}
+
 /**
  * The string fields of a log object (and of plain objects and arrays under it, two levels down)
- * with secrets masked; the object itself when nothing changed. Requests, replies and errors are
+ * with secrets masked, and a field holding JSON text as the structure it holds; the object itself
+ * when nothing changed. Requests, replies and errors are
  * left to their serializers.
  */
 export function redactFields<T>(value: T, depth = 2): T {
-  if (typeof value === 'string') return redact(value) as T;
+  if (typeof value === 'string') return (jsonText(value) ?? redact(value)) as T;
   if (depth < 0) return value;
   if (Array.isArray(value)) {
     const out = value.map((v) => redactFields(v, depth - 1));
