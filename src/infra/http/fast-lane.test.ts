@@ -157,6 +157,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
     const u0 = await usage();
     const l0 = answered();
     const ids: string[] = [];
+    let size = 0;
     for (let i = 0; i < 6; i++) {
       const a = await get(
         `${lane.url}/api/ip`,
@@ -165,6 +166,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
       );
       assert.equal(a.status, 200);
       ids.push(String(a.headers['x-request-id']));
+      size = Buffer.byteLength(a.body);
     }
     assert.ok(answered() - l0 >= 5, 'the lane answered them');
     assert.equal(ids[5], 'caller-chosen-id');
@@ -181,6 +183,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
       assert.equal(line.req.url, '/api/ip');
       assert.equal(line.req.remoteAddress, '127.0.0.5');
       assert.equal(line.res.statusCode, 200);
+      assert.equal(line.res.size, size, 'the size of the answer');
     }
   });
   it('repeats a cached avatar with its headers, 304s and rate limit, until an upload changes it', async () => {

@@ -211,11 +211,12 @@ export class FastLane {
     const out = this.headers(id, d, rate, null);
     out.push('x-content-type-options', 'nosniff');
     for (let i = 0; i < a.headers.length; i++) out.push(a.headers[i]!);
-    out.push('content-length', String(Buffer.byteLength(a.body)));
+    const size = Buffer.byteLength(a.body);
+    out.push('content-length', String(size));
     res.writeHead(200, out);
     if (method === 'HEAD') res.end();
     else res.end(a.body);
-    this.done(req, res, url, id, route.svc, route.route, 200, ip, started, null);
+    this.done(req, res, url, id, route.svc, route.route, 200, ip, started, null, size);
     return true;
   }
 
@@ -252,7 +253,19 @@ export class FastLane {
     if (bytes) res.end(prepared.body);
     else res.end();
     o.onHit?.(status, ip, bytes);
-    this.done(req, res, url, id, e.svc, e.route, status, ip, started, e.subjects);
+    this.done(
+      req,
+      res,
+      url,
+      id,
+      e.svc,
+      e.route,
+      status,
+      ip,
+      started,
+      e.subjects,
+      status === 304 ? null : prepared.body.length,
+    );
     return true;
   }
 
@@ -302,6 +315,7 @@ export class FastLane {
     ip: string,
     started: number,
     subjects: Subjects | null,
+    size: number | null,
   ): void {
     this.answered++;
     const ms = performance.now() - started;
@@ -318,7 +332,11 @@ export class FastLane {
       reqId,
       svc,
       req: { method: req.method, url, headers: { host: req.headers.host }, clientIp: ip },
-      res: { statusCode: status },
+      // What the res serializer reads of a reply: its status and Content-Length (the size).
+      res: {
+        statusCode: status,
+        getHeader: (name: string) => (name === 'content-length' && size !== null ? size : undefined),
+      },
       responseTime: ms,
     };
     let finished = false;

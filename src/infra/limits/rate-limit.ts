@@ -3,7 +3,8 @@
 // network, req.clientKey). Any route takes a budget from config and gets 429 in its own envelope,
 // with Retry-After and the IETF RateLimit-* headers. Answers of the fast lane (infra/http/
 // fast-lane.ts) are charged here too, synchronously against this instance's view of the window
-// (takeNow) and written to the shared state in batches (one write per key per FLUSH_MS).
+// (takeNow) and written to the in-memory state in batches (one write per key per FLUSH_MS); with a
+// store several instances share, limited routes are left to their hooks, so the budget stays one.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Logger } from 'pino';
 import type { Rate } from '../config/schema.ts';
@@ -110,7 +111,9 @@ export class RateLimiter {
    */
   takeNow(bucket: string, id: string, rate: Rate, now = Date.now()): Decision | null {
     if (rate.limit <= 0) return { allowed: true, limit: 0, remaining: 0, resetSec: 0 };
-    if (this.failing) return null;
+    // A store that other instances share (Redis) holds one budget for all of them, exact only
+    // when every charge reaches it before the decision: there the route's own hook decides.
+    if (this.failing || this.state.kind !== 'memory') return null;
     const w = this.local.get(`rl:${bucket}:${id}`);
     if (!w || now >= w.endsAt || w.windowMs !== rate.windowMs) return null;
     const count = w.stored + w.pending + w.inflight + 1;

@@ -15,15 +15,20 @@ function external(url: string): boolean {
 /** A CSS @import rule: its URL is group 2 (url(...)) or 4 (a string). */
 const IMPORT = /@import\s+(?:url\(\s*(['"]?)([^'")]*)\1\s*\)|(['"])([^'"]*)\3)[^;<]*;?/gi;
 
-/** Every reference of `svg` to something outside it: @import, url(...), href/xlink:href/src. */
+/** Every reference of `svg` that its reader's browser would fetch: @import, url(...), href/xlink:href/src but links'. */
 export function externalReferences(svg: string): string[] {
   const out: string[] = [];
   for (const m of svg.matchAll(IMPORT)) if (external(m[2] ?? m[4]!)) out.push(`@import ${m[2] ?? m[4]}`);
   for (const m of svg.replace(IMPORT, '').matchAll(/url\(\s*(['"]?)([^'")]*)\1\s*\)/gi))
     if (external(m[2]!)) out.push(`url(${m[2]})`);
-  for (const m of svg.matchAll(/\s(?:xlink:href|href|src)\s*=\s*("([^"]*)"|'([^']*)')/gi)) {
-    const url = (m[2] ?? m[3] ?? '').replace(/&amp;/g, '&');
-    if (external(url)) out.push(`${m[0].trim().split('=')[0]}=${url}`);
+  // A link (<a href>) is followed when its reader clicks it, never fetched by showing the SVG:
+  // diagrams keep their hyperlinks (PlantUML's [[url]], bpmn.io's required watermark link).
+  for (const tag of svg.matchAll(/<([A-Za-z][\w:.-]*)\b[^>]*>/g)) {
+    if (tag[1]!.toLowerCase() === 'a' || tag[1]!.toLowerCase().endsWith(':a')) continue;
+    for (const m of tag[0].matchAll(/\s(?:xlink:href|href|src)\s*=\s*("([^"]*)"|'([^']*)')/gi)) {
+      const url = (m[2] ?? m[3] ?? '').replace(/&amp;/g, '&');
+      if (external(url)) out.push(`${m[0].trim().split('=')[0]}=${url}`);
+    }
   }
   return out;
 }

@@ -29,7 +29,7 @@ function post(app: FastifyInstance, source: string) {
 describe('BPMN, browser pool off', { timeout: 60_000 }, () => {
   let app: FastifyInstance;
   before(async () => {
-    app = await buildTestServer({ overrides: { diagrams: { prestart: false } } });
+    app = await buildTestServer({ overrides: { diagrams: { prestart: false, mermaidChromium: 'off' } } });
   });
   after(async () => {
     await app?.close();
