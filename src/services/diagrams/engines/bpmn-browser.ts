@@ -5,10 +5,9 @@
 // licence requires its bpmn.io watermark to stay visible wherever it draws: the viewer's own logo
 // (its link to https://bpmn.io) is copied unchanged into every exported SVG, below the diagram so
 // nothing overlaps it. The page's CSP lets it run its own bundle only and connect nowhere.
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { packageVersion } from '../kroki/packages.ts';
-import { BrowserPool, BrowserUnavailable, type PageKind } from './browser-pool.ts';
+import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
 import type { RenderReply } from './render-job.ts';
 
 const ORIGIN = 'http://devutil-bpmn.invalid';
@@ -83,19 +82,13 @@ function bundle(): string | null {
 }
 
 function page(path: string): PageKind {
-  let files: Map<string, { type: string; body: Buffer }> | undefined;
-  return {
+  return scriptPage({
     origin: ORIGIN,
-    csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+    html: PAGE,
     setup: SETUP,
-    files: () => {
-      files ??= new Map([
-        ['/', { type: 'text/html; charset=utf-8', body: Buffer.from(PAGE) }],
-        ['/bpmn-viewer.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(path) }],
-      ]);
-      return files;
-    },
-  };
+    scriptUrl: '/bpmn-viewer.js',
+    scriptPath: path,
+  });
 }
 
 export interface BpmnBrowserOptions {

@@ -9,6 +9,7 @@
 // out of memory) takes its pages with it: the renders that were on them go once more to a new
 // browser. An idle browser exits after `idleMs`. Admission (fair queue, client share) is the
 // caller's; this only dispatches to free pages.
+import { readFileSync } from 'node:fs';
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
 import { RenderCrashed, RenderPoolClosed, type RenderReply, RenderTimeout } from './render-job.ts';
@@ -23,6 +24,32 @@ export interface PageKind {
   readonly csp: string;
   /** Evaluated once the page has loaded; defines globalThis.__devutilRender(source, options). */
   readonly setup: string;
+}
+
+/**
+ * A page kind of one HTML page and one script file (a drawing library's bundle), both answered from
+ * memory under `origin`: the script is read from `scriptPath` on the first page load and kept.
+ */
+export function scriptPage(o: {
+  origin: string;
+  html: string;
+  setup: string;
+  scriptUrl: string;
+  scriptPath: string;
+}): PageKind {
+  let files: Map<string, { type: string; body: Buffer }> | undefined;
+  return {
+    origin: o.origin,
+    csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+    setup: o.setup,
+    files: () => {
+      files ??= new Map([
+        ['/', { type: 'text/html; charset=utf-8', body: Buffer.from(o.html) }],
+        [o.scriptUrl, { type: 'text/javascript; charset=utf-8', body: readFileSync(o.scriptPath) }],
+      ]);
+      return files;
+    },
+  };
 }
 
 export interface BrowserPoolOptions {

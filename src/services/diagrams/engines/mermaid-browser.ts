@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { BrowserPool, BrowserUnavailable, type PageKind } from './browser-pool.ts';
+import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
 import type { RenderReply } from './render-job.ts';
 
 export const MERMAID_ORIGIN = 'http://devutil-mermaid.invalid';
@@ -69,20 +69,14 @@ function setupScript(maxTextSize: number, maxOutput: number): string {
 }
 
 export function mermaidPage(bundle: string, o: { maxTextSize: number; maxOutput: number }): PageKind {
-  let files: Map<string, { type: string; body: Buffer }> | undefined;
-  return {
+  // The bundle (3.5 MB) is read on the first page load, kept for the next ones.
+  return scriptPage({
     origin: MERMAID_ORIGIN,
-    csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+    html: PAGE,
     setup: setupScript(o.maxTextSize, o.maxOutput),
-    files: () => {
-      // Read on the first page load (3.5 MB), kept for the next ones.
-      files ??= new Map([
-        ['/', { type: 'text/html; charset=utf-8', body: Buffer.from(PAGE) }],
-        ['/mermaid.min.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(bundle) }],
-      ]);
-      return files;
-    },
-  };
+    scriptUrl: '/mermaid.min.js',
+    scriptPath: bundle,
+  });
 }
 
 export interface MermaidBrowserOptions {
