@@ -61,6 +61,17 @@ describe('process bounds', { skip, timeout: 60_000 }, () => {
     )}, ${JSON.stringify(boundedArgv(['sleep', '600'], { dieWithParent: true }).slice(1))}, { stdio: 'ignore' }); console.log(c.pid); setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'ignore'] });
     const pid = Number(await new Promise<string>((r) => parent.stdout.once('data', (d) => r(String(d)))));
+    // The death signal is armed by setpriv just before it execs the command: killing the parent
+    // earlier (a loaded machine) would test that window, not the bound. Wait for `sleep` itself.
+    const comm = () => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'latin1').trim();
+      } catch {
+        return '';
+      }
+    };
+    for (let t = 0; t < 10_000 && comm() !== 'sleep'; t += 50) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(comm(), 'sleep', 'the child has become the command');
     assert.ok(running(pid) && memoryOf(pid), 'the child runs');
     assert.ok((cpuMillis(pid) ?? -1) >= 0);
     parent.kill('SIGKILL');
