@@ -120,6 +120,17 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       g.set({ state: 'quarantined' }, t.quarantined);
     },
   );
+  ctx.metrics.gauge(
+    'devutil_diagrams_browser_pages',
+    'pages of the Mermaid browser pool by state (queued: renders waiting for a page)',
+    ['state'],
+    (g) => {
+      const s = renderer.browser?.pool?.stats();
+      g.set({ state: 'busy' }, s?.busy ?? 0);
+      g.set({ state: 'idle' }, (s?.pages ?? 0) - (s?.busy ?? 0));
+      g.set({ state: 'queued' }, s?.queued ?? 0);
+    },
+  );
   const diagrams = ctx.metrics.counter(
     'devutil_plantuml_diagrams_total',
     'diagram answers by cache use and status',

@@ -200,7 +200,7 @@ describe('Mermaid in a browser, a render past the timeout', { skip, timeout: 120
   });
 });
 
-describe("Mermaid in a browser, a client's share of the pages", { skip, timeout: 120_000 }, () => {
+describe("Mermaid in a browser, a client's share of the pages", { skip, timeout: 240_000 }, () => {
   it('gives one client half the pages (DEVUTIL_DIAGRAMS_CLIENT_SHARE=50) and another client the rest', async () => {
     const logs = new LogCapture();
     const app = await on({ mermaidBrowsers: 1, mermaidBrowserPages: 2, clientShare: 50 }, logs);
@@ -222,14 +222,14 @@ describe("Mermaid in a browser, a client's share of the pages", { skip, timeout:
           longDone = performance.now();
           return r;
         });
-        const queued = post(app, `pie title Share ${n}\n  "A" : 1`);
-        // Every source is first checked by Mermaid's parser in a render process: the long one is
-        // past that once no render process is busy, and on its page shortly after (mostly).
+        // The long one first passes Mermaid's parser in a render process, then takes the client's
+        // one page; only then does a second render of the same client queue behind it, and the
+        // other client's render ask for a page of its own.
         await waitFor(async () => {
           const m = (await app.inject({ url: '/metrics' })).body;
-          return /devutil_plantuml_render_threads\{state="busy"\} 0\b/.test(m) || longDone !== 0;
-        }, 'the long gantt past its syntax check');
-        await new Promise((r) => setTimeout(r, 300));
+          return /devutil_diagrams_browser_pages\{state="busy"\} 1\b/.test(m) || longDone !== 0;
+        }, 'the long gantt on its page');
+        const queued = post(app, `pie title Share ${n}\n  "A" : 1`);
         const other = await post(app, `pie title Other ${n}\n  "B" : 1`, 'svg', '127.0.0.2');
         overlapped = longDone === 0;
         for (const r of [other, await long, await queued])
