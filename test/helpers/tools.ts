@@ -8,7 +8,8 @@ export function hasTool(cmd: string, versionArgs: string[] = ['--version']): boo
   const key = `${cmd} ${versionArgs.join(' ')}`;
   let ok = cache.get(key);
   if (ok === undefined) {
-    const r = spawnSync(cmd, versionArgs, { stdio: 'ignore', timeout: 15_000 });
+    // Generous: a shim (pyenv's python3 is a shell script) took over 15 s at load 35.
+    const r = spawnSync(cmd, versionArgs, { stdio: 'ignore', timeout: 90_000 });
     ok = r.error === undefined && r.status === 0;
     cache.set(key, ok);
   }
