@@ -233,6 +233,21 @@ export class ByteBudget {
     return false;
   }
 
+  /**
+   * check() without the store: allowed when every count this instance last saw (read or written),
+   * plus its unwritten bytes, is below its limit. False when one is unknown (a new window, a new
+   * client): the caller then asks check(). The fast lane's answers charge as they go and their
+   * batched writes bring the counts back, so what other instances spent is seen within a flush.
+   */
+  admitsNow(ips: string | readonly string[], now = Date.now()): boolean {
+    if (this.failing) return false;
+    for (const p of this.parts(typeof ips === 'string' ? [ips] : ips, now)) {
+      const seen = this.seen.get(p.key);
+      if (seen === undefined || seen + this.unwritten(p.key) >= p.limit) return false;
+    }
+    return true;
+  }
+
   /** Keeps the last count of a key; bounded by the keys of live windows (old ones are dropped). */
   private remember(key: string, used: number): void {
     if (this.seen.size > 10_000) this.seen.clear();

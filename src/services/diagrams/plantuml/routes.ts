@@ -65,7 +65,7 @@ export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, 
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const memos = ctx.local(DIAGRAM_MEMOS);
-  const opts = { cacheHeaders: cfg.cacheHeaders, prepared: memos.plantuml };
+  const opts = { cacheHeaders: cfg.cacheHeaders, prepared: memos.plantuml, lane: ctx.lane };
 
   // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
   app.removeAllContentTypeParsers();
