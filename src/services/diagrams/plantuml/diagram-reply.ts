@@ -22,6 +22,8 @@ export interface ReplyOptions {
   kroki?: boolean;
   /** Repeats cached GET diagrams before the router (infra/http/fast-lane.ts). */
   lane?: FastLane;
+  /** Told of each lane repeat (its status): the diagram counters the onResponse hook keeps. */
+  laneHit?: ((status: number) => void) | undefined;
 }
 
 /** Maps engine and pool failures onto the HTTP errors the text envelope renders. */
@@ -158,6 +160,7 @@ export async function sendDiagram(
       o.lane.remember(req, answer, {
         valid: engine.holds(job, r.body),
         vary: ['x-preferred-color-mapper'],
+        ...(o.laneHit ? { onHit: o.laneHit } : {}),
       });
     return answer.send(reply, req);
   }
