@@ -114,10 +114,13 @@ export class Cache<M> {
   /**
    * A memory-tier hit, synchronously (counted as one), or undefined (not counted: the caller goes on
    * to get() or peek(), which count the outcome). The hot path of small cached answers: no await.
+   * `usable` turns down an entry the caller would not answer with.
    */
-  memory(key: string): CacheHit<M> | undefined {
+  memory(key: string, usable?: (e: CacheEntry<M>) => boolean): CacheHit<M> | undefined {
     const m = this.mem?.get(key);
-    return m ? this.hit('memory', { entry: m.entry, body: m.body, tier: 'memory' }) : undefined;
+    // One the caller cannot use (a stale copy it revalidates) is not counted here either.
+    if (!m || (usable && !usable(m.entry))) return undefined;
+    return this.hit('memory', { entry: m.entry, body: m.body, tier: 'memory' });
   }
 
   /** Metadata only (for answers that may need no body: 304, HEAD, a decision to revalidate). */

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Charge } from '../limits/rate-limit.ts';
 import type { Subjects } from '../observe/usage/usage.ts';
 import type { PreparedResponse } from './prepared-response.ts';
+import { contentRange } from './range.ts';
 
 /** What a route says about an answer it lets the lane repeat (FastLane.remember). */
 export interface RememberOptions {
@@ -44,6 +45,8 @@ export interface Entry {
   readonly vary: readonly string[];
   readonly varyValues: readonly (string | undefined)[];
   readonly o: RememberOptions;
+  /** Whether the answer takes byte ranges (it said Accept-Ranges: bytes): the lane then sends 206s. */
+  readonly ranges: boolean;
   /** Another variant of the same URL (other values of the Vary headers). */
   next: Entry | null;
 }
@@ -115,8 +118,18 @@ export function entryOf(c: Captured): Entry | null {
     vary: names,
     varyValues: names.map((n) => headerText(c.request[n])),
     o: c.o,
+    ranges: sent['accept-ranges'] === 'bytes',
     next: null,
   };
+}
+
+/** The 200's headers for a 206 of bytes start..end of `size`: its length and Content-Range. */
+export function partialHead(head: readonly string[], start: number, end: number, size: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < head.length; i += 2)
+    out.push(head[i]!, head[i] === 'content-length' ? String(end - start + 1) : head[i + 1]!);
+  out.push('content-range', contentRange({ start, end }, size));
+  return out;
 }
 
 function headerText(v: string | string[] | undefined): string | undefined {

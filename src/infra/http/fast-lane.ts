@@ -10,7 +10,9 @@
 // Two kinds of answers. Live routes compute theirs from the request (the caller's IP). Remembered
 // answers repeat one that Fastify sent: a route answering a cache hit marks its reply
 // (remember()), the lane captures the headers Fastify actually sent, after every hook, and answers
-// the same URL from them while the route's own validity check holds (fast-lane-memo.ts).
+// the same URL from them while the route's own validity check holds (fast-lane-memo.ts). An answer
+// that took byte ranges (Accept-Ranges: bytes) is repeated as a 206 for a single range too, as
+// range.ts decides it; several ranges and a 416 are the router's.
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,8 +23,9 @@ import type { Tracing } from '../observe/tracing.ts';
 import { type Subjects, socketBytes, type UsageRecorder } from '../observe/usage/usage.ts';
 import { addressGroup, type ClientIpOptions, clientIp } from './client-ip.ts';
 import type { Drain } from './drain.ts';
-import { type Entry, entryOf, MemoTable, type RememberOptions } from './fast-lane-memo.ts';
+import { type Entry, entryOf, MemoTable, partialHead, type RememberOptions } from './fast-lane-memo.ts';
 import type { PreparedResponse } from './prepared-response.ts';
+import { rangeOf } from './range.ts';
 import type { RequestIds } from './request-id.ts';
 
 export type { RememberOptions } from './fast-lane-memo.ts';
@@ -223,7 +226,7 @@ export class FastLane {
   private repeat(req: IncomingMessage, res: ServerResponse, method: string, url: string, e: Entry): boolean {
     const started = performance.now();
     const h = req.headers;
-    if (h.range !== undefined || h.authorization !== undefined) return false;
+    if ((h.range !== undefined && !e.ranges) || h.authorization !== undefined) return false;
     const o = e.o;
     const prepared = e.ref.deref();
     if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid())) {
@@ -234,6 +237,9 @@ export class FastLane {
     const pre = prepared.precondition({ method, headers: h });
     // A 412's headers are the route's own choice: Fastify answers it.
     if (pre === 'failed') return false;
+    const size = prepared.body.length;
+    const range = pre === 'pass' && e.ranges ? rangeOf(method, h, prepared.validators, size) : null;
+    if (range && range.kind !== 'whole' && range.kind !== 'single') return false;
     const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
     if (o.admit && !o.admit(ip)) return false;
     let d: Decision | null = null;
@@ -244,13 +250,16 @@ export class FastLane {
       if (!d) return false;
     }
     const id = this.o.ids(h['x-request-id']);
-    const status = pre === 'not-modified' ? 304 : 200;
+    const part = range?.kind === 'single' ? range : null;
+    const status = pre === 'not-modified' ? 304 : part ? 206 : 200;
     const out = this.headers(id, d, rate, e.expiresIn);
-    const fixed = status === 304 ? e.notModified : e.head;
+    const fixed =
+      status === 304 ? e.notModified : part ? partialHead(e.head, part.start, part.end, size) : e.head;
     for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
     res.writeHead(status, out);
-    const bytes = status === 304 || method === 'HEAD' ? 0 : prepared.body.length;
-    if (bytes) res.end(prepared.body);
+    const body = part ? prepared.body.subarray(part.start, part.end + 1) : prepared.body;
+    const bytes = status === 304 || method === 'HEAD' ? 0 : body.length;
+    if (bytes) res.end(body);
     else res.end();
     o.onHit?.(status, ip, bytes);
     this.done(
@@ -264,7 +273,7 @@ export class FastLane {
       ip,
       started,
       e.subjects,
-      status === 304 ? null : prepared.body.length,
+      status === 304 ? null : body.length,
     );
     return true;
   }

@@ -233,6 +233,22 @@ export class ByteBudget {
     return false;
   }
 
+  /**
+   * check() without the store: allowed when every count this instance last saw (read or written),
+   * plus its unwritten bytes, is below its limit. False when one is unknown (a new window, a new
+   * client): the caller then asks check(). The fast lane's answers charge as they go and their
+   * batched writes bring the counts back. With a store several instances share (Redis) what the
+   * others spent is not seen in time: there it is always false, as the rate limiter's takeNow.
+   */
+  admitsNow(ips: string | readonly string[], now = Date.now()): boolean {
+    if (this.failing || this.o.state.kind !== 'memory') return false;
+    for (const p of this.parts(typeof ips === 'string' ? [ips] : ips, now)) {
+      const seen = this.seen.get(p.key);
+      if (seen === undefined || seen + this.unwritten(p.key) >= p.limit) return false;
+    }
+    return true;
+  }
+
   /** Keeps the last count of a key; bounded by the keys of live windows (old ones are dropped). */
   private remember(key: string, used: number): void {
     if (this.seen.size > 10_000) this.seen.clear();

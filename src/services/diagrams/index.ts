@@ -183,7 +183,8 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     else engine.java().catch(() => {});
   });
 
-  await plantumlRoutes(app, ctx, engine);
+  // The fast lane's repeats of cached diagrams skip the onResponse hook above: counted as they go.
+  await plantumlRoutes(app, ctx, engine, (status) => diagrams.inc({ cache: 'hit', status: String(status) }));
   await krokiRoutes(app, ctx, engine, renderer);
   await proxyRoute(app, ctx, engine);
   await editorRoutes(app, ctx);

@@ -2,6 +2,7 @@
 // by-hash/, PyPI files, release assets keyed by their github.com URL; Release files and PyPI pages are
 // revalidated. Concurrent misses for one object share one upstream fetch; Range is served from complete
 // objects. The objects live in the shared cache (infra/cache/cache.ts); this file is the proxy's policy.
+import type { IncomingHttpHeaders } from 'node:http';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
@@ -11,7 +12,7 @@ import { evaluate, validatorsOf } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { contentRange, rangeOf } from '../../infra/http/range.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
-import { type ForwardOptions, type ForwardRequest, forward, type Upstream } from './forward.ts';
+import { type ForwardOptions, type ForwardRequest, forward, type LaneHit, type Upstream } from './forward.ts';
 
 /** Relayed response headers kept with an object (content-length is its size, set when answering). */
 const STORED = ['content-type', 'etag', 'last-modified', 'content-disposition', 'cache-control', 'vary'];
@@ -100,6 +101,12 @@ function answer(e: Entry, r: ForwardRequest): Upstream | Span {
   return { status, headers: h, start, end };
 }
 
+/** The client asks for a revalidation (Cache-Control: no-cache or max-age=0, Pragma: no-cache). */
+function forcedCheck(h: IncomingHttpHeaders): boolean {
+  const text = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : (v ?? ''));
+  return /no-cache|max-age=0/.test(text(h['cache-control'])) || /no-cache/.test(text(h['pragma']));
+}
+
 const COALESCE_WAIT_MS = 10_000;
 // URLs whose last response carried Vary, with the header names (bounded; forgotten on restart, when
 // the next fill learns them again).
@@ -186,9 +193,12 @@ export class DiskCache implements ProxyCache {
    * Revalidated objects take the slow path, which checks their freshness first.
    */
   private hot(key: string, r: ForwardRequest): Upstream | undefined {
-    if (r.method !== 'GET' || r.route.cache === 'revalidate' || r.headers.range !== undefined)
-      return undefined;
-    const hit = this.store.memory(key);
+    if (r.method !== 'GET' || r.headers.range !== undefined) return undefined;
+    // A revalidated object while it is fresh (the check fresh() makes before asking upstream).
+    const revalidate = r.route.cache === 'revalidate';
+    if (revalidate && forcedCheck(r.headers)) return undefined;
+    const now = Date.now();
+    const hit = this.store.memory(key, revalidate ? (e) => now - e.checkedAt < this.ttlMs : undefined);
     if (!hit) return undefined;
     const p = this.prepared.get(hit.body, '', () => ({
       headers: { ...hit.entry.meta.headers, 'accept-ranges': 'bytes', 'x-cache': 'HIT' },
@@ -198,7 +208,23 @@ export class DiskCache implements ProxyCache {
     if (p.precondition(r) === 'not-modified')
       return { status: 304, headers: p.notModifiedHeaders, body: null, url: r.url };
     this.stats.onBytes('cache', p.body.length);
-    return { status: 200, headers: p.headers, body: null, text: p.body, url: r.url };
+    // Repeats of this URL may come from the fast lane while the memory tier holds this very body
+    // (and, revalidated, while it is fresh); each is a hit, counted as this one is.
+    const stats = this.stats;
+    const lane: LaneHit = {
+      prepared: p,
+      remember: {
+        valid: () => this.store.memory(key)?.body === p.body,
+        ...(revalidate ? { until: hit.entry.checkedAt + this.ttlMs, accepts: (h) => !forcedCheck(h) } : {}),
+        // A rewritten body depends on Accept (keyOf).
+        ...(r.route.rewrite ? { vary: ['accept'] } : {}),
+        onHit: (_status, _ip, bytes) => {
+          stats.onResult('hit');
+          if (bytes) stats.onBytes('cache', bytes);
+        },
+      },
+    };
+    return { status: 200, headers: p.headers, body: null, text: p.body, url: r.url, lane };
   }
 
   private keyOf(r: ForwardRequest, o: ForwardOptions): string | null {
@@ -259,9 +285,7 @@ export class DiskCache implements ProxyCache {
     o: ForwardOptions,
     log: FastifyBaseLogger,
   ): Promise<boolean> {
-    const cc = header(r, 'cache-control') ?? '';
-    const forced = /no-cache|max-age=0/.test(cc) || /no-cache/.test(header(r, 'pragma') ?? '');
-    if (!forced && Date.now() - e.checkedAt < this.ttlMs) return true;
+    if (!forcedCheck(r.headers) && Date.now() - e.checkedAt < this.ttlMs) return true;
     const stored = e.meta.headers;
     if (r.route.rewrite || (!stored['etag'] && !stored['last-modified'])) return false;
     const headers: Record<string, string> = { 'user-agent': header(r, 'user-agent') ?? 'devutil-proxy' };

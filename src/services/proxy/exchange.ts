@@ -19,7 +19,7 @@ import type { ByteBudget } from '../../infra/limits/byte-budget.ts';
 import { type Subjects, socketBytes } from '../../infra/observe/usage/usage.ts';
 import { FileRangeStream } from '../../infra/storage/file-read.ts';
 import { classify, codeOf } from './errors.ts';
-import type { Upstream } from './forward.ts';
+import type { LaneHit, Upstream } from './forward.ts';
 import { SAFETY_HEADERS } from './headers.ts';
 import { meter, SMALL_BODY } from './meter.ts';
 
@@ -179,7 +179,28 @@ export class ProxyGate {
       if (!e) return reply;
       throw e;
     }
+    if (up.lane && up.status === 200) this.remember(reply.request, up.lane);
     return this.send(x, reply, up, small);
+  }
+
+  /**
+   * Lets the fast lane repeat a cache hit (infra/http/fast-lane.ts) under this gate's checks: the
+   * client allow-list, the byte budget as this instance last saw it (else the router asks the
+   * store), each repeat's bytes charged to it. The rate limit is charged by the lane itself.
+   */
+  private remember(req: FastifyRequest, hit: LaneHit): void {
+    const o = hit.remember;
+    const budget = this.budget;
+    const listed = this.ctx.config.proxy.clients.length > 0;
+    const allowed = this.deps.clientAllowed;
+    this.ctx.lane.remember(req, hit.prepared, {
+      ...o,
+      admit: (ip) => (!listed || allowed(ip)) && (!budget || budget.admitsNow(ip)),
+      onHit: (status, ip, bytes) => {
+        o.onHit?.(status, ip, bytes);
+        budget?.charge(ip, bytes);
+      },
+    });
   }
 
   /** Sends an upstream answer with the proxy's safety headers, charging its bytes to the budget. */

@@ -10,6 +10,8 @@ import { BodyTooLarge, capStream, discard, readCapped } from '../../infra/egress
 import type { Egress } from '../../infra/egress/client.ts';
 import { REDIRECT_STATUSES, type RedirectFault, redirectTarget } from '../../infra/egress/redirect.ts';
 import { verifiedBody } from '../../infra/egress/verified-body.ts';
+import type { RememberOptions } from '../../infra/http/fast-lane.ts';
+import type { PreparedResponse } from '../../infra/http/prepared-response.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type HostPolicy, type Route } from './policy.ts';
@@ -35,6 +37,13 @@ export interface Upstream {
   offloaded?: number;
   /** The URL that produced the response (after internal redirects). */
   url: URL;
+  /** A cache hit the fast lane may repeat for the same URL (ProxyGate.relay hands it over). */
+  lane?: LaneHit;
+}
+
+export interface LaneHit {
+  prepared: PreparedResponse;
+  remember: RememberOptions;
 }
 
 export interface ForwardOptions {
@@ -145,7 +154,9 @@ export async function forward(o: ForwardOptions, r: ForwardRequest): Promise<Ups
         if (kept?.['link']) kept['link'] = o.links.rewriteLink(kept['link'], url);
         for (const k of r.route.urlHeaders ?? []) if (kept?.[k]) kept[k] = o.links.rewriteUrl(kept[k]);
         // A copy: a cache hit's headers are prepared once and shared by every answer of that object.
-        return { ...up, headers: { ...kept, ...up.headers } };
+        // Not one for the lane: this URL's answer rests on the redirect, which is asked each time.
+        const { lane: _l, ...hit } = up;
+        return { ...hit, headers: { ...kept, ...up.headers } };
       }
       htmlGuard ||= d.route.htmlGuard;
       verify = d.route.verify;

@@ -4,6 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { evaluate, type Precondition } from '../../../infra/http/conditional.ts';
 import { AppError, badRequest, gatewayTimeout, unavailable } from '../../../infra/http/errors.ts';
+import type { FastLane } from '../../../infra/http/fast-lane.ts';
 import type { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { sendKrokiError } from '../kroki/reply.ts';
@@ -19,6 +20,10 @@ export interface ReplyOptions {
   prepared: PreparedMemo;
   /** Kroki clients get Kroki-style plain errors; PlantUML clients get the error image. */
   kroki?: boolean;
+  /** Repeats cached GET diagrams before the router (infra/http/fast-lane.ts). */
+  lane?: FastLane;
+  /** Told of each lane repeat (its status): the diagram counters the onResponse hook keeps. */
+  laneHit?: ((status: number) => void) | undefined;
 }
 
 /** Maps engine and pool failures onto the HTTP errors the text envelope renders. */
@@ -129,28 +134,35 @@ export async function sendDiagram(
     // A cache hit: its headers (ETag hashing included) were worked out on its first hit.
     const facts = engine.facts;
     if (o.cacheHeaders) reply.header('expires', httpDate(Date.now() + MAX_AGE * 1000));
-    return o.prepared
-      .get(r.body, `${fmt.contentType}\n${o.cacheHeaders}\n${facts.version}`, () => {
-        const tag = engine.etag(source, r.includes);
-        return {
-          modifiedSince: !r.includes?.length,
-          headers: {
-            'access-control-allow-origin': '*',
-            'cache-control': o.cacheHeaders ? `public, max-age=${MAX_AGE}` : 'no-cache',
-            ...(o.cacheHeaders
-              ? {
-                  'last-modified': httpDate(lastModifiedMs(engine)!),
-                  ...(tag ? { etag: tag } : {}),
-                }
-              : {}),
-            'x-plantuml-diagram-description': headerText(r.description),
-            'x-powered-by': `PlantUML Version ${facts.version}`,
-            'x-plantuml-cache': 'hit',
-            'content-type': fmt.contentType,
-          },
-        };
-      })
-      .send(reply, req);
+    const answer = o.prepared.get(r.body, `${fmt.contentType}\n${o.cacheHeaders}\n${facts.version}`, () => {
+      const tag = engine.etag(source, r.includes);
+      return {
+        modifiedSince: !r.includes?.length,
+        headers: {
+          'access-control-allow-origin': '*',
+          'cache-control': o.cacheHeaders ? `public, max-age=${MAX_AGE}` : 'no-cache',
+          ...(o.cacheHeaders
+            ? {
+                'last-modified': httpDate(lastModifiedMs(engine)!),
+                ...(tag ? { etag: tag } : {}),
+              }
+            : {}),
+          'x-plantuml-diagram-description': headerText(r.description),
+          'x-powered-by': `PlantUML Version ${facts.version}`,
+          'x-plantuml-cache': 'hit',
+          'content-type': fmt.contentType,
+        },
+      };
+    });
+    // Repeats of this URL come from the fast lane while the memory tier holds this body (each a
+    // cache hit); not a diagram that read URLs, whose freshness is asked on every answer.
+    if (o.lane && !r.includes?.length)
+      o.lane.remember(req, answer, {
+        valid: engine.holds(job, r.body),
+        vary: ['x-preferred-color-mapper'],
+        ...(o.laneHit ? { onHit: o.laneHit } : {}),
+      });
+    return answer.send(reply, req);
   }
   const tag = engine.etag(source, r.includes);
   cacheHeaders(reply, engine, tag, ok, o);

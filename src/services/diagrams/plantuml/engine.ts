@@ -356,6 +356,15 @@ export class PlantumlEngine {
     return (await this.fresh(hit)) ? this.etag(r.source, hit.includes) : null;
   }
 
+  /**
+   * Whether the memory tier still holds `body` as `r`'s answer (counted as a hit when it does): the
+   * fast lane's check before it repeats a cached diagram. The key is worked out once, here.
+   */
+  holds(r: RenderRequest, body: Buffer): () => boolean {
+    const key = this.key(r);
+    return () => this.cache.memory(key)?.body === body;
+  }
+
   /** True unless the entry read URLs whose content has changed since (revalidates stale ones). */
   private async fresh(hit: RenderedMeta): Promise<boolean> {
     if (!hit.includes?.length) return true;

@@ -61,11 +61,16 @@ function parseIndex(s: string | undefined): number | null {
   return Number(s);
 }
 
-export async function plantumlRoutes(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
+export async function plantumlRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  engine: PlantumlEngine,
+  laneHit?: (status: number) => void,
+) {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const memos = ctx.local(DIAGRAM_MEMOS);
-  const opts = { cacheHeaders: cfg.cacheHeaders, prepared: memos.plantuml };
+  const opts = { cacheHeaders: cfg.cacheHeaders, prepared: memos.plantuml, lane: ctx.lane, laneHit };
 
   // Bodies are diagram text whatever their Content-Type; Kroki's JSON is parsed by its route.
   app.removeAllContentTypeParsers();

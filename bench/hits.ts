@@ -1,0 +1,176 @@
+// Answers that are already bytes, served by the fast lane (src/infra/http/fast-lane.ts): the caller
+// IP, a cached Kroki diagram, a cached PlantUML diagram, a 4 KiB proxy hit and a 64 KiB npm tarball
+// hit, each against a bare node:http server sending the same bytes (same runtime) and nginx serving
+// them as a static file. One devutil with its defaults (byte budget on; rate limits off, as in the
+// other benches), the upstreams a local stand-in (test/fixtures/proxy/internet.ts). Rounds
+// alternate the three servers row by row so load drift on a shared machine hits all alike; medians
+// are reported. Targets (issue 35): >= 0.9x bare node for the IP, diagrams and the proxy hit,
+// >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
+//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+import plantumlEncoder from 'plantuml-encoder';
+import { serveFile, startInternet } from '../test/fixtures/proxy/internet.ts';
+import { freePort } from '../test/helpers/ports.ts';
+import { tempDir } from '../test/helpers/server.ts';
+import { header, invalid, median, report, startDevutil, startNginx, type WrkResult, wrk } from './lib.ts';
+
+const durationSec = Number(process.env['BENCH_SECONDS'] ?? 5);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const JAVA = process.env['BENCH_HITS_JAVA'] !== '0';
+
+header('answers that are bytes already (fast lane): devutil vs bare node:http vs nginx, same bytes');
+const dir = tempDir('devutil-bench-hits-');
+chmodSync(dir, 0o755); // nginx workers run unprivileged
+const www = join(dir, 'www');
+mkdirSync(www);
+writeFileSync(join(www, 'wheel.whl'), Buffer.alloc(4096, 5));
+writeFileSync(join(www, 'small-1.0.0.tgz'), Buffer.alloc(64 * 1024, 7));
+
+const net = await startInternet(dir);
+for (const host of ['registry.npmjs.org', 'files.pythonhosted.org'])
+  net.on(host, (req, res, url) => serveFile(req, res, join(www, url.pathname.split('/').pop() ?? '')));
+const dev = await startDevutil({
+  DEVUTIL_LOG_LEVEL: 'error',
+  DEVUTIL_PROXY_ECOSYSTEMS: 'npm',
+  DEVUTIL_PROXY_RESOLVE: net.resolve.join(','),
+  DEVUTIL_PROXY_UPSTREAM_CA: net.caFile,
+  DEVUTIL_PROXY_RATE_LIMIT: '0',
+  DEVUTIL_PROXY_MAX_CONCURRENT: '0',
+  DEVUTIL_DIAGRAMS_RATE_LIMIT: 'off',
+  DEVUTIL_DIAGRAMS_WORKERS: '1',
+});
+
+interface Hit {
+  name: string;
+  path: string;
+  connections: number;
+  /** Target ratio against bare node, when the issue names one. */
+  bare?: number;
+  nginx: number;
+}
+const hits: Hit[] = [
+  { name: 'caller IP', path: '/rest/api/v1/ip', connections: 64, bare: 0.9, nginx: 0.6 },
+  {
+    name: 'cached Kroki diagram',
+    path: `/plantuml/graphviz/svg/${deflateSync('digraph { lane -> fast -> bytes }').toString('base64url')}`,
+    connections: 64,
+    bare: 0.9,
+    nginx: 0.6,
+  },
+  ...(JAVA
+    ? [
+        {
+          name: 'cached PlantUML diagram',
+          path: `/plantuml/svg/${plantumlEncoder.encode('@startuml\nBob -> Alice : lane\n@enduml')}`,
+          connections: 64,
+          bare: 0.9,
+          nginx: 0.6,
+        },
+      ]
+    : []),
+  {
+    name: 'proxy hit (4 KiB)',
+    path: '/proxy/files.pythonhosted.org/packages/bench/wheel.whl',
+    connections: 64,
+    bare: 0.9,
+    nginx: 0.6,
+  },
+  {
+    name: 'npm tarball hit (64 KiB)',
+    path: '/proxy/npm/small/-/small-1.0.0.tgz',
+    connections: 32,
+    nginx: 0.6,
+  },
+];
+
+// Each answer as devutil sends it: the anchors send these bytes with its content type.
+const served: Record<string, { type: string; file: string }> = {};
+for (const [i, h] of hits.entries()) {
+  let r: Response | undefined;
+  // Rendered or fetched, then hits: the lane repeats a hit the router answered.
+  for (let n = 0; n < 4; n++) {
+    r = await fetch(dev.url + h.path);
+    if (r.status !== 200) throw new Error(`${h.name}: ${r.status} ${(await r.text()).slice(0, 300)}`);
+    if (n < 3) await r.arrayBuffer();
+  }
+  const body = Buffer.from(await (r as Response).arrayBuffer());
+  const file = `hit${i}`;
+  writeFileSync(join(www, file), body);
+  served[h.path] = { type: (r as Response).headers.get('content-type') ?? 'application/octet-stream', file };
+}
+const barePort = await freePort();
+const script = join(dir, 'bare.cjs');
+writeFileSync(
+  script,
+  `const fs = require('node:fs');
+const map = new Map(Object.entries(${JSON.stringify(served)}).map(([p, v]) => [p, [v.type, fs.readFileSync(${JSON.stringify(www)} + '/' + v.file)]]));
+require('node:http').createServer((q, s) => {
+  const a = map.get(q.url);
+  if (!a) { s.statusCode = 404; s.end(); return; }
+  s.setHeader('content-type', a[0]);
+  s.end(a[1]);
+}).listen(${barePort}, '127.0.0.1');
+`,
+);
+const bareProc: ChildProcess = spawn(process.execPath, [script], { stdio: ['ignore', 'ignore', 'inherit'] });
+const locations = hits
+  .map((h, i) => `location = ${h.path} { default_type "${served[h.path]?.type}"; alias ${www}/hit${i}; }`)
+  .join('\n');
+const ngx = await startNginx(locations, '', hits[0]!.path);
+for (let i = 0; i < 100; i++) {
+  const ok = await fetch(`http://127.0.0.1:${barePort}${hits[0]!.path}`).then(
+    (r) => r.status === 200,
+    () => false,
+  );
+  if (ok) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+
+const servers = [
+  { name: 'devutil', url: dev.url, pid: dev.pid },
+  { name: 'bare', url: `http://127.0.0.1:${barePort}`, pid: bareProc.pid ?? 0 },
+  { name: 'nginx', url: ngx.url, pid: ngx.pid },
+];
+try {
+  const byBare: Parameters<typeof report>[2] = [];
+  const byNginx: Parameters<typeof report>[2] = [];
+  for (const h of hits) {
+    const runs: Record<string, WrkResult[]> = { devutil: [], bare: [], nginx: [] };
+    for (const s of servers) wrk(s.url + h.path, { durationSec: 1, connections: h.connections });
+    for (let i = 0; i < ROUNDS; i++)
+      for (const s of i % 2 ? [...servers].reverse() : servers)
+        runs[s.name]!.push(wrk(s.url + h.path, { durationSec, connections: h.connections }));
+    const rps = (n: string) => median(runs[n]!.map((r) => r.rps));
+    console.log(
+      `${h.name}: req/s rounds ${servers.map((s) => `${s.name} ${runs[s.name]!.map((r) => r.rps.toFixed(0)).join('/')}`).join('; ')}`,
+    );
+    byBare.push({
+      metric: h.name,
+      unit: 'req/s',
+      devutil: rps('devutil'),
+      anchor: rps('bare'),
+      higherIsBetter: true,
+      ...(h.bare ? { target: h.bare } : {}),
+      invalid: invalid({ devutil: runs['devutil'], bare: runs['bare'] }),
+    });
+    byNginx.push({
+      metric: h.name,
+      unit: 'req/s',
+      devutil: rps('devutil'),
+      anchor: rps('nginx'),
+      higherIsBetter: true,
+      target: h.nginx,
+      invalid: invalid({ devutil: runs['devutil'], nginx: runs['nginx'] }),
+    });
+  }
+  report(`hits vs bare node:http sending the same bytes (median of ${ROUNDS})`, 'bare node', byBare);
+  report(`hits vs nginx serving the same bytes as a file (median of ${ROUNDS})`, 'nginx', byNginx);
+} finally {
+  bareProc.kill();
+  await dev.close();
+  await ngx.close();
+  await net.close();
+}
