@@ -27,6 +27,7 @@ import {
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, sumCounts } from './test-counts.js';
+import { cpuMeter } from './test-cpu.js';
 import { longestFirst, takeNext } from './test-order.js';
 import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { TS_EXEC_ARGV } from './ts-loader.js';
@@ -113,7 +114,10 @@ const outDir = process.env.DEVUTIL_TEST_OUTPUT ?? join(root, 'test-output');
 
 // Longest files first (scripts/test-order.js), by this runtime's times (a file skipped on one runtime
 // is quick there only): those of this checkout's last runs, else the seed committed in
-// test/durations/ (a clean clone), which a CI run rewrites with its own times.
+// test/durations/ (a clean clone), which a CI run rewrites with its own times. Beside the wall times
+// (ms per file, which older runners read), the files record each file's CPU ms under CPU_KEY, a key
+// that is no file (an older runner ignores it and drops it when it rewrites the file).
+const CPU_KEY = '$cpu';
 const major = Number(process.versions.node.split('.')[0]);
 const seedFile = join(root, 'test', 'durations', `node${major}.json`);
 const localFile = join(outDir, `durations-node${major}.json`);
@@ -125,7 +129,8 @@ const readJson = (f) => {
   }
 };
 const seed = readJson(seedFile);
-const durations = { ...seed, ...readJson(localFile) };
+const local = readJson(localFile);
+const durations = { ...seed, ...local, [CPU_KEY]: { ...seed[CPU_KEY], ...local[CPU_KEY] } };
 const queue = longestFirst(unique, durations);
 
 if (flag('list')) {
@@ -144,6 +149,9 @@ for (const d of ['logs', 'secrets', 'diagrams-build'])
 mkdirSync(diagramsBuild, { recursive: true });
 
 const started = Date.now();
+// Each file's CPU, read as its runner exits (scripts/test-cpu.js); a reading at any other child's
+// exit (the PlantUML prebuild) is taken and thrown away, so that no file is charged with it.
+const cpuSince = cpuMeter();
 const running = new Map(); // file -> { child, t0 }
 const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
 
@@ -201,6 +209,7 @@ if (tier !== 'paths') {
     { cwd: root, detached: true, stdio: ['ignore', log, log], env: childEnv },
   );
   closeSync(log);
+  prebuild.on('exit', () => cpuSince());
 }
 
 function runFile(file) {
@@ -219,6 +228,11 @@ function runFile(file) {
     child.stderr.on('data', (c) => chunks.push(c));
     let timedOut = false;
     let killer;
+    let cpu;
+    // 'exit' comes once the child is reaped, and before 'close' (which waits for its pipes).
+    child.on('exit', () => {
+      cpu = cpuSince();
+    });
     const timer = setTimeout(() => {
       timedOut = true;
       try {
@@ -236,7 +250,7 @@ function runFile(file) {
       running.delete(file);
       const ms = Date.now() - t0;
       const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
-      resolve({ file, status, ms, budget, output: Buffer.concat(chunks).toString('utf8') });
+      resolve({ file, status, ms, cpu, budget, output: Buffer.concat(chunks).toString('utf8') });
     });
   });
 }
@@ -245,7 +259,8 @@ function report(r) {
   const head =
     r.status === 'timed out'
       ? `✖ ${r.file} TIMED OUT after ${secs(r.ms)} (per-file timeout ${r.budget} s): stopped with everything it started`
-      : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}`;
+      : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}` +
+        (r.cpu === undefined ? '' : ` (CPU ${secs(r.cpu)})`);
   process.stdout.write(`\n── ${head}\n${r.output.trimEnd()}\n`);
   if (r.status === 'timed out') process.stdout.write(`✖ ${r.file} TIMED OUT\n`);
 }
@@ -280,12 +295,22 @@ if (prebuild) killGroup(prebuild, 'SIGKILL');
 
 /** This run's times over `base`, without files that no longer exist; sorted for a readable diff. */
 function merged(base) {
-  const all = { ...base };
-  for (const r of results) all[r.file] = r.ms;
-  const kept = Object.keys(all)
-    .filter((f) => existsSync(join(root, f)))
-    .sort();
-  return `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, all[f]])), null, 2)}\n`;
+  const { [CPU_KEY]: baseCpu, ...all } = base;
+  const cpu = { ...baseCpu };
+  for (const r of results) {
+    all[r.file] = r.ms;
+    if (r.cpu !== undefined) cpu[r.file] = Math.round(r.cpu);
+  }
+  const kept = (o) =>
+    Object.fromEntries(
+      Object.keys(o)
+        .filter((f) => existsSync(join(root, f)))
+        .sort()
+        .map((f) => [f, o[f]]),
+    );
+  const out = kept(all);
+  if (Object.keys(cpu).length) out[CPU_KEY] = kept(cpu);
+  return `${JSON.stringify(out, null, 2)}\n`;
 }
 try {
   writeFileSync(localFile, merged(durations));
@@ -303,6 +328,17 @@ const counts = sumCounts(results.map((r) => countsOf(r.output)));
 const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20);
 console.log(`\n${slowest.length} slowest files:`);
 for (const r of slowest) console.log(`  ${secs(r.ms).padStart(8)}  ${r.file}`);
+const hungriest = results
+  .filter((r) => r.cpu !== undefined)
+  .sort((a, b) => b.cpu - a.cpu)
+  .slice(0, 20);
+if (hungriest.length) {
+  const total = results.reduce((s, r) => s + (r.cpu ?? 0), 0);
+  console.log(
+    `\n${hungriest.length} most CPU-hungry files (CPU of the file and all it started; all files ${secs(total)}):`,
+  );
+  for (const r of hungriest) console.log(`  ${secs(r.cpu).padStart(8)}  ${r.file}`);
+}
 const skipping = results
   .map((r) => ({ file: r.file, n: countsOf(r.output).skipped ?? 0 }))
   .filter((x) => x.n > 0);
