@@ -28,7 +28,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, sumCounts } from './test-counts.js';
 import { cpuMeter } from './test-cpu.js';
-import { longestFirst, takeNext } from './test-order.js';
+import { longestFirst, mayStart, takeNext } from './test-order.js';
 import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
@@ -153,6 +153,9 @@ const started = Date.now();
 // exit (the PlantUML prebuild) is taken and thrown away, so that no file is charged with it.
 const cpuSince = cpuMeter();
 const running = new Map(); // file -> { child, t0 }
+// Workers waiting for a file to end before they may take the next (scripts/test-order.js, mayStart).
+const waiting = [];
+const fileEnded = () => new Promise((resolve) => waiting.push(resolve));
 const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
 
 function secs(ms) {
@@ -248,6 +251,7 @@ function runFile(file) {
       // Whatever the file started and left behind goes with it.
       killGroup(child, 'SIGKILL');
       running.delete(file);
+      for (const wake of waiting.splice(0)) wake();
       const ms = Date.now() - t0;
       const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
       resolve({ file, status, ms, cpu, budget, output: Buffer.concat(chunks).toString('utf8') });
@@ -282,8 +286,10 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 async function worker() {
-  const next = () => takeNext(queue, running.keys(), HEAVY);
-  for (let file = next(); file !== undefined; file = next()) {
+  for (;;) {
+    while (!mayStart(queue, running.keys(), HEAVY, concurrency)) await fileEnded();
+    const file = takeNext(queue, running.keys(), HEAVY);
+    if (file === undefined) return;
     const r = await runFile(file);
     results.push(r);
     report(r);
