@@ -4,3 +4,9 @@ export declare function takeNext(
   running: Iterable<string>,
   heavy: Record<string, string>,
 ): string | undefined;
+export declare function mayStart(
+  queue: string[],
+  running: Iterable<string>,
+  heavy: Record<string, string>,
+  concurrency: number,
+): boolean;

@@ -1,7 +1,8 @@
 // The order scripts/test.js runs files in: longest first by earlier times (files never timed first),
 // so a long file does not start last and stretch the run; beside a heavy file (HEAVY in
-// scripts/test-tiers.js: minutes of full CPU and disk), the shortest files, and never another heavy
-// one, so timing-sensitive files do not share the machine with it.
+// scripts/test-tiers.js: minutes of full CPU and disk), the shortest files, one at a time whatever
+// the run's concurrency, and never another heavy one, so timing-sensitive files do not share the
+// machine with it.
 
 /** `files` longest first by `durations` (ms per file); untimed files first. */
 export function longestFirst(files, durations) {
@@ -13,4 +14,19 @@ export function takeNext(queue, running, heavy) {
   if (![...running].some((f) => f in heavy)) return queue.shift();
   for (let i = queue.length - 1; i >= 0; i--) if (!(queue[i] in heavy)) return queue.splice(i, 1)[0];
   return queue.shift(); // heavy files only are left
+}
+
+/**
+ * Whether a worker may take a file now, given the files running: at most `concurrency`; while a
+ * heavy file runs or is next, at most two (it and one of the shortest beside it, as at two at a
+ * time); and no heavy file beside another (the worker waits for it to end). With nothing left to
+ * take, true: the worker finds the queue empty and ends.
+ */
+export function mayStart(queue, running, heavy, concurrency) {
+  if (queue.length === 0) return true;
+  const now = [...running];
+  const heavyRuns = now.some((f) => f in heavy);
+  if (heavyRuns && queue.every((f) => f in heavy)) return false;
+  const limit = heavyRuns || queue[0] in heavy ? Math.min(concurrency, 2) : concurrency;
+  return now.length < limit;
 }

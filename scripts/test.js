@@ -27,7 +27,8 @@ import {
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, sumCounts } from './test-counts.js';
-import { longestFirst, takeNext } from './test-order.js';
+import { cpuMeter } from './test-cpu.js';
+import { longestFirst, mayStart, takeNext } from './test-order.js';
 import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { TS_EXEC_ARGV } from './ts-loader.js';
 
@@ -113,7 +114,10 @@ const outDir = process.env.DEVUTIL_TEST_OUTPUT ?? join(root, 'test-output');
 
 // Longest files first (scripts/test-order.js), by this runtime's times (a file skipped on one runtime
 // is quick there only): those of this checkout's last runs, else the seed committed in
-// test/durations/ (a clean clone), which a CI run rewrites with its own times.
+// test/durations/ (a clean clone), which a CI run rewrites with its own times. Beside the wall times
+// (ms per file, which older runners read), the files record each file's CPU ms under CPU_KEY, a key
+// that is no file (an older runner ignores it and drops it when it rewrites the file).
+const CPU_KEY = '$cpu';
 const major = Number(process.versions.node.split('.')[0]);
 const seedFile = join(root, 'test', 'durations', `node${major}.json`);
 const localFile = join(outDir, `durations-node${major}.json`);
@@ -125,7 +129,8 @@ const readJson = (f) => {
   }
 };
 const seed = readJson(seedFile);
-const durations = { ...seed, ...readJson(localFile) };
+const local = readJson(localFile);
+const durations = { ...seed, ...local, [CPU_KEY]: { ...seed[CPU_KEY], ...local[CPU_KEY] } };
 const queue = longestFirst(unique, durations);
 
 if (flag('list')) {
@@ -144,7 +149,13 @@ for (const d of ['logs', 'secrets', 'diagrams-build'])
 mkdirSync(diagramsBuild, { recursive: true });
 
 const started = Date.now();
+// Each file's CPU, read as its runner exits (scripts/test-cpu.js); a reading at any other child's
+// exit (the PlantUML prebuild) is taken and thrown away, so that no file is charged with it.
+const cpuSince = cpuMeter();
 const running = new Map(); // file -> { child, t0 }
+// Workers waiting for a file to end before they may take the next (scripts/test-order.js, mayStart).
+const waiting = [];
+const fileEnded = () => new Promise((resolve) => waiting.push(resolve));
 const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
 
 function secs(ms) {
@@ -201,6 +212,7 @@ if (tier !== 'paths') {
     { cwd: root, detached: true, stdio: ['ignore', log, log], env: childEnv },
   );
   closeSync(log);
+  prebuild.on('exit', () => cpuSince());
 }
 
 function runFile(file) {
@@ -219,6 +231,11 @@ function runFile(file) {
     child.stderr.on('data', (c) => chunks.push(c));
     let timedOut = false;
     let killer;
+    let cpu;
+    // 'exit' comes once the child is reaped, and before 'close' (which waits for its pipes).
+    child.on('exit', () => {
+      cpu = cpuSince();
+    });
     const timer = setTimeout(() => {
       timedOut = true;
       try {
@@ -234,9 +251,10 @@ function runFile(file) {
       // Whatever the file started and left behind goes with it.
       killGroup(child, 'SIGKILL');
       running.delete(file);
+      for (const wake of waiting.splice(0)) wake();
       const ms = Date.now() - t0;
       const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
-      resolve({ file, status, ms, budget, output: Buffer.concat(chunks).toString('utf8') });
+      resolve({ file, status, ms, cpu, budget, output: Buffer.concat(chunks).toString('utf8') });
     });
   });
 }
@@ -245,7 +263,8 @@ function report(r) {
   const head =
     r.status === 'timed out'
       ? `✖ ${r.file} TIMED OUT after ${secs(r.ms)} (per-file timeout ${r.budget} s): stopped with everything it started`
-      : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}`;
+      : `${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}` +
+        (r.cpu === undefined ? '' : ` (CPU ${secs(r.cpu)})`);
   process.stdout.write(`\n── ${head}\n${r.output.trimEnd()}\n`);
   if (r.status === 'timed out') process.stdout.write(`✖ ${r.file} TIMED OUT\n`);
 }
@@ -267,8 +286,10 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 async function worker() {
-  const next = () => takeNext(queue, running.keys(), HEAVY);
-  for (let file = next(); file !== undefined; file = next()) {
+  for (;;) {
+    while (!mayStart(queue, running.keys(), HEAVY, concurrency)) await fileEnded();
+    const file = takeNext(queue, running.keys(), HEAVY);
+    if (file === undefined) return;
     const r = await runFile(file);
     results.push(r);
     report(r);
@@ -280,12 +301,22 @@ if (prebuild) killGroup(prebuild, 'SIGKILL');
 
 /** This run's times over `base`, without files that no longer exist; sorted for a readable diff. */
 function merged(base) {
-  const all = { ...base };
-  for (const r of results) all[r.file] = r.ms;
-  const kept = Object.keys(all)
-    .filter((f) => existsSync(join(root, f)))
-    .sort();
-  return `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, all[f]])), null, 2)}\n`;
+  const { [CPU_KEY]: baseCpu, ...all } = base;
+  const cpu = { ...baseCpu };
+  for (const r of results) {
+    all[r.file] = r.ms;
+    if (r.cpu !== undefined) cpu[r.file] = Math.round(r.cpu);
+  }
+  const kept = (o) =>
+    Object.fromEntries(
+      Object.keys(o)
+        .filter((f) => existsSync(join(root, f)))
+        .sort()
+        .map((f) => [f, o[f]]),
+    );
+  const out = kept(all);
+  if (Object.keys(cpu).length) out[CPU_KEY] = kept(cpu);
+  return `${JSON.stringify(out, null, 2)}\n`;
 }
 try {
   writeFileSync(localFile, merged(durations));
@@ -303,6 +334,17 @@ const counts = sumCounts(results.map((r) => countsOf(r.output)));
 const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20);
 console.log(`\n${slowest.length} slowest files:`);
 for (const r of slowest) console.log(`  ${secs(r.ms).padStart(8)}  ${r.file}`);
+const hungriest = results
+  .filter((r) => r.cpu !== undefined)
+  .sort((a, b) => b.cpu - a.cpu)
+  .slice(0, 20);
+if (hungriest.length) {
+  const total = results.reduce((s, r) => s + (r.cpu ?? 0), 0);
+  console.log(
+    `\n${hungriest.length} most CPU-hungry files (CPU of the file and all it started; all files ${secs(total)}):`,
+  );
+  for (const r of hungriest) console.log(`  ${secs(r.cpu).padStart(8)}  ${r.file}`);
+}
 const skipping = results
   .map((r) => ({ file: r.file, n: countsOf(r.output).skipped ?? 0 }))
   .filter((x) => x.n > 0);

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { TS_EXEC_ARGV } from '../../scripts/ts-loader.js';
 import { freePort } from '../helpers/ports.ts';
 import { startDevutilProcess } from '../helpers/process.ts';
-import { tempDir } from '../helpers/server.ts';
+import { sharedDiagramsBuildEnv, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -29,6 +29,9 @@ function baseEnv(port: number): Record<string, string> {
     DEVUTIL_LOG_LEVEL: 'info',
     DEVUTIL_RELAY_ENABLED: 'false',
     DEVUTIL_DRAIN_DELAY_MS: '0',
+    // The run's PlantUML build (test/helpers/server.ts): the servers here start their JVM at
+    // start-up (the default), but need not each compile the worker and train its class archive.
+    ...sharedDiagramsBuildEnv(),
   };
 }
 

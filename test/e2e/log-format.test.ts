@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CLOSED_PORT, freePort } from '../helpers/ports.ts';
 import { startDevutilProcess } from '../helpers/process.ts';
-import { tempDir } from '../helpers/server.ts';
+import { sharedDiagramsBuildEnv, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -109,6 +109,8 @@ describe('log format', () => {
         DEVUTIL_PUBLIC_URL: url,
         DEVUTIL_DATA_DIR: tempDir(),
         DEVUTIL_RELAY_ENABLED: 'false',
+        // Its JVM starts with it (the default), from the run's PlantUML build, not a build of its own.
+        ...sharedDiagramsBuildEnv(),
       },
     });
     let out = '';

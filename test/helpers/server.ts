@@ -89,6 +89,16 @@ export function sharedDiagramsBuild(chosen: boolean, env: Record<string, string 
   return dir && !chosen && !envChose ? dir : undefined;
 }
 
+/**
+ * The run's shared build directory as the variable of a `devutil serve` a test spawns with an
+ * environment of its own (none outside the runner): its JVM may start, but it need not compile the
+ * worker and train its class archive in its own data directory.
+ */
+export function sharedDiagramsBuildEnv(): Record<string, string> {
+  const dir = sharedDiagramsBuild(false, {});
+  return dir ? { DEVUTIL_DIAGRAMS_BUILD_DIR: dir } : {};
+}
+
 export function testConfig(
   overrides: Overrides = {},
   env: Record<string, string> = {},

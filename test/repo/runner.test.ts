@@ -1,6 +1,6 @@
 // `npm test` itself (scripts/test.js): a file that hangs is stopped at the per-file timeout together
 // with what it started, the run goes on with the other files and fails, and failures are listed; a
-// file may declare a longer budget of its own.
+// file may declare a longer budget of its own; each file's CPU is measured and recorded.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -101,5 +101,26 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.match(r.out, /\n3 tests: 2 passed, 0 failed, 1 skipped, 0 cancelled, 0 todo\n/);
     assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips\.ts 1\n/);
     assert.match(r.out, /2 slowest files:\n {2,}[\d.]+ s {2}test\/fixtures\/runner\/(passes|skips)\.ts\n/);
+  });
+
+  it('charges each file with its own CPU and that of what it started, with files running at once', async () => {
+    const out = tempDir('devutil-runner-');
+    const r = await runner([`${FIX}/burns.ts`, `${FIX}/passes.ts`], { DEVUTIL_TEST_OUTPUT: out });
+    assert.equal(r.code, 0, r.out);
+    assert.match(
+      r.out,
+      /\n2 most CPU-hungry files \(.*\):\n {2,}[\d.]+ s {2}test\/fixtures\/runner\/burns\.ts\n/,
+    );
+    const major = process.versions.node.split('.')[0];
+    const recorded = JSON.parse(readFileSync(join(out, `durations-node${major}.json`), 'utf8'));
+    // Wall times stay where older runners read them; CPU ms sit under a key that is no file.
+    assert.equal(typeof recorded['test/fixtures/runner/burns.ts'], 'number');
+    const cpu = recorded.$cpu;
+    // The 1.5 s the file's grandchild burnt, and the runner's own start.
+    assert.ok(cpu['test/fixtures/runner/burns.ts'] >= 1500, JSON.stringify(cpu));
+    assert.ok(
+      cpu['test/fixtures/runner/passes.ts'] < cpu['test/fixtures/runner/burns.ts'],
+      JSON.stringify(cpu),
+    );
   });
 });

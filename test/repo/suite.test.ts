@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { longestFirst, takeNext } from '../../scripts/test-order.js';
+import { longestFirst, mayStart, takeNext } from '../../scripts/test-order.js';
 import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -187,6 +187,25 @@ describe('the test suite', { timeout: 120_000 }, () => {
     assert.equal(take(), 'heavy2.test.ts', 'heavy files only are left');
     running.clear();
     assert.equal(take(), undefined);
+  });
+
+  it('runs three at a time, but a heavy file beside one other only and never beside another heavy one', () => {
+    const heavy = { 'big.test.ts': 'x', 'heavy2.test.ts': 'y' };
+    const may = (queue: string[], running: string[]) => mayStart(queue, running, heavy, 3);
+    assert.equal(may(['a.test.ts'], ['b.test.ts', 'c.test.ts']), true, 'a third light file');
+    assert.equal(may(['a.test.ts'], ['b.test.ts', 'c.test.ts', 'd.test.ts']), false, 'no fourth');
+    // A heavy file next waits until one other file runs, then takes the machine with one companion.
+    assert.equal(may(['big.test.ts', 'a.test.ts'], ['b.test.ts', 'c.test.ts']), false);
+    assert.equal(may(['big.test.ts', 'a.test.ts'], ['b.test.ts']), true);
+    assert.equal(may(['a.test.ts'], ['big.test.ts']), true);
+    assert.equal(may(['a.test.ts'], ['big.test.ts', 'b.test.ts']), false, 'a heavy file and one other only');
+    // The other heavy file waits for the first to end, even with a slot free.
+    assert.equal(may(['heavy2.test.ts'], ['big.test.ts']), false);
+    assert.equal(may(['heavy2.test.ts'], ['b.test.ts']), true);
+    assert.equal(may([], ['big.test.ts', 'b.test.ts']), true, 'nothing left: the worker ends');
+    // Two at a time (the default on two cores) behaves as before.
+    assert.equal(mayStart(['a.test.ts'], ['b.test.ts'], heavy, 2), true);
+    assert.equal(mayStart(['a.test.ts'], ['b.test.ts', 'c.test.ts'], heavy, 2), false);
   });
 
   const list = async (...args: string[]) => {

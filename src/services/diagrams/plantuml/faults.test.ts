@@ -1,5 +1,7 @@
 // Timeouts, killed workers, memory bombs and a full queue do not take the service down. One small
-// pool (one worker, a short timeout) for most of the file.
+// pool (one worker, a short timeout) for most of the file. Every server here uses the run's shared
+// PlantUML build directory (test/helpers/server.ts): a data directory of their own would compile the
+// worker and train its class archive again for each (what cds.test.ts is about, not this file).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -7,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { memoryBomb, runaway } from '../../../../test/fixtures/plantuml/bombs.ts';
 import { type IncludeServer, startIncludeServer } from '../../../../test/fixtures/plantuml/include-server.ts';
-import { buildTestServer, tempDir } from '../../../../test/helpers/server.ts';
+import { buildTestServer } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 
 /** PIDs of this test process's PlantUML worker JVMs (not the class-data archive's training run). */
@@ -70,12 +72,10 @@ const INC = 'http://include.test';
 describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeout: 240_000 }, () => {
   let app: FastifyInstance;
   let inc: IncludeServer;
-  const dataDir = tempDir(); // shared, so the worker entry point is compiled once
   before(async () => {
     inc = await startIncludeServer();
     app = await buildTestServer({
       overrides: {
-        server: { dataDir },
         diagrams: {
           workers: 1,
           workerThreads: 1,
@@ -184,7 +184,6 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     const others = workerPids();
     const shared = await buildTestServer({
       overrides: {
-        server: { dataDir },
         diagrams: {
           workers: 1,
           workerThreads: 2,
@@ -227,7 +226,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
   });
 
   it('leaves no worker JVM behind when the app closes', async () => {
-    const extra = await buildTestServer({ overrides: { server: { dataDir }, diagrams: { workers: 1 } } });
+    const extra = await buildTestServer({ overrides: { diagrams: { workers: 1 } } });
     const before = new Set(workerPids());
     let mine: number[];
     try {
@@ -247,7 +246,6 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
   before(async () => {
     app = await buildTestServer({
       overrides: {
-        server: { dataDir: tempDir() },
         // The quarantine JVM runs at nice 19: on a machine this busy its first (cold) render of a
         // small diagram took over 6 s once; the deadline leaves it room.
         diagrams: { workers: 1, workerThreads: 2, timeoutMs: 12_000 },
