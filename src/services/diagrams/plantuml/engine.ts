@@ -96,6 +96,8 @@ export class PlantumlEngine {
   private readonly engineId: string;
   private javaInfo: Promise<JavaInfo> | null = null;
   private prepared: Promise<WorkerPool> | null = null;
+  /** Aborted by close(): a worker build still running is killed rather than waited for. */
+  private readonly stopping = new AbortController();
   private pool: WorkerPool | null = null;
   /**
    * A JVM of its own, at the lowest CPU priority, with a smaller heap and killed on a timeout, for
@@ -210,7 +212,7 @@ export class PlantumlEngine {
       if (!info.ok) throw new EngineUnavailable(info.reason ?? 'diagram rendering needs Java 17+');
       let classDir: string;
       try {
-        classDir = await buildWorker(info, this.jar, this.cfg.buildDir || this.dataDir);
+        classDir = await buildWorker(info, this.jar, this.cfg.buildDir || this.dataDir, this.stopping.signal);
       } catch (err) {
         throw new EngineUnavailable(err instanceof Error ? err.message : String(err));
       }
@@ -465,6 +467,7 @@ export class PlantumlEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort();
     if (this.prepared) await this.prepared.catch(() => null);
     await Promise.all([this.pool?.close(), this.quarantine?.close(), this.archive?.close()]);
     await this.cache.idle();

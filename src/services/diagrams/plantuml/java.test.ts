@@ -1,11 +1,12 @@
 // Java detection is remembered in the data directory until the launcher or the JDK changes.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
-import { detectJavaCached } from './java.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
+import { buildWorker, detectJavaCached } from './java.ts';
 
 describe('Java detection cache', { skip: toolSkip('java', ['-version']), timeout: 60_000 }, () => {
   it('runs java once, and again when the launcher changes', async () => {
@@ -37,5 +38,24 @@ describe('Java detection cache', { skip: toolSkip('java', ['-version']), timeout
     assert.equal(info.ok, false);
     assert.match(info.reason ?? '', /Java 17\+/);
     assert.equal(existsSync(join(dir, 'plantuml', 'java.json')), false);
+  });
+});
+
+describe("Worker build", { timeout: 60_000 }, () => {
+  it('kills a compiler still running when the build is aborted (shutdown), leaving no directory', async () => {
+    const dir = tempDir();
+    const pidFile = join(dir, 'javac.pid');
+    // A compiler that never finishes, as javac on a machine too busy to finish before the deadline.
+    const javac = join(dir, 'javac');
+    writeFileSync(javac, `#!/bin/sh\necho $$ > '${pidFile}'\nexec sleep 600\n`);
+    chmodSync(javac, 0o755);
+    const stop = new AbortController();
+    const build = buildWorker({ ok: true, javac, version: '17' }, join(dir, 'none.jar'), dir, stop.signal);
+    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the compiler');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    stop.abort();
+    await assert.rejects(build, /building the PlantUML worker failed/);
+    assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the compiler was killed');
+    assert.deepEqual(readdirSync(join(dir, 'plantuml')), [], 'no worker or half-built directory is left');
   });
 });

@@ -41,7 +41,13 @@ interface RunResult {
   spawnError?: Error;
 }
 
-function run(cmd: string, args: string[], timeoutMs: number, cwd?: string): Promise<RunResult> {
+function run(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  cwd?: string,
+  signal?: AbortSignal,
+): Promise<RunResult> {
   return new Promise((resolve) => {
     let out = '';
     let err = '';
@@ -51,6 +57,10 @@ function run(cmd: string, args: string[], timeoutMs: number, cwd?: string): Prom
       ...(cwd ? { cwd } : {}),
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const abort = () => child.kill('SIGKILL');
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
+    child.once('close', () => signal?.removeEventListener('abort', abort));
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
     });
@@ -162,9 +172,15 @@ function findJavac(home: string | undefined): string | undefined {
 
 /**
  * Compiles the worker against the jar into `<dataDir>/plantuml/worker-<hash>` (reused across
- * restarts) and returns that class directory.
+ * restarts) and returns that class directory. `signal` (shutdown) kills the compiler: on a busy
+ * machine a build takes tens of seconds, longer than the shutdown deadline.
  */
-export async function buildWorker(info: JavaInfo, jar: string, dataDir: string): Promise<string> {
+export async function buildWorker(
+  info: JavaInfo,
+  jar: string,
+  dataDir: string,
+  signal?: AbortSignal,
+): Promise<string> {
   const src = readFileSync(WORKER_SOURCE);
   const hash = createHash('sha256')
     .update(src)
@@ -193,6 +209,8 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
       WORKER_SOURCE,
     ],
     120_000,
+    undefined,
+    signal,
   );
   if (r.spawnError || r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
@@ -207,6 +225,7 @@ export async function buildWorker(info: JavaInfo, jar: string, dataDir: string):
     ['-J-XX:TieredStopAtLevel=1', '-J-XX:+UseSerialGC', '--create', '--file', WORKER_JAR, ...classes],
     120_000,
     tmp,
+    signal,
   );
   if (j.spawnError || j.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
