@@ -12,7 +12,7 @@ export interface Extra {
   feature: string;
   packages: readonly string[];
   /** Run after the install (a named `npm install` runs no prepare step). */
-  then?: string;
+  after?: string;
 }
 
 const OTEL = [
@@ -29,7 +29,7 @@ export const EXTRAS = {
     feature: 'IP country and network databases (?details=1)',
     packages: ['@ip-location-db/asn', '@ip-location-db/geo-whois-asn-country-mmdb'],
     // Each ships its tables twice; this drops the copies geo.ts does not read.
-    then: 'node scripts/extras.js prune',
+    after: 'node scripts/extras.js prune',
   },
   d2: { feature: 'D2 diagrams', packages: ['@terrastruct/d2'] },
   vega: { feature: 'Vega and Vega-Lite diagrams', packages: ['vega', 'vega-lite'] },
@@ -69,7 +69,7 @@ export function extraInstallLine(name: ExtraName): string {
   const e: Extra = EXTRAS[name];
   const missing = e.packages.filter((p) => packageVersion(p) === null);
   const line = installLine(missing.length ? missing : e.packages);
-  return e.then ? `${line} && ${e.then}` : line;
+  return e.after ? `${line} && ${e.after}` : line;
 }
 
 /** "<feature> needs the npm package(s) ... : <install line>", for answers and errors. */
