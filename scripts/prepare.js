@@ -3,13 +3,17 @@
 // dependency): it builds the page's assets into web/dist/ (web/build.ts). A production install
 // (`npm ci --omit=dev`) has none and uses the web/dist/ built before it (deploy/Dockerfile's build
 // stage); without one it says how to get it and the install goes on (the server then serves the
-// page without its script and style, and logs the same advice).
+// page without its script and style, and logs the same advice). Either way it first drops the
+// tables of installed extras the server never reads (scripts/extras.js prune).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { prune } from './extras.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// The IP databases' duplicate tables, where they are installed (scripts/extras.js).
+prune(root);
 let bundler = true;
 try {
   createRequire(import.meta.url).resolve('esbuild');

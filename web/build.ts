@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { precompress } from '../src/page/encoding.ts';
+import { vendorBundles } from '../src/services/diagrams/engines/bundles.ts';
 import { DIST_DIR, type Manifest, ROOT, SHARED_SOURCES, SRC_DIR, sourceHash } from './dist.ts';
 
 export type { Manifest };
@@ -78,6 +79,8 @@ export function writeDist(built: Built, dir = DIST_DIR): void {
     writeFileSync(join(dir, `${name}.gz`), coded.gzip);
   }
   writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(built.manifest, null, 2)}\n`);
+  // The browser pools' page scripts, taken here from their packages, which a production install leaves out.
+  vendorBundles(join(dir, 'vendor'));
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -5,8 +5,11 @@
 // (tsx, esbuild, typescript), no such module is loaded and no esbuild process runs; on Node 20 the
 // install is the one README names for it (`npm ci`, development dependencies and tsx included).
 // Either way the server builds nothing: it serves the prebuilt web/dist/ untouched.
+// The production install carries no heavy extra (src/infra/extras.ts): its size is printed and held
+// to MAX_MIB, every utility still answers, the browser pool draws Mermaid from the page build's copy
+// of the bundle, and a feature whose extra is missing answers 503 naming its install line.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,6 +23,13 @@ import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+/** The production install's node_modules at most (docs/deployment.md, "Lean install"). */
+const MAX_MIB = 150;
+const PEERS = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }
+).peerDependencies;
+/** Node 20 installs the development dependencies (tsx), and with them every extra. */
+const LEAN = NATIVE_TS;
 const RECORDER = join(ROOT, 'test/fixtures/core/record-loads.mjs');
 /** Node 24/26 and 22.15+ have synchronous module hooks to record every load. */
 const CAN_RECORD = NATIVE_TS && 'registerHooks' in (await import('node:module'));
@@ -61,6 +71,7 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
   let installLog = '';
   let manifest: Manifest | undefined;
   let builtAt = 0;
+  let mib = 0;
   const loadLog = join(tempDir('devutil-loads-'), 'loads.txt');
 
   before(async () => {
@@ -86,6 +97,8 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
     installLog = `${install.stdout}${install.stderr}`;
     assert.equal(install.status, 0, installLog.slice(-3000));
     assert.doesNotMatch(installLog, /EBADENGINE/);
+    mib = Number(execFileSync('du', ['-sm', join(dir, 'node_modules')], { encoding: 'utf8' }).split('\t')[0]);
+    process.stdout.write(`# npm ci${omit.length ? ' --omit=dev' : ''}: node_modules ${mib} MiB\n`);
     // What the server will serve; it must not touch it.
     manifest = JSON.parse(readFileSync(join(dir, 'web/dist/manifest.json'), 'utf8')) as Manifest;
     builtAt = statSync(join(dir, 'web/dist/manifest.json')).mtimeMs;
@@ -160,13 +173,105 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
     assert.deepEqual(await r.json(), { status: 1, message: 'success', data: { ip: '127.0.0.1' } });
   });
 
-  it('finds the packaged IP databases: 8.8.8.8 is US, AS15169, Google LLC', async () => {
+  it('finds the packaged IP databases (all installs but the lean one): 8.8.8.8 is US, AS15169, Google LLC', {
+    skip: LEAN && 'the IP databases are an extra the production install leaves out',
+  }, async () => {
     const r = await fetch(`${base}/rest/api/v1/ip?details=1`, { headers: { 'x-forwarded-for': '8.8.8.8' } });
     assert.deepEqual(await r.json(), {
       status: 1,
       message: 'success',
       data: { ip: '8.8.8.8', scope: 'public', country: 'US', asn: 'AS15169', org: 'Google LLC' },
     });
+  });
+
+  it('holds the production install to the size budget, with no heavy extra in it', {
+    skip: !LEAN && 'Node 20 installs the development dependencies',
+  }, () => {
+    assert.ok(mib > 0 && mib <= MAX_MIB, `node_modules is ${mib} MiB, over ${MAX_MIB}`);
+    // The extras only development installs need (prom-client, a production dependency, brings @opentelemetry/api).
+    const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
+    const extras = Object.keys(PEERS).filter((p) => lock.packages[`node_modules/${p}`]?.dev);
+    assert.ok(extras.includes('mermaid') && extras.includes('@terrastruct/d2'), extras.join(' '));
+    const present = extras.filter((p) => existsSync(join(dir, 'node_modules', p)));
+    assert.deepEqual(present, []);
+  });
+
+  it('answers ?details=1 without the IP databases with 503 in its envelope, naming the install line', {
+    skip: !LEAN && 'Node 20 installs every extra',
+  }, async () => {
+    const r = await fetch(`${base}/rest/api/v1/ip?details=1`, { headers: { 'x-forwarded-for': '8.8.8.8' } });
+    assert.equal(r.status, 503);
+    const j = (await r.json()) as { status: number; message: string; data: unknown };
+    assert.equal(j.status, 0);
+    assert.equal(j.data, null);
+    const line = `npm install --omit=dev --no-save --save-prod @ip-location-db/asn@${PEERS['@ip-location-db/asn']}`;
+    assert.ok(j.message.includes(line), j.message);
+  });
+
+  it('answers a D2 diagram without @terrastruct/d2 with 503 naming the install line, and logged it at start', {
+    skip: !LEAN && 'Node 20 installs every extra',
+  }, async () => {
+    const r = await fetch(`${base}/plantuml/d2/svg`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'a -> b',
+    });
+    const text = await r.text();
+    assert.equal(r.status, 503, text.slice(0, 500));
+    assert.ok(text.includes(`--save-prod @terrastruct/d2@${PEERS['@terrastruct/d2']}`), text.slice(0, 500));
+    // One start-up line lists the extras not installed, D2 among them.
+    const line = output.split('\n').find((l) => l.includes('optional extras not installed'));
+    assert.ok(line, output.slice(-3000));
+    assert.match(line, /D2 diagrams/);
+  });
+
+  it('renders Graphviz and Mermaid through the Kroki API on the default engines', async () => {
+    for (const [type, body, word] of [
+      ['graphviz', 'digraph { prodcheck -> rendered }', 'prodcheck'],
+      ['mermaid', 'graph TD\n  prodcheck --> rendered', 'prodcheck'],
+    ]) {
+      const r = await fetch(`${base}/plantuml/${type}/svg`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body,
+      });
+      const svg = await r.text();
+      assert.equal(r.status, 200, `${type}: ${svg.slice(0, 500)}`);
+      assert.match(svg, new RegExp(`<svg[\\s\\S]*${word}`));
+    }
+  });
+
+  it("draws a Mermaid pie in Chromium from the page build's copy of the bundle", {
+    skip: toolSkip('chromium'),
+  }, async () => {
+    const r = await fetch(`${base}/plantuml/mermaid/svg`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'pie title Prodcheck\n  "yes" : 3\n  "no" : 1',
+    });
+    const svg = await r.text();
+    assert.equal(r.status, 200, svg.slice(0, 500));
+    assert.match(svg, /<svg[\s\S]*Prodcheck/);
+  });
+
+  it('answers a Telegram relay request without its fields with 400 in its envelope', async () => {
+    const r = await fetch(`${base}/rest/api/v1/telegram`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(r.status, 400);
+    const j = (await r.json()) as { status: number; msg: string; data: unknown };
+    assert.equal(j.status, 0);
+    assert.match(j.msg, /apiKey|chatId/);
+  });
+
+  it('refuses to proxy a host outside the allow-list with 403', async () => {
+    const r = await fetch(`${base}/proxy/example.com/index.html`);
+    assert.equal(r.status, 403);
+    assert.match(await r.text(), /example\.com/);
   });
 
   it('renders a random WebP image', async () => {

@@ -9,6 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
+import { missingMessage } from '../extras.ts';
 import { redact } from './redact.ts';
 
 /** The tracing section of the config (config-sections.ts) as this module reads it. */
@@ -180,11 +181,9 @@ export class Tracing {
         import(exporterPkg) as Promise<typeof import('@opentelemetry/exporter-trace-otlp-http')>,
       ]);
     } catch (err) {
-      throw new Error(
-        `tracing is configured (${redact(url)}) but its optional packages are missing: install @opentelemetry/api, ` +
-          `@opentelemetry/core, @opentelemetry/resources, @opentelemetry/sdk-trace and ${exporterPkg} ` +
-          `(npm install without --omit=optional): ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw new Error(`tracing is configured (${redact(url)}) but ${missingMessage('tracing')}`, {
+        cause: err,
+      });
     }
     const [api, core, resources, sdk, exp] = mods;
     const exporter = new exp.OTLPTraceExporter({

@@ -5,7 +5,10 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import { installLine } from '../extras.ts';
 import { AppError } from '../http/errors.ts';
+
+const S3_PACKAGES = ['@aws-sdk/client-s3', '@aws-sdk/lib-storage', '@aws-sdk/s3-request-presigner'];
 
 export interface BlobInfo {
   key: string;
@@ -162,11 +165,10 @@ export interface BlobStoreConfig {
 export async function createBlobStore(cfg: BlobStoreConfig): Promise<BlobStore> {
   if (cfg.backend === 's3') {
     const { S3BlobStore } = await import('./s3.ts').catch((err: unknown) => {
-      // The AWS SDK is an optional dependency (docs/deployment.md, "Lean install"): say which packages are missing.
+      // The AWS SDK is an optional dependency (docs/deployment.md, "Lean install"): say how to install it.
       if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND')
         throw new Error(
-          'storage.backend=s3 needs the optional packages @aws-sdk/client-s3, @aws-sdk/lib-storage and ' +
-            '@aws-sdk/s3-request-presigner: install without --omit=optional',
+          `storage.backend=s3 needs the optional packages of the AWS SDK: ${installLine(S3_PACKAGES)}`,
           { cause: err },
         );
       throw err;

@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Egress } from '../../infra/egress/client.ts';
 import { type EgressFetch, egressFetch } from '../../infra/egress/fetch.ts';
+import { missingPackageMessage } from '../../infra/extras.ts';
 import {
   AppError,
   badGateway,
@@ -115,10 +116,9 @@ export class OidcLogin {
   /** Loads openid-client now, so a missing optional dependency stops start-up, not a sign-in. */
   async load(): Promise<void> {
     this.client ??= import('openid-client').catch((err: unknown) => {
-      throw new Error(
-        'DEVUTIL_ADMIN_OIDC_ISSUER is set but the optional dependency openid-client is not installed (npm install openid-client)',
-        { cause: err },
-      );
+      throw new Error(`DEVUTIL_ADMIN_OIDC_ISSUER is set but ${missingPackageMessage('openid-client')}`, {
+        cause: err,
+      });
     });
     await this.client;
   }

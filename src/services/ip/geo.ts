@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Response } from 'mmdb-lib';
 import type { Logger } from 'pino';
+import { ExtraMissing } from '../../infra/extras.ts';
 import { RangeTable } from './ranges.ts';
 import { type Scope, scopeOf } from './scope.ts';
 
@@ -90,13 +91,8 @@ function packaged(kind: keyof typeof PACKAGED): string[] {
   try {
     dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
   } catch (err) {
-    // An optional dependency (docs/deployment.md, "Lean install"): absent, ?details=1 needs configured databases.
-    throw new Error(
-      `${pkg} is not installed (an optional dependency): set DEVUTIL_IP_${kind.toUpperCase()}_DB`,
-      {
-        cause: err,
-      },
-    );
+    // An optional extra (src/infra/extras.ts): absent, ?details=1 needs it or configured databases.
+    throw new ExtraMissing('ipdb', { cause: err });
   }
   return files.map((f) => join(dir, f));
 }
@@ -185,7 +181,8 @@ export class IpGeo {
     }
     this.loading ??= this.load().catch((err: unknown) => {
       this.failedAt = Date.now();
-      this.o.logger.error({ err }, 'ip database could not be loaded');
+      if (err instanceof ExtraMissing) this.o.logger.warn(err.message);
+      else this.o.logger.error({ err }, 'ip database could not be loaded');
       throw err;
     });
     return this.loading;

@@ -3,6 +3,7 @@
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { ExtraMissing } from '../../infra/extras.ts';
 import { badRequest, unavailable } from '../../infra/http/errors.ts';
 import { parseAddress } from './address.ts';
 import type { IpGeo } from './geo.ts';
@@ -208,10 +209,10 @@ export async function ipRoutes(
   async function details(ip: string) {
     try {
       return { ip, ...(await geo.lookup(ip)) };
-    } catch {
+    } catch (err) {
       // geo.ts logged why; the address itself is still known, but the answer asked for more.
       throw unavailable(
-        'the IP details database is unavailable',
+        err instanceof ExtraMissing ? err.message : 'the IP details database is unavailable',
         ctx.config.ip.dbRetrySec,
         'IP_DB_UNAVAILABLE',
       );

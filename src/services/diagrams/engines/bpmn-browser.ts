@@ -1,13 +1,13 @@
 // BPMN 2.0 diagrams drawn by bpmn-js (bpmn.io) in a page of the headless-browser pool
 // (browser-pool.ts), as the Mermaid types that need a browser: bpmn-js lays out its labels with the
-// browser's text measurement, so it has no browserless path. The page loads the optional package's
-// standalone viewer bundle once, imports each diagram's XML and exports it with saveSVG. bpmn-js's
+// browser's text measurement, so it has no browserless path. The page loads bpmn-js's standalone
+// viewer bundle (bundles.ts) once, imports each diagram's XML and exports it with saveSVG. bpmn-js's
 // licence requires its bpmn.io watermark to stay visible wherever it draws: the viewer's own logo
 // (its link to https://bpmn.io) is copied unchanged into every exported SVG, below the diagram so
 // nothing overlaps it. The page's CSP lets it run its own bundle only and connect nowhere.
 import type { Logger } from 'pino';
-import { packageVersion } from '../kroki/packages.ts';
 import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
+import { browserBundle } from './bundles.ts';
 import type { RenderReply } from './render-job.ts';
 
 const ORIGIN = 'http://devutil-bpmn.invalid';
@@ -72,15 +72,6 @@ const SETUP = `(async () => {
   return true;
 })()`;
 
-/** The viewer bundle's path, or null when the optional package is not installed. */
-function bundle(): string | null {
-  try {
-    return new URL(import.meta.resolve('bpmn-js/dist/bpmn-viewer.production.min.js')).pathname;
-  } catch {
-    return null;
-  }
-}
-
 function page(path: string): PageKind {
   return scriptPage({
     origin: ORIGIN,
@@ -109,9 +100,11 @@ export interface BpmnBrowser {
 
 /** The BPMN browser pool; it starts no browser before the first BPMN diagram. */
 export function bpmnBrowser(o: BpmnBrowserOptions): BpmnBrowser {
-  const path = bundle();
-  if (!path) {
-    const err = new BrowserUnavailable('the npm package bpmn-js is not installed (optional dependency)');
+  const bundle = browserBundle('bpmn');
+  if (!bundle) {
+    const err = new BrowserUnavailable(
+      'the bpmn-js viewer bundle is missing: neither web/dist/vendor/ (npm run build:web) nor the bpmn-js package has it',
+    );
     return { version: '', render: () => Promise.reject(err), close: async () => {} };
   }
   const pool = new BrowserPool({
@@ -124,7 +117,7 @@ export function bpmnBrowser(o: BpmnBrowserOptions): BpmnBrowser {
     heapMb: o.heapMb,
     recycleAfter: RECYCLE_AFTER,
     maxOutput: MAX_SVG,
-    kind: page(path),
+    kind: page(bundle.path),
     onEvent: (event, detail) =>
       o.log[event === 'timeout' || event === 'crash' || event === 'blocked' ? 'warn' : 'debug'](
         detail,
@@ -132,7 +125,7 @@ export function bpmnBrowser(o: BpmnBrowserOptions): BpmnBrowser {
       ),
   });
   return {
-    version: packageVersion('bpmn-js') ?? '0',
+    version: bundle.version,
     render: (source) => pool.run(source),
     close: () => pool.close(),
   };

@@ -1,27 +1,16 @@
 // Mermaid's own renderer in a browser page (browser-pool.ts), for the Mermaid types beautiful-mermaid
 // does not draw (gantt, pie, mindmap, timeline, gitGraph, journey, quadrant, sankey, requirement,
 // C4, block, architecture, packet, kanban, radar...). The page loads Mermaid's standalone bundle
-// from the optional `mermaid` package, once, and renders with securityLevel "strict": labels are
+// (bundles.ts: the page build's copy, or the `mermaid` package where installed), once, and renders with securityLevel "strict": labels are
 // sanitised (DOMPurify), click callbacks and javascript: links are off, and a %%{init}%% directive
 // cannot change the security level or the size limits (Mermaid's "secure" keys). The page's CSP
 // lets it run its own bundle only and connect nowhere.
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
+import { browserBundle } from './bundles.ts';
 import type { RenderReply } from './render-job.ts';
 
 export const MERMAID_ORIGIN = 'http://devutil-mermaid.invalid';
-
-/** The bundle's path, or null when the optional package is not installed. */
-export function mermaidBundle(): string | null {
-  try {
-    return fileURLToPath(import.meta.resolve('mermaid/dist/mermaid.min.js'));
-  } catch {
-    return null;
-  }
-}
 
 const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>devutil mermaid</title>
 <script src="/mermaid.min.js"></script></head><body></body></html>`;
@@ -92,7 +81,7 @@ export interface MermaidBrowserOptions {
 }
 
 export interface MermaidBrowser {
-  /** The version of the `mermaid` package the pages run ('' when it is not installed). */
+  /** The version of Mermaid the pages run ('' when there is no bundle). */
   readonly version: string;
   readonly pool: BrowserPool | null;
   render(source: string): Promise<RenderReply>;
@@ -105,9 +94,11 @@ const MAX_SVG = 8 * 1024 * 1024;
 
 /** The Mermaid browser pool; it starts no browser before the first diagram that needs one. */
 export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
-  const bundle = mermaidBundle();
+  const bundle = browserBundle('mermaid');
   if (!bundle) {
-    const err = new BrowserUnavailable('the npm package mermaid is not installed (optional dependency)');
+    const err = new BrowserUnavailable(
+      'the Mermaid bundle is missing: neither web/dist/vendor/ (npm run build:web) nor the mermaid package has it',
+    );
     return { version: '', pool: null, render: () => Promise.reject(err), close: async () => {} };
   }
   const pool = new BrowserPool({
@@ -121,7 +112,7 @@ export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
     heapMb: o.heapMb,
     recycleAfter: RECYCLE_AFTER,
     maxOutput: MAX_SVG,
-    kind: mermaidPage(bundle, { maxTextSize: o.maxSource, maxOutput: MAX_SVG }),
+    kind: mermaidPage(bundle.path, { maxTextSize: o.maxSource, maxOutput: MAX_SVG }),
     onEvent: (event, detail) =>
       o.log[
         event === 'timeout' || event === 'crash' || event === 'blocked'
@@ -132,21 +123,9 @@ export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
       ](detail, `mermaid browser ${event}`),
   });
   return {
-    version: bundleVersion(bundle),
+    version: bundle.version,
     pool,
     render: (source) => pool.run(source),
     close: () => pool.close(),
   };
-}
-
-/** The version in the package.json above dist/ of the bundle. */
-function bundleVersion(bundle: string): string {
-  try {
-    return String(
-      (JSON.parse(readFileSync(join(dirname(bundle), '..', 'package.json'), 'utf8')) as { version?: unknown })
-        .version ?? '0',
-    );
-  } catch {
-    return '0';
-  }
 }

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Cache } from '../../../infra/cache/cache.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
+import { installLine, missingPackageMessage, packageVersion } from '../../../infra/extras.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
@@ -35,7 +36,6 @@ import {
 } from '../engines/render-job.ts';
 import { localOnly } from '../engines/svg-refs.ts';
 import type { Language } from './languages.ts';
-import { packageVersion } from './packages.ts';
 
 export interface DiagramJob {
   lang: Language;
@@ -198,17 +198,22 @@ export class DiagramRenderer {
 
   /** Whether a non-PlantUML language can render here, and its engine's version (cached; detect() first). */
   availability(lang: Language): Availability {
-    if (lang.engine === 'bpmn' && !this.bpmn) return { available: false, reason: BPMN_OFF };
+    if (lang.engine === 'bpmn') {
+      // Drawn from the viewer bundle (the page build's copy or the package's), not the package itself.
+      if (!this.bpmn) return { available: false, reason: BPMN_OFF };
+      if (this.bpmn.version) return { available: true, version: this.bpmn.version };
+      return {
+        available: false,
+        reason: `the bpmn-js viewer bundle is missing (${installLine(['bpmn-js'])})`,
+      };
+    }
     let a = this.versions.get(lang.engine);
     if (!a) {
       if (lang.kind === 'command') return { available: false, reason: `${lang.engine}: not checked yet` };
       const v = lang.version ?? (lang.pkg ? packageVersion(lang.pkg) : null);
       a = v
         ? { available: true, version: v }
-        : {
-            available: false,
-            reason: `the npm package ${lang.pkg} is not installed (optional dependency)`,
-          };
+        : { available: false, reason: missingPackageMessage(lang.pkg ?? lang.engine) };
       this.versions.set(lang.engine, a);
     }
     return a;
