@@ -226,14 +226,15 @@ export class FastLane {
     if (h.range !== undefined || h.authorization !== undefined) return false;
     const o = e.o;
     const prepared = e.ref.deref();
-    if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid())) {
+    const pre = prepared?.precondition({ method, headers: h });
+    // A 412's headers are the route's own choice: Fastify answers it.
+    if (pre === 'failed') return false;
+    const status = pre === 'not-modified' ? 304 : 200;
+    if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid(status))) {
       this.memo.drop(url, e);
       return false;
     }
     if (o.accepts && !o.accepts(h)) return false;
-    const pre = prepared.precondition({ method, headers: h });
-    // A 412's headers are the route's own choice: Fastify answers it.
-    if (pre === 'failed') return false;
     const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
     if (o.admit && !o.admit(ip)) return false;
     let d: Decision | null = null;
@@ -244,7 +245,6 @@ export class FastLane {
       if (!d) return false;
     }
     const id = this.o.ids(h['x-request-id']);
-    const status = pre === 'not-modified' ? 304 : 200;
     const out = this.headers(id, d, rate, e.expiresIn);
     const fixed = status === 304 ? e.notModified : e.head;
     for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
