@@ -11,6 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startDevutilProcess } from '../helpers/process.ts';
 import { sharedDiagramsBuildEnv, tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const RECORDER = join(ROOT, 'test/fixtures/core/record-loads.mjs');
@@ -42,18 +43,13 @@ function exitOf(p: ChildProcess): Promise<number | null> {
   });
 }
 
-async function waitUp(port: number, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (r.ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`server on ${port} did not come up`);
+function waitUp(port: number): Promise<void> {
+  const healthy = () =>
+    fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false, // not listening yet
+    );
+  return waitFor(healthy, `the server on ${port} to come up`);
 }
 
 interface Got {
@@ -105,14 +101,6 @@ function viaAgent(
     req.on('error', reject);
     req.end();
   });
-}
-
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** test/fixtures/core/slow-serve.ts (devutil's lifecycle plus slow routes) on a free port. */
@@ -281,7 +269,7 @@ describe('devutil process', () => {
       const inFlight = get(port, '/slow?ms=1500', true);
       await new Promise((r) => setTimeout(r, 300));
       p.kill('SIGTERM');
-      await waitFor(() => log().includes('draining'));
+      await waitFor(() => log().includes('draining'), 'the drain to start', 10_000);
       // New connections are still accepted; readiness says go elsewhere.
       const ready = await get(port, '/readyz');
       assert.equal(ready.status, 503);
@@ -334,15 +322,11 @@ describe('devutil process', () => {
     const p = await startDevutilProcess({}, ['--workers', '2']);
     try {
       // Both workers announce themselves once they listen.
-      const until = Date.now() + 20_000;
-      while (
-        !(p.output().includes('"worker":1') && p.output().includes('"worker":2')) &&
-        Date.now() < until
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.match(p.output(), /"worker":1/);
-      assert.match(p.output(), /"worker":2/);
+      await waitFor(
+        () => p.output().includes('"worker":1') && p.output().includes('"worker":2'),
+        'both workers to listen',
+        20_000,
+      );
       const results = await Promise.all(Array.from({ length: 20 }, () => get(p.port, '/rest/api/v1/ip')));
       assert.ok(results.every((r) => r.status === 200));
       assert.equal(await p.stop(), 0);

@@ -11,9 +11,10 @@ import { contentRange } from './range.ts';
 export interface RememberOptions {
   /**
    * Checked on every repeat: false drops the answer (its cache let the body go, its source
-   * changed). Where a repeat counts as a cache hit, this is where it is counted.
+   * changed). Where a repeat counts as a cache hit, this is where it is counted; `status` is the
+   * answer the lane would send (a 304 sends no body: count it as the route counts its own 304).
    */
-  valid?: () => boolean;
+  valid?: (status: 200 | 304) => boolean;
   /** Epoch ms after which the answer is not repeated (a lookup it rests on expires then). */
   until?: number;
   /** Request headers the answer depends on besides the URL (its own Vary names are added). */

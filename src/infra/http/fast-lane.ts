@@ -229,14 +229,16 @@ export class FastLane {
     if ((h.range !== undefined && !e.ranges) || h.authorization !== undefined) return false;
     const o = e.o;
     const prepared = e.ref.deref();
-    if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid())) {
+    const pre = prepared?.precondition({ method, headers: h });
+    // A 412's headers are the route's own choice: Fastify answers it.
+    if (pre === 'failed') return false;
+    // A 206 sends a body, as a 200 does (valid() asks whether the body may be sent).
+    const sends = pre === 'not-modified' ? 304 : 200;
+    if (!prepared || (o.until !== undefined && Date.now() >= o.until) || (o.valid && !o.valid(sends))) {
       this.memo.drop(url, e);
       return false;
     }
     if (o.accepts && !o.accepts(h)) return false;
-    const pre = prepared.precondition({ method, headers: h });
-    // A 412's headers are the route's own choice: Fastify answers it.
-    if (pre === 'failed') return false;
     const size = prepared.body.length;
     const range = pre === 'pass' && e.ranges ? rangeOf(method, h, prepared.validators, size) : null;
     if (range && range.kind !== 'whole' && range.kind !== 'single') return false;

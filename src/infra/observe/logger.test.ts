@@ -45,6 +45,11 @@ const shapes: [string, (l: Logger) => void, string[]][] = [
     (l) => l.info({ detail: `token ${BOT} refused` }, 'telegram refused'),
     [BOT],
   ],
+  [
+    'a bot token right after the word bot, with no slash before it',
+    (l) => l.warn({ detail: `getMe for bot${BOT} failed` }, `Bot${BOT} refused`),
+    [BOT],
+  ],
   ['a signed upstream URL in a field', (l) => l.warn({ url: signed }, 'upstream failed'), [SIG, CRED]],
   ['a signed URL as an interpolation argument', (l) => l.info('fetching %s', signed), [SIG]],
   [

@@ -7,7 +7,9 @@
 const SECRET_NAME =
   /(sig|signature|token|secret|password|passwd|credential|auth|apikey|api_key|key-pair|x-amz-security)/i;
 const BOT_PATH = /\/bot\d+:[A-Za-z0-9_-]+/g;
-const BOT_TOKEN = /\b\d{5,}:[A-Za-z0-9_-]{20,}/g;
+// A bare token, also glued to the word "bot" as in a Bot API path quoted without its slash
+// ("bot123:AA..."), where no word boundary stands before the digits.
+const BOT_TOKEN = /(?:\b|(?<=bot))\d{5,}:[A-Za-z0-9_-]{20,}/gi;
 // A Telegram recipient token (services/telegram/recipients.ts), wherever it appears: in
 // /telegram/r/<token>, in a bot path (/bottgr_...), an ntfy topic, a Gotify ?token=, a message;
 // also with any of its characters percent-encoded (the router decodes them back to the token).

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { testSecret } from '../../../test/helpers/secrets.ts';
-import { buildTestServer } from '../../../test/helpers/server.ts';
+import { buildTestServer, type Running, startTestServer } from '../../../test/helpers/server.ts';
+import { waitFor } from '../../../test/helpers/wait.ts';
 
 const TOKEN = testSecret('avatar-admin-');
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -13,7 +14,7 @@ const PER_REQUEST = ['x-request-id', 'date', 'expires'];
 const without = (h: Record<string, unknown>, drop: string[]) =>
   Object.fromEntries(Object.entries(h).filter(([k]) => !drop.includes(k)));
 
-describe('avatar cache hits (prepared answers)', () => {
+describe('avatar cache hits (prepared answers)', { timeout: 60_000 }, () => {
   let app: FastifyInstance;
   const memoryHits = () =>
     app.ctx.metrics.caches.map((c) => c.stats()).find((s) => s.name === 'avatar')?.memoryHits ?? 0;
@@ -82,5 +83,70 @@ describe('avatar cache hits (prepared answers)', () => {
     );
     const gone = await app.inject({ url });
     assert.equal(gone.statusCode, 404);
+  });
+});
+
+describe('avatar 304s on the fast lane and through the router', { timeout: 60_000 }, () => {
+  let s: Running;
+  before(async () => {
+    s = await startTestServer({ overrides: { avatar: { upstream: 'none' } } });
+  });
+  after(() => s?.close());
+
+  const total = async (name: string) =>
+    ((await s.app.ctx.metrics.registry.getSingleMetric(name)?.get())?.values ?? []).reduce(
+      (n, v) => n + v.value,
+      0,
+    );
+  /** Rendered-avatar lookups, answers by source, and the cache's own hits. */
+  const counts = async () => [
+    await total('devutil_avatar_cache_total'),
+    await total('devutil_avatar_responses_total'),
+    s.app.ctx.metrics.caches.map((c) => c.stats()).find((c) => c.name === 'avatar')?.hits ?? 0,
+  ];
+  const answered = () => s.app.ctx.lane.answered;
+  /** A conditional GET of `url` that must be a 304, and what it added to `counts()`. */
+  const notModified = async (url: string, etag: string) => {
+    const before = await counts();
+    const r = await fetch(url, { headers: { 'if-none-match': etag } });
+    await r.arrayBuffer();
+    assert.equal(r.status, 304);
+    return (await counts()).map((n, i) => n - before[i]!);
+  };
+  const get = async (url: string) => {
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    assert.equal(r.status, 200);
+    return String(r.headers.get('etag'));
+  };
+
+  it('counts a 304 the same on the fast lane as through the router: an answer, no cache hit', async () => {
+    // Through the router: the URL's only answer so far was a render, which the lane does not repeat.
+    const routed = `${s.url}/avatar/${'2'.repeat(32)}?d=identicon&s=40`;
+    const etag = await get(routed);
+    const before = answered();
+    const viaRouter = await notModified(routed, etag);
+    assert.equal(answered(), before, 'the router answered the 304');
+    assert.deepEqual(viaRouter, [0, 1, 0], 'the router’s 304 reads no cache');
+
+    // On the lane: repeated until the lane answers, then asked conditionally at once (the lane
+    // repeats an avatar for two seconds: a busy machine may need another round).
+    const laned = `${s.url}/avatar/${'3'.repeat(32)}?d=identicon&s=40`;
+    let viaLane: number[] = [];
+    await waitFor(
+      async () => {
+        const n = answered();
+        const tag = await get(laned);
+        if (answered() === n) return false;
+        const m = answered();
+        const added = await notModified(laned, tag);
+        if (answered() !== m + 1) return false;
+        viaLane = added;
+        return true;
+      },
+      'a 304 from the fast lane',
+      30_000,
+    );
+    assert.deepEqual(viaLane, viaRouter);
   });
 });

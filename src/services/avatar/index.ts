@@ -6,6 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
 import { Cache } from '../../infra/cache/cache.ts';
+import { createEgress } from '../../infra/egress/client.ts';
 import { githubSource } from './github.ts';
 import { createMirrorStore, Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
@@ -80,12 +81,20 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     errorTtlSec: cfg.errorTtlSec,
     logger: log,
     userAgent: `devutil-avatar/${ctx.version}`,
-    policy: ctx.config.egress,
     onResult: (result: string) => upstream.inc({ result }),
   };
+  // Each mirror's own outbound client (its host overrides differ), behind the egress guard.
+  const egress = (resolve: readonly string[], caFile?: string) =>
+    createEgress({
+      resolve,
+      policy: ctx.config.egress,
+      timeoutMs: cfg.upstreamTimeoutMs,
+      connections: 16,
+      ...(caFile ? { caFile } : {}),
+    });
   const mirror =
     originals && upstreams.length > 0
-      ? new Mirror({ ...common, upstreams, cache: originals, resolve: ctx.config.egress.resolve })
+      ? new Mirror({ ...common, upstreams, cache: originals, http: egress(ctx.config.egress.resolve) })
       : null;
   // GitHub is reached like the proxy reaches it: the same overrides and extra CAs.
   const github =
@@ -94,8 +103,10 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           ...common,
           ...githubSource(cfg.githubUrl),
           cache: originals,
-          resolve: [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
-          caFile: ctx.config.proxy.upstreamCa,
+          http: egress(
+            [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
+            ctx.config.proxy.upstreamCa,
+          ),
           onResult: (result: string) => upstream.inc({ result: `github_${result}` }),
         })
       : null;

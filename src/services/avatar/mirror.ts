@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { Cache, type CacheEntry } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
-import { createEgress, type Egress, type EgressPolicy } from '../../infra/egress/client.ts';
+import type { Egress } from '../../infra/egress/client.ts';
 import { conditionalGet, validatorsOf } from '../../infra/egress/revalidate.ts';
 import { loadSharp } from '../../infra/media/sharp.ts';
 import type { Rating } from './request.ts';
@@ -39,12 +39,8 @@ export interface MirrorOptions {
   errorTtlSec: number;
   logger: Logger;
   userAgent: string;
-  /** `host=address:port` overrides (config egress.resolve). */
-  resolve: readonly string[];
-  /** The outbound proxy and allowed ranges (config section egress). */
-  policy?: EgressPolicy;
-  /** PEM file of extra CAs trusted for upstream TLS. */
-  caFile?: string;
+  /** The outbound client (behind the egress guard, with the utility's policy); closed with the mirror. */
+  http: Egress;
   /** `skipped`: every upstream was marked down, none was asked. */
   onResult?: (result: 'ok' | 'not_modified' | 'missing' | 'error' | 'skipped') => void;
 }
@@ -106,13 +102,7 @@ export class Mirror {
   private readonly o: MirrorOptions;
   constructor(o: MirrorOptions) {
     this.o = o;
-    this.http = createEgress({
-      resolve: o.resolve,
-      ...(o.policy ? { policy: o.policy } : {}),
-      timeoutMs: o.timeoutMs,
-      connections: 16,
-      ...(o.caFile ? { caFile: o.caFile } : {}),
-    });
+    this.http = o.http;
     this.cache = o.cache;
   }
 

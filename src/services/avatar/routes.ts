@@ -84,7 +84,8 @@ export function avatarRoutes(
         const generation = uploads?.generation ?? 0;
         ctx.lane.remember(req, answer, {
           until: Date.now() + LANE_MS,
-          valid: () => (uploads?.generation ?? 0) === generation && out.hit() === body,
+          valid: (status) =>
+            (uploads?.generation ?? 0) === generation && (status === 304 || out.hit() === body),
           onHit: () => served(source),
         });
         return answer.sendBody(reply);

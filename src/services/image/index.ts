@@ -2,6 +2,7 @@
 // wires metrics; routes live in routes.ts, the logic in service.ts.
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { createEgress } from '../../infra/egress/client.ts';
 import { imageRoutes } from './routes.ts';
 import { ImageService } from './service.ts';
 import type { ImageSource } from './source.ts';
@@ -81,8 +82,12 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           pool: cfg.randomPool,
           disk: svc.cache,
           userAgent: `devutil/${ctx.version}`,
-          resolve: ctx.config.egress.resolve,
-          policy: ctx.config.egress,
+          http: createEgress({
+            resolve: ctx.config.egress.resolve,
+            policy: ctx.config.egress,
+            timeoutMs: cfg.upstreamTimeoutMs,
+            connections: 16,
+          }),
         }),
       );
     } else if (name === 'generator') {

@@ -4,7 +4,7 @@
 import type { Dispatcher } from 'undici';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
 import { BodyTooLarge, readCapped } from '../../infra/egress/capped-body.ts';
-import { createEgress, type Egress, type EgressPolicy } from '../../infra/egress/client.ts';
+import type { Egress } from '../../infra/egress/client.ts';
 import { REDIRECT_STATUSES, redirectTarget } from '../../infra/egress/redirect.ts';
 import type { ImageCache } from './service.ts';
 import {
@@ -28,10 +28,8 @@ export interface UpstreamOptions {
   /** Cache for fetched originals, used disk only (shared with processed results). */
   disk: ImageCache;
   userAgent: string;
-  /** `host=address:port` overrides (config egress.resolve). */
-  resolve: readonly string[];
-  /** The outbound proxy and allowed ranges (config section egress). */
-  policy?: EgressPolicy;
+  /** The outbound client (behind the egress guard, with the utility's policy); closed with the source. */
+  http: Egress;
 }
 
 const MAX_REDIRECTS = 4;
@@ -46,12 +44,7 @@ export class UpstreamSource implements ImageSource {
   private readonly o: UpstreamOptions;
   constructor(o: UpstreamOptions) {
     this.o = o;
-    this.http = createEgress({
-      resolve: o.resolve,
-      ...(o.policy ? { policy: o.policy } : {}),
-      timeoutMs: o.timeoutMs,
-      connections: 16,
-    });
+    this.http = o.http;
     const own = new URL(o.template.replace(/\{\w+\}/g, 'x')).hostname.toLowerCase();
     this.hosts = new Set(o.hosts.length ? o.hosts.map((h) => h.toLowerCase()) : [own]);
     if (!this.hosts.has(own)) throw new Error(`upstream template host ${own} is not in the allowed hosts`);

@@ -65,8 +65,11 @@ function joinPools(
     return null;
   }
   const s = relay.settings;
+  // The pools are the operator's, yet reached like every other upstream: through the outbound proxy
+  // and under the allowed ranges of the egress section (a relay behind a corporate proxy can join).
   const http = createEgress({
     resolve: ctx.config.egress.resolve,
+    policy: ctx.config.egress,
     ...(c.poolCa ? { caFile: c.poolCa } : {}),
     clientCert: { cert: relay.identity.certPem, key: relay.identity.keyPem },
     timeoutMs: 30_000,

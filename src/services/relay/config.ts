@@ -60,6 +60,6 @@ export const relaySection = {
     doc: 'relay pools to join (strelaysrv -pools), e.g. https://relays.syncthing.net/endpoint: the relay then serves anyone the pool sends; none by default, and none while a token is set',
   }),
   poolCa: str('', {
-    doc: 'PEM file of extra CAs trusted for the pools (a private pool); outbound requests use DEVUTIL_EGRESS_RESOLVE',
+    doc: 'PEM file of extra CAs trusted for the pools (a private pool); pools are reached under the egress settings (DEVUTIL_EGRESS_RESOLVE, _PROXY, _ALLOW_CIDRS)',
   }),
 };

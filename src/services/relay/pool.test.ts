@@ -5,8 +5,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { POOL_URL, type StandInPool, startStandInPool } from '../../../test/fixtures/relay/pool.ts';
+import {
+  POOL_HOST,
+  POOL_URL,
+  type StandInPool,
+  startStandInPool,
+} from '../../../test/fixtures/relay/pool.ts';
+import { type ForwardProxy, startSquid } from '../../../test/helpers/forward-proxy.ts';
 import { buildTestServer, LogCapture, tempDir } from '../../../test/helpers/server.ts';
+import { toolSkip } from '../../../test/helpers/tools.ts';
 import { waitFor } from '../../../test/helpers/wait.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { relayBackground } from './background.ts';
@@ -65,11 +72,15 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
   });
   after(() => pool?.close());
 
-  async function relayServer(relay: Record<string, unknown>, logs?: LogCapture) {
+  async function relayServer(
+    relay: Record<string, unknown>,
+    logs?: LogCapture,
+    egress: Record<string, unknown> = { resolve: [pool.resolve] },
+  ) {
     const app = await buildTestServer({
       ...(logs ? { logs } : {}),
       overrides: {
-        egress: { resolve: [pool.resolve] },
+        egress,
         relay: {
           host: '127.0.0.1',
           port: 0,
@@ -152,6 +163,36 @@ describe('relay pool registration', { timeout: 120_000 }, () => {
     } finally {
       await s.close();
     }
+  });
+
+  // The pool's name resolves to a documentation-range address where nothing listens: only squid's
+  // mapping reaches the stand-in, and only egress.allowCidrs lets the guard dial that address.
+  describe('through the outbound proxy', { skip: toolSkip('squid', ['-v']) }, () => {
+    const STAND_IN = '192.0.2.10';
+    let squid: ForwardProxy;
+    before(async () => {
+      squid = await startSquid({ map: { [`${STAND_IN}:443`]: pool.resolve.split('=')[1]! } });
+    });
+    after(() => squid?.close());
+
+    it('joins through egress.proxy, at an address egress.allowCidrs allows', async () => {
+      const from = pool.joins.length;
+      const s = await relayServer({}, undefined, {
+        resolve: [`${POOL_HOST}=${STAND_IN}:443`],
+        proxy: squid.url,
+        allowCidrs: ['192.0.2.0/24'],
+      });
+      try {
+        const first = () => s.app.ctx.local(RELAY).pools()[0];
+        await waitFor(() => first()?.state !== 'joining', 'the pool’s first answer');
+        assert.equal(first()?.state, 'joined', first()?.lastError ?? '');
+        assert.equal(pool.joins[from]?.status, 200);
+        assert.equal(pool.joins[from]?.certId, s.app.ctx.local(RELAY).running?.identity.deviceId);
+        assert.ok(squid.connects().includes(`${STAND_IN}:443`), squid.log());
+      } finally {
+        await s.close();
+      }
+    });
   });
 
   describe('answers', () => {

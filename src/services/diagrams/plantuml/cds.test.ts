@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildTestServer, tempDir } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 
 /** Command lines of this process's JVMs: serving workers, or training runs. */
 function jvms(training = false): string[] {
@@ -32,12 +33,11 @@ function mtime(f: string): number {
   }
 }
 
-/** Training runs at the pace of a loaded machine: wait for it, without a timing assertion. */
-async function until(cond: () => boolean, ms = 600_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end && !cond()) await new Promise((r) => setTimeout(r, 250));
-  return cond();
-}
+/**
+ * Training runs at the pace of a loaded machine: waited for without a timing assertion, within the
+ * file's bound so a stuck run says what it waited for; asked every 250 ms (a check may spawn ps).
+ */
+const waitTraining = (cond: () => boolean, what: string) => waitFor(cond, what, 400_000, 250);
 
 /** A server on `dataDir` with one worker, which renders one new diagram (so its worker is up). */
 async function renderOnce(dataDir: string, text: string) {
@@ -63,7 +63,7 @@ describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']), 
       first.args.every((a) => !a.includes('SharedArchiveFile')),
       'no archive exists before the first start',
     );
-    assert.ok(await until(() => archives(dataDir).length === 1), 'the first server made an archive');
+    await waitTraining(() => archives(dataDir).length === 1, 'the first server to make an archive');
     await first.app.close();
     const [archive] = archives(dataDir);
 
@@ -92,7 +92,7 @@ describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']), 
     assert.match(run.body, /damaged/);
     assert.equal(run.args.length, 1);
     assert.ok(!run.args[0]!.includes('SharedArchiveFile'), 'the worker runs without the damaged archive');
-    assert.ok(await until(() => archives(dataDir).some((f) => mtime(f) > before)), 'a new archive was made');
+    await waitTraining(() => archives(dataDir).some((f) => mtime(f) > before), 'a new archive');
     await run.app.close();
 
     const next = await renderOnce(dataDir, 'after');
@@ -106,7 +106,7 @@ describe('PlantUML class-data archive', { skip: toolSkip('java', ['-version']), 
     assert.ok(archive);
     truncateSync(archive, 100_000);
     const run = await renderOnce(dataDir, 'truncated');
-    assert.ok(await until(() => jvms(true).length === 1), 'a new archive is being made');
+    await waitTraining(() => jvms(true).length === 1, 'a training run for a new archive');
     await run.app.close();
     assert.deepEqual(jvms(true), [], 'closing the server stops the training run');
     assert.equal(run.status, 200);

@@ -11,6 +11,7 @@ import { memoryBomb, runaway } from '../../../../test/fixtures/plantuml/bombs.ts
 import { type IncludeServer, startIncludeServer } from '../../../../test/fixtures/plantuml/include-server.ts';
 import { buildTestServer } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
+import { waitFor } from '../../../../test/helpers/wait.ts';
 
 /** PIDs of this test process's PlantUML worker JVMs (not the class-data archive's training run). */
 function workerPids(): number[] {
@@ -50,15 +51,6 @@ function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return cond();
 }
 
 /** Nice value of a process. */
@@ -112,7 +104,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.match(next.body, /after the timeout/);
     assert.deepEqual(workerPids(), [pid]);
     // The abandoned render's dot is killed once it is older than the timeout (+2 s).
-    assert.ok(await until(() => children(pid, 'dot').length === 0, 15_000), 'the runaway dot is gone');
+    await waitFor(() => children(pid, 'dot').length === 0, 'the runaway dot to be gone', 15_000);
     assert.ok(groupAlive(pid));
   });
 
@@ -125,7 +117,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     const r = await post('/plantuml/svg', runaway(true));
     assert.equal(r.statusCode, 504);
     const lowered = () => [...niceThreads(pid)].some((t) => !before.has(t));
-    assert.ok(await until(lowered, 5000), 'the abandoned render thread runs at nice 19');
+    await waitFor(lowered, 'the abandoned render thread to run at nice 19', 5000);
     const next = await post('/plantuml/txt', 'A -> B : beside the abandoned render');
     assert.equal(next.statusCode, 200);
     assert.deepEqual(workerPids(), [pid]);
@@ -237,7 +229,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     } finally {
       await extra.close();
     }
-    assert.ok(await until(() => !groupAlive(mine[0]!)));
+    await waitFor(() => !groupAlive(mine[0]!), "the closed server's worker group to be gone", 5000);
   });
 });
 
@@ -287,12 +279,13 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
       }),
     );
     let w: Record<string, number> = {};
-    assert.ok(
-      await until(async () => {
+    await waitFor(
+      async () => {
         w = await workers();
         return (w['busy'] ?? 0) + (w['queued'] ?? 0) === 2;
-      }, 30_000),
+      },
       'both flood renders admitted',
+      30_000,
     );
     assert.deepEqual([w['busy'], w['queued']], [1, 1], 'one running, one waiting');
     const other = await post('A -> B : beside the flood', '198.51.100.4');
@@ -327,7 +320,7 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
     assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
     const q = await quarantineEvents();
     assert.equal(q['timeout'], 1, JSON.stringify(q));
-    assert.ok(await until(() => workerPids().length === 1, 10_000), 'the quarantine JVM was killed');
+    await waitFor(() => workerPids().length === 1, 'the quarantine JVM to be killed', 10_000);
     // Two strikes: the client's next diagram is served by a quarantine JVM at the lowest priority.
     const again = await post('A -> B : from the suspect', '198.51.100.2');
     assert.equal(again.statusCode, 200);
