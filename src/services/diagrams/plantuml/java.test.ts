@@ -41,7 +41,7 @@ describe('Java detection cache', { skip: toolSkip('java', ['-version']), timeout
   });
 });
 
-describe("Worker build", { timeout: 60_000 }, () => {
+describe('Worker build', { timeout: 60_000 }, () => {
   it('kills a compiler still running when the build is aborted (shutdown), leaving no directory', async () => {
     const dir = tempDir();
     const pidFile = join(dir, 'javac.pid');
