@@ -142,6 +142,7 @@ export async function imageRoutes(
           throw badGateway('the image upstream failed', 'IMAGE_UPSTREAM');
         req.log.error({ err: { message: (err as Error).message } }, 'image request failed');
         throw alreadyLogged(
+          reply,
           unavailable('no image source is available', cfg.retryAfterSec, 'IMAGE_UNAVAILABLE'),
         );
       }
