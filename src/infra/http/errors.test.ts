@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { createLogger } from '../observe/logger.ts';
 import {
   AppError,
+  alreadyLogged,
   badGateway,
   badRequest,
   ENVELOPES,
@@ -204,6 +205,15 @@ describe('how failures are logged', () => {
     a.get('/file/bug', async () => {
       throw new TypeError('x is undefined');
     });
+    // One error object for every request: only the request whose route logged it skips the line.
+    const shared = badGateway('the mirror failed', 'MIRROR_FAILED');
+    a.get<{ Querystring: { mark?: string } }>('/file/shared', async (req, reply) => {
+      if (req.query.mark) {
+        req.log.warn({ host: 'mirror.test' }, 'route logged it');
+        throw alreadyLogged(reply, shared);
+      }
+      throw shared;
+    });
     a.post('/file/body', async () => 'ok');
     a.get('/file/slow', (req, reply) => {
       req.raw.once('close', () => reply.code(204).send());
@@ -264,6 +274,19 @@ describe('how failures are logged', () => {
       assert.equal(stackOf(line), undefined);
       assert.doesNotMatch(JSON.stringify(line), /at [^ ]+ \(/, 'no stack frame anywhere in the line');
     }
+    await a.close();
+  });
+
+  it('skips the line of a failure only for the request whose route logged it', async () => {
+    const { a, failure } = await logged();
+    const marked = await failure('/file/shared?mark=1');
+    assert.equal(marked.status, 502);
+    assert.equal(marked.line['msg'], 'route logged it');
+    // The same error object thrown by another request is that request's failure, logged once.
+    const other = await failure('/file/shared');
+    assert.equal(other.status, 502);
+    assert.equal(other.line['msg'], 'request failed');
+    assert.equal(other.line['code'], 'MIRROR_FAILED');
     await a.close();
   });
 

@@ -59,28 +59,44 @@ export const gatewayTimeout = (msg: string, code = 'GATEWAY_TIMEOUT', o?: O) =>
   new AppError(code, 504, msg, o);
 
 // A failure is logged once, where the most is known about it (the proxy's exchange line knows the
-// host and the upstream's error code; the error handler only knows the status).
-const logged = new WeakSet<object>();
+// host and the upstream's error code; the error handler only knows the status). What a route decided
+// about its request's failure travels on the reply itself, where the error handler and the log
+// controller read it: no module-level map keyed by error objects.
+/** A request's failure as its route and the error handler settled it; null until one does. */
+export interface FailureState {
+  /** Failures the route logged itself: not logged a second time (with a stack that says nothing). */
+  logged: object[];
+  /** How to answer `err` if it reaches the error handler (a stream that broke before the first byte). */
+  answer: { err: object; as: AppError } | null;
+  /** A refusal's code and reason, written with the request's one line (requestCompleted). */
+  refusal: Record<string, unknown> | null;
+}
 
-/** Marks a failure as already logged by the route, so the error handler and the stream-error
- * logger do not log it a second time (with a stack that says nothing about an upstream). */
-export function alreadyLogged<E>(err: E): E {
-  if (typeof err === 'object' && err !== null) logged.add(err);
+function failureOf(reply: FastifyReply): FailureState {
+  reply.failure ??= { logged: [], answer: null, refusal: null };
+  return reply.failure;
+}
+
+/** Marks a failure of this reply as already logged by the route, so the error handler and the
+ * stream-error logger do not log it a second time. */
+export function alreadyLogged<E>(reply: FastifyReply, err: E): E {
+  if (typeof err === 'object' && err !== null) failureOf(reply).logged.push(err);
   return err;
 }
 
-export function isLogged(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && logged.has(err);
+export function isLogged(reply: FastifyReply, err: unknown): boolean {
+  return typeof err === 'object' && err !== null && reply.failure?.logged.includes(err) === true;
 }
-
-// Failures whose answer a route already worked out (an upstream body that broke before the first
-// byte went out: the stream's error reaches the error handler, not the route).
-const answers = new WeakMap<object, AppError>();
 
 /** Tells the error handler how to answer `err` if it reaches it (status and message of `as`). */
-export function answerAs<E>(err: E, as: AppError): E {
-  if (typeof err === 'object' && err !== null) answers.set(err, as);
+export function answerAs<E>(reply: FastifyReply, err: E, as: AppError): E {
+  if (typeof err === 'object' && err !== null) failureOf(reply).answer = { err, as };
   return err;
+}
+
+function answerFor(reply: FastifyReply, err: unknown): AppError | undefined {
+  const a = reply.failure?.answer;
+  return a && a.err === err ? a.as : undefined;
 }
 
 /** The error code of a library or system error (ECONNRESET, UND_ERR_SOCKET, HPE_INVALID_CHUNK_SIZE). */
@@ -105,24 +121,17 @@ function isUpstreamFault(err: unknown): boolean {
  * request (4xx) at info and a full store (507) at warn, without stacks: they are the client's lot,
  * not a fault to investigate.
  */
-function logFailure(req: FastifyRequest, err: AppError): void {
-  if (isLogged(err)) return;
+function logFailure(req: FastifyRequest, reply: FastifyReply, err: AppError): void {
+  if (isLogged(reply, err)) return;
   const s = err.status;
   if (s < 500 || s === 502 || s === 504 || s === 507) {
     const cause = err.cause === undefined ? undefined : causeSummary(err.cause);
     const fields = { code: err.code, status: s, reason: err.message, ...(cause ? { cause } : {}) };
-    if (s < 500) refuse(req, fields);
+    if (s < 500) failureOf(reply).refusal = fields;
     else req.log.warn(fields, 'request failed');
     return;
   }
   req.log.error({ err, code: err.code }, 'request failed');
-}
-
-// A refusal's code and reason wait for the request's one line (OnceLogController.requestCompleted).
-const refusals = new WeakMap<object, Record<string, unknown>>();
-
-function refuse(req: FastifyRequest, fields: Record<string, unknown>): void {
-  refusals.set(req, fields);
 }
 
 /** A cause as one short line: its code and message, never its stack. */
@@ -172,12 +181,12 @@ export class OnceLogController extends LogController {
       reply.log.error({ ...line, err: error }, 'request errored');
       return;
     }
-    const refused = refusals.get(request);
+    const refused = reply.failure?.refusal;
     if (refused) reply.log.info({ ...refused, ...line }, 'request refused');
     else reply.log.info(line, 'request completed');
   }
   override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
-    if (isLogged(error)) return;
+    if (isLogged(reply, error)) return;
     // An upstream body that broke mid-answer: its cause, not devutil's stack.
     if (isUpstreamFault(error))
       reply.log.warn({ reason: causeSummary(error) }, 'response cut: the upstream body failed');
@@ -324,6 +333,7 @@ export function installErrorHandling(
   app: FastifyInstance,
   notFoundHooks: { preParsing?: preParsingHookHandler } = {},
 ): void {
+  app.decorateReply('failure', null);
   const shadow = FindMyWay<HTTPVersion.V1>({ ignoreTrailingSlash: false, caseSensitive: true });
   const seen = new Set<string>();
   app.decorate('routeList', () => [...seen]);
@@ -368,7 +378,7 @@ export function installErrorHandling(
 
   app.setErrorHandler((err: FastifyError | AppError, req, reply) => {
     if (reply.sent || reply.raw.headersSent) {
-      if (!isLogged(err))
+      if (!isLogged(reply, err))
         req.log.warn(
           isUpstreamFault(err) ? { reason: causeSummary(err) } : { err },
           'error after response started',
@@ -376,14 +386,14 @@ export function installErrorHandling(
       reply.raw.destroy();
       return;
     }
-    const mapped = err instanceof AppError ? err : answers.get(err);
+    const mapped = err instanceof AppError ? err : answerFor(reply, err);
     if (mapped) {
-      if (!isLogged(err)) logFailure(req, mapped);
+      if (!isLogged(reply, err)) logFailure(req, reply, mapped);
       return sendError(req, reply, mapped.status, mapped.message, mapped.code, mapped.headers);
     }
     if (isUpstreamFault(err)) {
       const e = badGateway('upstream failed', 'UPSTREAM_FAILED', { cause: err });
-      logFailure(req, e);
+      logFailure(req, reply, e);
       return sendError(req, reply, 502, e.message, e.code);
     }
     const fe = err as FastifyError;
@@ -394,7 +404,7 @@ export function installErrorHandling(
       return sendError(req, reply, 500, 'internal error', 'INTERNAL');
     }
     const message = frameworkMessage(fe, req);
-    refuse(req, { code: fe.code, status, reason: message });
+    failureOf(reply).refusal = { code: fe.code, status, reason: message };
     return sendError(req, reply, status, message, fe.code ?? 'BAD_REQUEST');
   });
 }
@@ -408,6 +418,10 @@ declare module 'fastify' {
     envelope?: EnvelopeName | Envelope;
     /** The route matches any one-segment path: other methods there stay 404, never 405 for it. */
     anyPath?: boolean;
+  }
+  interface FastifyReply {
+    /** What the route and the error handler settled about this request's failure (FailureState). */
+    failure: FailureState | null;
   }
   interface FastifyInstance {
     envelopes: EnvelopeTable;

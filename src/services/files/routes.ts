@@ -6,7 +6,7 @@ import { downloadRoute } from './download-route.ts';
 import type { DownloadLimits } from './downloads.ts';
 import { badKey, type KeyReq, keyOf, params, tokenOf } from './http.ts';
 import type { FileStore } from './store.ts';
-import type { UploadMetrics } from './transfer/routes.ts';
+import type { UploadMetrics } from './transfer/upload.ts';
 import { uploadRoute } from './upload-route.ts';
 
 export async function fileRoutes(

@@ -11,7 +11,7 @@ import { readLimits } from './lifetime.ts';
 import { sanitizeFilename } from './names.ts';
 import { passwordOf } from './protect.ts';
 import type { FileStore } from './store.ts';
-import type { UploadMetrics } from './transfer/routes.ts';
+import type { UploadMetrics } from './transfer/upload.ts';
 
 /** Multipart framing around the file part: boundaries, part headers, a few small fields. */
 const FRAMING_SLACK = 64 * 1024;

@@ -148,7 +148,7 @@ export class ProxyGate {
     const e = new AppError('UPSTREAM', f.status, f.message, f.headers ? { headers: f.headers } : {});
     if (f.status < 500) return e;
     x.failed(err);
-    return alreadyLogged(e);
+    return alreadyLogged(reply, e);
   }
 
   /**
@@ -237,7 +237,7 @@ export class ProxyGate {
         x.failed(err);
         // Logged on the exchange line; broken before the first byte went out (a bad first chunk
         // size), it is answered as the upstream failure it is, in the proxy's one-line envelope.
-        answerAs(alreadyLogged(err), new AppError('UPSTREAM', f.status, f.message));
+        answerAs(reply, alreadyLogged(reply, err), new AppError('UPSTREAM', f.status, f.message));
       });
       meter(reply.raw, budget, ip);
       return reply.send(up.body);

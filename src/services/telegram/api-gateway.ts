@@ -316,7 +316,7 @@ export class BotApiGateway {
       req.log.info({ ...fields, description: r.description }, 'telegram refused');
       if (r.errorCode === 429 && chatKey) await this.d.pacing.paused(req, chatKey, r.retryAfter);
       // Another protocol's inlet: Telegram's refusal in that protocol's envelope.
-      if (shape) throw alreadyLogged(toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
+      if (shape) throw alreadyLogged(reply, toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
       if (r.errorCode === 429) reply.header('retry-after', Math.max(1, Math.ceil(r.retryAfter ?? 1)));
       const parameters = {
         ...(r.retryAfter !== undefined ? { retry_after: r.retryAfter } : {}),
@@ -343,7 +343,7 @@ export class BotApiGateway {
     } else if (r.kind === 'blocked')
       req.log.warn({ ...fields, detail: r.message }, 'telegram address not allowed');
     else req.log.warn(fields, 'telegram failed');
-    throw alreadyLogged(toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
+    throw alreadyLogged(reply, toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
   }
 
   /** One file of the bot, streamed through under the download cap. */

@@ -124,7 +124,7 @@ export async function telegramRoutes(
         req.log.warn({ ...fields, detail: r.message }, 'telegram address not allowed');
       else req.log.warn(fields, 'telegram failed');
       // Each outcome above wrote its one log line with the bot, chat and Telegram's answer.
-      throw alreadyLogged(toAppError(r, cfg.timeoutMs, client.upstream));
+      throw alreadyLogged(reply, toAppError(r, cfg.timeoutMs, client.upstream));
     },
   );
 }

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import * as tus from 'tus-js-client';
 import { type Running, startTestServer, tempDir } from '../../../../test/helpers/server.ts';
 import { create, cutPatch, decodeResult, patch, sample } from '../../../../test/helpers/tus.ts';
-import { received } from './routes.ts';
+import { received } from './access.ts';
 
 const T = { 'tus-resumable': '1.0.0' };
 const b64 = (s: string) => Buffer.from(s).toString('base64');

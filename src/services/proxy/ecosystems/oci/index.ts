@@ -198,7 +198,7 @@ const plugin: EcosystemPlugin = async (api) => {
     if (err instanceof AppError) {
       if (err.status >= 500) {
         x.failed(err);
-        alreadyLogged(err);
+        alreadyLogged(reply, err);
       }
       return err;
     }
