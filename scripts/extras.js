@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The heavy extras (src/infra/extras.ts: development and optional peer dependencies, left out of the
+// The heavy extras (src/infra/config/extras.ts: development and optional peer dependencies, left out of the
 // production install) outside the server. `node scripts/extras.js pinned` prints every extra at the
 // version package-lock.json pins, for an install that wants them all (deploy/Dockerfile):
 //   npm install --omit=dev --no-save --save-prod $(node scripts/extras.js pinned)

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { ACTIVATED_BACKLOG, type ActivatedSocket } from './activation.ts';
 import { type Background, ListenError, listenFailure, startBackground } from './background.ts';
 import type { Config } from './config.ts';
-import { EXTRAS, extraInstallLine, missingExtras } from './infra/extras.ts';
+import { EXTRAS, extraInstallLine, missingExtras } from './infra/config/extras.ts';
 import { createLogger } from './infra/observe/logger.ts';
 import { type Prelaunched, prelaunch, workerCount } from './prelaunch.ts';
 import { type BuildOptions, buildServer } from './server.ts';
@@ -87,7 +87,7 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
     { base: u.base, ...Object.fromEntries(hosted), worker: cluster.worker?.id },
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
-  // The heavy extras a production install leaves out (src/infra/extras.ts), each with its install line.
+  // The heavy extras a production install leaves out (src/infra/config/extras.ts), each with its install line.
   const missing = missingExtras();
   if (missing.length)
     logger.info(

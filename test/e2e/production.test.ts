@@ -5,7 +5,7 @@
 // (tsx, esbuild, typescript), no such module is loaded and no esbuild process runs; on Node 20 the
 // install is the one README names for it (`npm ci`, development dependencies and tsx included).
 // Either way the server builds nothing: it serves the prebuilt web/dist/ untouched.
-// The production install carries no heavy extra (src/infra/extras.ts): its size is printed and held
+// The production install carries no heavy extra (src/infra/config/extras.ts): its size is printed and held
 // to MAX_MIB, every utility still answers, the browser pool draws Mermaid from the page build's copy
 // of the bundle, and a feature whose extra is missing answers 503 naming its install line.
 import assert from 'node:assert/strict';

@@ -9,7 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import { missingMessage } from '../extras.ts';
+import { missingMessage } from '../config/extras.ts';
 import { redact } from './redact.ts';
 
 /** The tracing section of the config (config-sections.ts) as this module reads it. */

@@ -5,7 +5,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { installLine } from '../extras.ts';
+import { installLine } from '../config/extras.ts';
 import { AppError } from '../http/errors.ts';
 
 const S3_PACKAGES = ['@aws-sdk/client-s3', '@aws-sdk/lib-storage', '@aws-sdk/s3-request-presigner'];

@@ -6,9 +6,9 @@
 // wherever it appears). Framework-free: index.ts maps these calls to routes and cookies.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { missingPackageMessage } from '../../infra/config/extras.ts';
 import type { Egress } from '../../infra/egress/client.ts';
 import { type EgressFetch, egressFetch } from '../../infra/egress/fetch.ts';
-import { missingPackageMessage } from '../../infra/extras.ts';
 import {
   AppError,
   badGateway,

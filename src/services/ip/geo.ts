@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Response } from 'mmdb-lib';
 import type { Logger } from 'pino';
-import { ExtraMissing } from '../../infra/extras.ts';
+import { ExtraMissing } from '../../infra/config/extras.ts';
 import { RangeTable } from './ranges.ts';
 import { type Scope, scopeOf } from './scope.ts';
 
@@ -91,7 +91,7 @@ function packaged(kind: keyof typeof PACKAGED): string[] {
   try {
     dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
   } catch (err) {
-    // An optional extra (src/infra/extras.ts): absent, ?details=1 needs it or configured databases.
+    // An optional extra (src/infra/config/extras.ts): absent, ?details=1 needs it or configured databases.
     throw new ExtraMissing('ipdb', { cause: err });
   }
   return files.map((f) => join(dir, f));

@@ -3,7 +3,7 @@
 // ?details=1 on the versioned path adds scope, country, ASN and organisation (geo.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { ExtraMissing } from '../../infra/extras.ts';
+import { ExtraMissing } from '../../infra/config/extras.ts';
 import { badRequest, unavailable } from '../../infra/http/errors.ts';
 import { parseAddress } from './address.ts';
 import type { IpGeo } from './geo.ts';

@@ -1,12 +1,12 @@
 // The browser pools' page scripts: one standalone bundle each out of a large npm package (Mermaid's
 // 3.5 MB of a 150 MiB install, bpmn-js's viewer). The page build (web/build.ts) copies each into
 // web/dist/vendor/ with its version, so a production install, which leaves those packages out
-// (src/infra/extras.ts), still draws with them; where the package is installed, its own file is used.
+// (src/infra/config/extras.ts), still draws with them; where the package is installed, its own file is used.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DIST_DIR } from '../../../../web/dist.ts';
-import { packageVersion } from '../../../infra/extras.ts';
+import { packageVersion } from '../../../infra/config/extras.ts';
 
 export const BUNDLES = {
   mermaid: { pkg: 'mermaid', file: 'dist/mermaid.min.js' },

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { TS_EXEC_ARGV } from '../../../../scripts/ts-loader.js';
 import { tempDir } from '../../../../test/helpers/server.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
-import { packageVersion } from '../../../infra/extras.ts';
+import { packageVersion } from '../../../infra/config/extras.ts';
 import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
 
 /** Pids of the render processes whose parent is `ppid`. */

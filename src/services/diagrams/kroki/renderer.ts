@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Cache } from '../../../infra/cache/cache.ts';
 import { SingleFlight } from '../../../infra/cache/single-flight.ts';
-import { installLine, missingPackageMessage, packageVersion } from '../../../infra/extras.ts';
+import { installLine, missingPackageMessage, packageVersion } from '../../../infra/config/extras.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';

@@ -40,7 +40,7 @@ export const EXTRAS = {
 
 export type ExtraName = keyof typeof EXTRAS;
 
-const ROOT_PACKAGE = fileURLToPath(new URL('../../package.json', import.meta.url));
+const ROOT_PACKAGE = fileURLToPath(new URL('../../../package.json', import.meta.url));
 let ranges: Record<string, string> | undefined;
 
 type Deps = Record<string, Record<string, string> | undefined>;

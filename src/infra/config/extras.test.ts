@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { EXTRAS, type ExtraName, installLine, missingMessage } from './extras.ts';
 
-const ROOT = new URL('../..', import.meta.url);
+const ROOT = new URL('../../..', import.meta.url);
 const { UNREAD } = (await import(new URL('scripts/extras.js', ROOT).href)) as { UNREAD: string[] };
 const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as Record<
   string,
