@@ -5,15 +5,18 @@
 // licence requires its bpmn.io watermark to stay visible wherever it draws: the viewer's own logo
 // (its link to https://bpmn.io) is copied unchanged into every exported SVG, below the diagram so
 // nothing overlaps it. The page's CSP lets it run its own bundle only and connect nowhere.
-import type { Logger } from 'pino';
-import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
+import {
+  type BrowserSettings,
+  BrowserUnavailable,
+  type PageKind,
+  scriptPage,
+  settingsPool,
+} from './browser-pool.ts';
 import { browserBundle } from './bundles.ts';
 import type { RenderReply } from './render-job.ts';
 
 const ORIGIN = 'http://devutil-bpmn.invalid';
 const MAX_SVG = 8 * 1024 * 1024;
-/** A page renders this many diagrams, then is replaced. */
-const RECYCLE_AFTER = 200;
 
 const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>devutil bpmn</title>
 <script src="/bpmn-viewer.js"></script></head><body><div id="canvas" style="width:1200px;height:900px"></div></body></html>`;
@@ -82,15 +85,7 @@ function page(path: string): PageKind {
   });
 }
 
-export interface BpmnBrowserOptions {
-  executable: string;
-  browsers: number;
-  pages: number;
-  idleMs: number;
-  heapMb: number;
-  timeoutMs: number;
-  log: Logger;
-}
+export type BpmnBrowserOptions = BrowserSettings;
 
 export interface BpmnBrowser {
   readonly version: string;
@@ -107,23 +102,7 @@ export function bpmnBrowser(o: BpmnBrowserOptions): BpmnBrowser {
     );
     return { version: '', render: () => Promise.reject(err), close: async () => {} };
   }
-  const pool = new BrowserPool({
-    executable: o.executable,
-    browsers: o.browsers,
-    pages: o.pages,
-    timeoutMs: o.timeoutMs,
-    startTimeoutMs: Math.max(30_000, o.timeoutMs),
-    idleMs: o.idleMs,
-    heapMb: o.heapMb,
-    recycleAfter: RECYCLE_AFTER,
-    maxOutput: MAX_SVG,
-    kind: page(bundle.path),
-    onEvent: (event, detail) =>
-      o.log[event === 'timeout' || event === 'crash' || event === 'blocked' ? 'warn' : 'debug'](
-        detail,
-        `bpmn browser ${event}`,
-      ),
-  });
+  const pool = settingsPool(o, 'bpmn', page(bundle.path), MAX_SVG);
   return {
     version: bundle.version,
     render: (source) => pool.run(source),

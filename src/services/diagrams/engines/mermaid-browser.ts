@@ -5,8 +5,14 @@
 // sanitised (DOMPurify), click callbacks and javascript: links are off, and a %%{init}%% directive
 // cannot change the security level or the size limits (Mermaid's "secure" keys). The page's CSP
 // lets it run its own bundle only and connect nowhere.
-import type { Logger } from 'pino';
-import { BrowserPool, BrowserUnavailable, type PageKind, scriptPage } from './browser-pool.ts';
+import {
+  type BrowserPool,
+  type BrowserSettings,
+  BrowserUnavailable,
+  type PageKind,
+  scriptPage,
+  settingsPool,
+} from './browser-pool.ts';
 import { browserBundle } from './bundles.ts';
 import type { RenderReply } from './render-job.ts';
 
@@ -68,16 +74,9 @@ export function mermaidPage(bundle: string, o: { maxTextSize: number; maxOutput:
   });
 }
 
-export interface MermaidBrowserOptions {
-  executable: string;
-  browsers: number;
-  pages: number;
-  idleMs: number;
-  heapMb: number;
-  timeoutMs: number;
+export interface MermaidBrowserOptions extends BrowserSettings {
   /** Largest source (Mermaid's maxTextSize). */
   maxSource: number;
-  log: Logger;
 }
 
 export interface MermaidBrowser {
@@ -88,8 +87,6 @@ export interface MermaidBrowser {
   close(): Promise<void>;
 }
 
-/** A page renders this many diagrams, then is replaced (Mermaid keeps some state per render). */
-const RECYCLE_AFTER = 200;
 const MAX_SVG = 8 * 1024 * 1024;
 
 /** The Mermaid browser pool; it starts no browser before the first diagram that needs one. */
@@ -101,27 +98,9 @@ export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
     );
     return { version: '', pool: null, render: () => Promise.reject(err), close: async () => {} };
   }
-  const pool = new BrowserPool({
-    executable: o.executable,
-    browsers: o.browsers,
-    pages: o.pages,
-    timeoutMs: o.timeoutMs,
-    // A cold Chromium plus a 3 MB bundle on a loaded machine: seconds, not the render's budget.
-    startTimeoutMs: Math.max(30_000, o.timeoutMs),
-    idleMs: o.idleMs,
-    heapMb: o.heapMb,
-    recycleAfter: RECYCLE_AFTER,
-    maxOutput: MAX_SVG,
-    kind: mermaidPage(bundle.path, { maxTextSize: o.maxSource, maxOutput: MAX_SVG }),
-    onEvent: (event, detail) =>
-      o.log[
-        event === 'timeout' || event === 'crash' || event === 'blocked'
-          ? 'warn'
-          : event === 'page-new'
-            ? 'debug'
-            : 'info'
-      ](detail, `mermaid browser ${event}`),
-  });
+  const kind = mermaidPage(bundle.path, { maxTextSize: o.maxSource, maxOutput: MAX_SVG });
+  // A page opened for a waiting render is routine; the browser's start and exit are worth a line.
+  const pool = settingsPool(o, 'mermaid', kind, MAX_SVG, (event) => event !== 'page-new');
   return {
     version: bundle.version,
     pool,
