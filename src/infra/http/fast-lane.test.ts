@@ -8,49 +8,15 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
+import { type Answer, getFrom, stableHeaders } from '../../../test/helpers/lane.ts';
 import { LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
+/** The answer with its body as text. */
+async function get(url: string, from: string, headers: Record<string, string> = {}, method = 'GET') {
+  const a = await getFrom(url, from, headers, method);
+  return { ...a, body: a.body.toString('utf8') };
 }
-
-function get(
-  url: string,
-  from: string,
-  headers: Record<string, string> = {},
-  method = 'GET',
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers, agent: false, localAddress: from }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const PER_REQUEST = new Set([
-  'date',
-  'expires',
-  'x-request-id',
-  'ratelimit-remaining',
-  'ratelimit-reset',
-  'connection',
-  'keep-alive',
-]);
-const stable = (h: Answer['headers']) =>
-  Object.fromEntries(
-    Object.entries(h)
-      .filter(([k]) => !PER_REQUEST.has(k))
-      .sort(([a], [b]) => a.localeCompare(b)),
-  );
+const stable = (h: Answer['headers']) => stableHeaders(h);
 const LIMIT = 30;
 const AVATAR_TOKEN = 'lane-avatar-token-0123456789abcdef';
 const MD5 = '0123456789abcdef0123456789abcdef';
@@ -114,7 +80,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
 
   it('charges the route rate limit and leaves the 429 to the router', async () => {
     const before = answered();
-    const seen: Answer[] = [];
+    const seen: Awaited<ReturnType<typeof get>>[] = [];
     for (let i = 0; i < LIMIT + 5; i++) seen.push(await get(`${lane.url}/rest/api/v1/ip`, '127.0.0.3'));
     assert.deepEqual(
       seen.map((a) => a.status),

@@ -3,47 +3,14 @@
 // counting each repeat; a request whose headers pick another rendering (the color mapper) and a
 // diagram that read URLs stay the router's. Real HTTP over loopback (inject() bypasses the lane).
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import plantumlEncoder from 'plantuml-encoder';
+import { type Answer, getFrom, stableHeaders } from '../../../../test/helpers/lane.ts';
 import { type Running, startTestServer } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-function get(url: string, from: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { headers, agent: false, localAddress: from }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const PER_REQUEST = new Set([
-  'date',
-  'expires',
-  'x-request-id',
-  'ratelimit-remaining',
-  'ratelimit-reset',
-  'connection',
-  'keep-alive',
-]);
-const stable = (h: Answer['headers']) =>
-  Object.fromEntries(
-    Object.entries(h)
-      .filter(([k]) => !PER_REQUEST.has(k))
-      .sort(([a], [b]) => a.localeCompare(b)),
-  );
+const get = getFrom;
+const stable = (h: Answer['headers']) => stableHeaders(h);
 const LIMIT = 30;
 
 describe('the fast lane: cached PlantUML diagrams', {
