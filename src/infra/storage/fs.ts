@@ -68,6 +68,21 @@ export class BlobKeyError extends Error {
 
 const isAnyErr = (err: unknown, ...codes: string[]) => codes.some((c) => isErr(err, c));
 
+/**
+ * mkdir -p of a key's directory while a delete may prune the same parents (uploads/ after its last
+ * upload): a parent removed between two of its steps fails it with ENOENT, so it is tried again.
+ */
+async function mkdirInPruned(dir: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await mkdir(dir, { recursive: true });
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !isErr(err, 'ENOENT')) throw err;
+    }
+  }
+}
+
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
   try {
@@ -197,7 +212,7 @@ export class FsBlobStore implements BlobStore {
       await fsyncDir(dirname(bodyPath));
       const recTmp = join(this.tmpDir, `${process.pid}-${id}.rec`);
       await writeDurable(recTmp, json);
-      await mkdir(dirname(final), { recursive: true });
+      await mkdirInPruned(dirname(final));
       let previous: string | null = null;
       try {
         await this.publishing.run(final, async () => {
@@ -247,7 +262,7 @@ export class FsBlobStore implements BlobStore {
         return await op();
       } catch (err) {
         if (attempt >= 5 || !isErr(err, 'ENOENT')) throw err;
-        await mkdir(dirname(path), { recursive: true });
+        await mkdirInPruned(dirname(path));
       }
     }
   }
