@@ -3,15 +3,16 @@
 // scripts/test-tiers.js leaves to the whole suite (`npm run test:all`, or `--all`); `--runtime-sensitive`
 // adds the files whose subject differs between Node runtimes (CI's leg on the older runtime); given
 // paths run every test file under them whatever its tier (a path to a file is taken whatever its
-// name); `--list` prints the selected files, longest first, and runs nothing. Files run through node's
-// own test runner (types stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
+// name); `--list` prints the selected files, longest first, and runs nothing. Each file is run by
+// node itself, its tests by node:test with the spec reporter, without a `node --test` parent (types
+// stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 //
 // Each file runs in a process group of its own, a few at a time, and has a time budget
 // (DEVUTIL_TEST_FILE_TIMEOUT seconds, or --file-timeout=SEC): a file still running past it (a hook
 // that never settles, a server or child a fixture left running) is stopped with everything it
 // started and reported as timed out, and the run goes on. node --test alone waits for such a file
-// for ever. A file's report is printed whole when it ends, so parallel files do not interleave.
+// for ever, and so would node itself: a file's process stays while a handle is open. A file's report is printed whole when it ends, so parallel files do not interleave.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
@@ -26,7 +27,7 @@ import {
 } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { countsOf, sumCounts } from './test-counts.js';
+import { countsOf, fileCounts, sumCounts } from './test-counts.js';
 import { cpuMeter } from './test-cpu.js';
 import { longestFirst, mayStart, takeNext } from './test-order.js';
 import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
@@ -34,8 +35,8 @@ import { TS_EXEC_ARGV } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const DEFAULT_FILE_TIMEOUT_SEC = 600;
-// After the budget: SIGTERM to the file's runner (Node 24+ prints which tests were still running),
-// then SIGKILL to its whole process group this much later.
+// After the budget: SIGTERM to the file's process (its report so far names the tests that ended), then
+// SIGKILL to its whole process group this much later.
 const KILL_GRACE_MS = 5000;
 const HEARTBEAT_MS = 60_000;
 
@@ -170,8 +171,9 @@ function killGroup(child, signal) {
   }
 }
 
-// NODE_TEST_CONTEXT is how node:test tells a file it runs under a runner: a run started from inside
-// a test (test/repo/runner.test.ts) is a runner of its own.
+// NODE_TEST_CONTEXT is how node:test tells a file it runs under `node --test` (its tests then report
+// to the parent in a format of their own, not with the spec reporter): a run started from inside a
+// test (test/repo/runner.test.ts, perhaps run by hand with `node --test`) is a runner of its own.
 const { NODE_TEST_CONTEXT: _ctx, ...inherited } = process.env;
 const childEnv = {
   ...inherited,
@@ -219,7 +221,11 @@ function runFile(file) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const budget = budgetSec(file);
-    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--test', '--test-reporter=spec', file], {
+    // The file itself, not `node --test file`: node:test runs a file's tests when it is executed, and
+    // `--test` costs a second Node process per file (the parent that spawns the file and reports for
+    // it: about 0.3-0.4 CPU-s of a small file's 2 s, and tsx loaded twice on Node 20). The exit code
+    // says the same: non-zero on a failing test or hook, a top-level throw, an error after the tests.
+    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--test-reporter=spec', file], {
       cwd: root,
       detached: true, // its own process group: a timeout stops the file and everything it started
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -330,7 +336,7 @@ try {
 }
 
 const bad = results.filter((r) => r.status !== 'passed').sort((a, b) => a.file.localeCompare(b.file));
-const counts = sumCounts(results.map((r) => countsOf(r.output)));
+const counts = sumCounts(results.map((r) => fileCounts(r.output, r.status === 'failed')));
 const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20);
 console.log(`\n${slowest.length} slowest files:`);
 for (const r of slowest) console.log(`  ${secs(r.ms).padStart(8)}  ${r.file}`);

@@ -1,6 +1,7 @@
 // `npm test` itself (scripts/test.js): a file that hangs is stopped at the per-file timeout together
 // with what it started, the run goes on with the other files and fails, and failures are listed; a
-// file may declare a longer budget of its own; each file's CPU is measured and recorded.
+// file may declare a longer budget of its own; each file's CPU is measured and recorded; each file is
+// run by node itself (no `node --test` parent), and fails on whatever failed it under `--test`.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ after(() => {
 function runner(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number | null; out: string }> {
+): Promise<{ code: number | null; out: string; pid: number }> {
   const child = spawn(process.execPath, [join(ROOT, 'scripts/test.js'), ...args], {
     cwd: ROOT,
     detached: true,
@@ -40,7 +41,7 @@ function runner(
   child.stderr?.on('data', (c) => {
     out += c;
   });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, out })));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, out, pid: child.pid ?? 0 })));
 }
 
 /** True while `pid` runs: a killed process waiting to be reaped (state Z) has stopped. */
@@ -84,14 +85,40 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
   });
 
   it('gives a file the longer budget its opening lines declare, and no other file', async () => {
-    const r = await runner(['--file-timeout=3', `${FIX}/slow-declared.ts`, `${FIX}/slow.ts`]);
+    const r = await runner([
+      '--file-timeout=3',
+      `${FIX}/slow-declared.ts`,
+      `${FIX}/slow.ts`,
+      `${FIX}/leaves-handle.ts`,
+    ]);
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /✔ test\/fixtures\/runner\/slow-declared\.ts passed/);
     assert.match(
       r.out,
       /✖ test\/fixtures\/runner\/slow\.ts TIMED OUT after [\d.]+ s \(per-file timeout 3 s\)/,
     );
-    assert.match(r.out, /2 test files .*: 1 passed, 0 failed, 1 timed out/);
+    // Its test passed, but a timer it left keeps its process: a file is done when its process ends.
+    assert.match(r.out, /✖ test\/fixtures\/runner\/leaves-handle\.ts TIMED OUT after/);
+    assert.match(r.out, /3 test files .*: 1 passed, 0 failed, 2 timed out/);
+  });
+
+  it('runs each file as its own child and fails a file that throws, rejects late or fails a hook', async () => {
+    const pidFile = join(tempDir(), 'pid');
+    const failing = ['fails', 'throws', 'rejects-late', 'before-fails'];
+    const r = await runner(
+      [...failing, 'skips-all', 'parent'].map((f) => `${FIX}/${f}.ts`),
+      { RUNNER_FIXTURE_PID_FILE: pidFile },
+    );
+    assert.equal(r.code, 1, r.out);
+    // No `node --test` between the runner and the file: that extra process per file cost CPU.
+    assert.equal(Number(readFileSync(pidFile, 'utf8')), r.pid, 'the file is a child of the runner');
+    const summary = r.out.slice(r.out.lastIndexOf('test files in'));
+    for (const f of failing) assert.match(summary, new RegExp(`✖ test/fixtures/runner/${f}\\.ts: failed\n`));
+    assert.match(r.out, /6 test files .*: 2 passed, 4 failed, 0 timed out/);
+    // A file that failed outside its tests (throws, rejects-late) counts as one failing test, as
+    // under `node --test`; the hook's test is cancelled; the skipped file's two skips count.
+    assert.match(r.out, /\n8 tests: 2 passed, 3 failed, 2 skipped, 1 cancelled, 0 todo\n/);
+    assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips-all\.ts 2\n/);
   });
 
   it('passes a run whose files all pass, and counts its tests and skips', async () => {
