@@ -102,9 +102,9 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.match(r.out, /3 test files .*: 1 passed, 0 failed, 2 timed out/);
   });
 
-  it('runs each file as its own child and fails a file that throws, rejects late or fails a hook', async () => {
+  it('runs each file as its own child and fails a file that throws, fails late or fails a hook', async () => {
     const pidFile = join(tempDir(), 'pid');
-    const failing = ['fails', 'throws', 'rejects-late', 'before-fails'];
+    const failing = ['fails', 'throws', 'rejects-late', 'throws-late', 'before-fails'];
     const r = await runner(
       [...failing, 'skips-all', 'parent'].map((f) => `${FIX}/${f}.ts`),
       { RUNNER_FIXTURE_PID_FILE: pidFile },
@@ -114,10 +114,10 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.equal(Number(readFileSync(pidFile, 'utf8')), r.pid, 'the file is a child of the runner');
     const summary = r.out.slice(r.out.lastIndexOf('test files in'));
     for (const f of failing) assert.match(summary, new RegExp(`✖ test/fixtures/runner/${f}\\.ts: failed\n`));
-    assert.match(r.out, /6 test files .*: 2 passed, 4 failed, 0 timed out/);
-    // A file that failed outside its tests (throws, rejects-late) counts as one failing test, as
+    assert.match(r.out, /7 test files .*: 2 passed, 5 failed, 0 timed out/);
+    // A file that failed outside its tests (throws, rejects-late, throws-late) counts as one failing test, as
     // under `node --test`; the hook's test is cancelled; the skipped file's two skips count.
-    assert.match(r.out, /\n8 tests: 2 passed, 3 failed, 2 skipped, 1 cancelled, 0 todo\n/);
+    assert.match(r.out, /\n10 tests: 3 passed, 4 failed, 2 skipped, 1 cancelled, 0 todo\n/);
     assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips-all\.ts 2\n/);
   });
 
