@@ -20,7 +20,12 @@ const BIN = join(ROOT, 'bin/devutil.js');
 const HAS_HOOKS = 'registerHooks' in (await import('node:module'));
 const run = promisify(execFile);
 
-function baseEnv(port: number): Record<string, string> {
+/**
+ * `prestart` (the default's JVM at start-up) for the one test that starts from the printed default
+ * config: the others are about signals, config errors and IP shapes, and a JVM started and stopped
+ * for each of them was most of this file's CPU.
+ */
+function baseEnv(port: number, prestart = false): Record<string, string> {
   return {
     PATH: process.env['PATH'] ?? '',
     HOME: process.env['HOME'] ?? '/root',
@@ -30,8 +35,9 @@ function baseEnv(port: number): Record<string, string> {
     DEVUTIL_LOG_LEVEL: 'info',
     DEVUTIL_RELAY_ENABLED: 'false',
     DEVUTIL_DRAIN_DELAY_MS: '0',
-    // The run's PlantUML build (test/helpers/server.ts): the servers here start their JVM at
-    // start-up (the default), but need not each compile the worker and train its class archive.
+    DEVUTIL_DIAGRAMS_PRESTART: String(prestart),
+    // The run's PlantUML build (test/helpers/server.ts): a server that starts its JVM at start-up
+    // need not compile the worker and train its class archive again.
     ...sharedDiagramsBuildEnv(),
   };
 }
@@ -49,7 +55,8 @@ function waitUp(port: number): Promise<void> {
       (r) => r.ok,
       () => false, // not listening yet
     );
-  return waitFor(healthy, `the server on ${port} to come up`);
+  // Minutes, not the default 30 s: on Node 20 (tsx) at load 35 a start took longer than that.
+  return waitFor(healthy, `the server on ${port} to come up`, 120_000);
 }
 
 interface Got {
@@ -190,7 +197,7 @@ describe('devutil process', () => {
 
   it('starts from its own printed config: devutil config > cfg.json; devutil serve --config cfg.json', async () => {
     const port = await freePort();
-    const printed = await run(process.execPath, [BIN, 'config'], { env: baseEnv(port) });
+    const printed = await run(process.execPath, [BIN, 'config'], { env: baseEnv(port, true) });
     assert.equal(printed.stderr, '');
     const file = join(tempDir(), 'cfg.json');
     writeFileSync(file, printed.stdout);
@@ -319,7 +326,7 @@ describe('devutil process', () => {
   });
 
   it('runs several workers with --workers and stops them all on SIGTERM', async () => {
-    const p = await startDevutilProcess({}, ['--workers', '2']);
+    const p = await startDevutilProcess({}, ['--workers', '2'], { startTimeoutMs: 120_000 });
     try {
       // Both workers announce themselves once they listen.
       await waitFor(

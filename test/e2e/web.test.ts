@@ -28,6 +28,8 @@ import { type Browser, CONTRAST_JS, collectErrors, launch } from './web-browser.
 
 const OUT = join(import.meta.dirname, '..', '..', 'test-output');
 const SECTIONS = ['files', 'ip', 'image', 'telegram', 'proxy', 'diagrams', 'avatar', 'relay', 'setup'];
+/** The single-stack test's host names, resolved by Chromium itself to 127.0.0.1 and ::1 only. */
+const SINGLE_STACK_HOSTS = '--host-resolver-rules=MAP v4.devutil.test 127.0.0.1, MAP v6.devutil.test [::1]';
 const BOT_KEY = '123456:AAE-WEB-e2e-secret-key-0123456789';
 
 /** A minimal Telegram Bot API stand-in: records sendMessage calls and answers like Telegram. */
@@ -107,7 +109,9 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     relay = await relayBackground.start(srv.app.ctx);
-    browser = await launch();
+    // One browser for every page with JavaScript, the single-stack test's too: its two host names
+    // (resolved by Chromium itself) reach nothing in the other tests.
+    browser = await launch({ args: [SINGLE_STACK_HOSTS] });
   });
   after(async () => {
     await browser?.close();
@@ -506,8 +510,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
 
   it('shows the caller details and both addresses read from the single-stack host names', async () => {
     // One dual-stack listener stands in for three host names: the page at localhost, an IPv4-only
-    // name and an IPv6-only name (two other origins: CORS and CSP at work). Chromium resolves the
-    // two test names itself, to 127.0.0.1 and ::1 only.
+    // name and an IPv6-only name (two other origins: CORS and CSP at work), SINGLE_STACK_HOSTS.
     const port = await freePort();
     const app = await buildTestServer({
       overrides: {
@@ -526,10 +529,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       headers: { 'x-forwarded-for': '8.8.8.8' },
     });
     assert.equal(warm.statusCode, 200, warm.body);
-    const stacked = await launch({
-      args: ['--host-resolver-rules=MAP v4.devutil.test 127.0.0.1, MAP v6.devutil.test [::1]'],
-    });
-    const page = await stacked.context.newPage();
+    const page = await browser.context.newPage();
     try {
       page.setDefaultTimeout(60_000);
       const errors = collectErrors(page);
@@ -580,7 +580,7 @@ describe('home page in Chromium', { skip: toolSkip('chromium') }, () => {
       assert.equal(await page.textContent('#ip-v6'), '::1');
       assert.deepEqual(errors, []);
     } finally {
-      await stacked.close();
+      await page.close();
       await app.close();
     }
   });
