@@ -15,6 +15,8 @@ export const WHOLE_SUITE_ONLY = {
   'test/e2e/rolling-restart.test.ts': 'three nodes behind nginx and HAProxy, each restarted under traffic',
   'test/e2e/redis-failover.test.ts':
     'a Sentinel group (primary, replica, three sentinels) failed over under traffic',
+  'test/e2e/socket-activation.test.ts':
+    'three socket-activated instances on Redis and S3 behind nginx, one restarted under traffic (src/activation.test.ts keeps the descriptor take-over in the fast tier)',
   'test/e2e/fleet.test.ts':
     'two groups of two instances; Redis stopped for 20 s and frozen for 12 s, an instance killed',
   'test/e2e/s3-incomplete-uploads.test.ts': 'a single-node Ceph (monitor, OSD, radosgw) started for one case',
