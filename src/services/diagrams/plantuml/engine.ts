@@ -25,6 +25,8 @@ export interface EngineConfig {
   workers: number;
   workerThreads: number;
   workerHeap: number;
+  /** Seconds without a render after which the main pool's JVMs exit (0 or absent = never). */
+  workerIdleSec?: number;
   timeoutMs: number;
   queueSize: number;
   /** Percent of the render slots and of the queue one client may hold. */
@@ -271,6 +273,7 @@ export class PlantumlEngine {
         threads: this.cfg.workerThreads,
         timeoutMs: this.cfg.timeoutMs,
         heapBytes: this.cfg.workerHeap,
+        ...(this.cfg.workerIdleSec ? { idleExitMs: this.cfg.workerIdleSec * 1000 } : {}),
         spawn: () => spawn({}),
         retryStart: (w) => w.sharedArchive !== undefined && !this.closed,
         onHello: (h) => {
