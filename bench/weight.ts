@@ -6,7 +6,9 @@
 // depends on the system's build, and the idle settings close it.
 // The worker and its class archive are built in a directory kept between runs (as a server's data
 // directory keeps them): a first run's archive training JVM would count in its start-up tree.
-//   BENCH_IDLE_SEC (20): the idle settings the server gets (render processes, browser pool, JVM)
+//   BENCH_IDLE_SEC (20): the idle settings the server gets (render processes, browser pool)
+//   BENCH_JVM_IDLE_SEC (unset: the JVM is kept, as by default, and weighs in the idle tree)
+//   BENCH_JVM_INITIAL_HEAP (unset: the default; 0 = Java's own)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,11 +95,16 @@ async function main(): Promise<void> {
     DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
     DEVUTIL_DIAGRAMS_RENDER_THREAD_IDLE_SEC: idle,
     DEVUTIL_DIAGRAMS_MERMAID_BROWSER_IDLE_SEC: idle,
-    DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC: idle,
+    ...(process.env['BENCH_JVM_IDLE_SEC']
+      ? { DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC: process.env['BENCH_JVM_IDLE_SEC'] }
+      : {}),
+    ...(process.env['BENCH_JVM_INITIAL_HEAP']
+      ? { DEVUTIL_DIAGRAMS_WORKER_INITIAL_HEAP: process.env['BENCH_JVM_INITIAL_HEAP'] }
+      : {}),
   };
   console.log(
     `# idle settings: ${Object.entries(env)
-      .filter(([k]) => k.includes('IDLE'))
+      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL'))
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );
@@ -140,7 +147,12 @@ async function main(): Promise<void> {
     let after = weigh(root);
     while (
       Date.now() < idleUntil &&
-      [...after.by.keys()].some((k) => k === 'render processes' || k === 'chromium' || k === 'JVM')
+      [...after.by.keys()].some(
+        (k) =>
+          k === 'render processes' ||
+          k === 'chromium' ||
+          (k === 'JVM' && !!env['DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC']),
+      )
     ) {
       await new Promise((r) => setTimeout(r, 500));
       after = weigh(root);

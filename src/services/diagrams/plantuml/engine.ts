@@ -25,6 +25,8 @@ export interface EngineConfig {
   workers: number;
   workerThreads: number;
   workerHeap: number;
+  /** The heap each worker JVM starts with (-Xms); absent: Java's default. */
+  workerInitialHeap?: number;
   /** Seconds without a render after which the main pool's JVMs exit (0 or absent = never). */
   workerIdleSec?: number;
   timeoutMs: number;
@@ -230,6 +232,7 @@ export class PlantumlEngine {
         jar: this.jar,
         classDir,
         heapBytes: this.cfg.workerHeap,
+        ...(this.cfg.workerInitialHeap ? { initialHeapBytes: this.cfg.workerInitialHeap } : {}),
         profile: this.cfg.securityProfile,
         urlAllowlist: this.cfg.urlAllowlist,
         limitSize: this.cfg.limitSize,
