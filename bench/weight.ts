@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     print('after start-up', start);
 
     const failed: string[] = [];
+    let loaded: Weight | undefined;
     // The browser's types first: a cold Chromium is the slowest start, and every engine should
     // still be loaded (inside the idle time) when the tree is weighed.
     const samples = [
@@ -135,12 +136,16 @@ async function main(): Promise<void> {
       });
       await r.arrayBuffer();
       if (r.status !== 200) failed.push(`${s.type} ${r.status}`);
+      // The heaviest tree of the pass: on a busy machine the pass outlasts the idle settings, and
+      // the processes of the first languages have exited by its end.
+      const w = weigh(root);
+      if (!loaded || w.pss > loaded.pss) loaded = w;
     }
     console.log(
       `# ${samples.length - failed.length} diagrams rendered${failed.length ? `; not rendered here: ${failed.join(', ')}` : ''}`,
     );
-    const loaded = weigh(root);
-    print('every engine loaded', loaded);
+    if (!loaded) throw new Error('no diagram rendered');
+    print('every engine loaded (the heaviest tree of the pass)', loaded);
 
     const idleUntil = Date.now() + IDLE_SEC * 1000 + 60_000;
     await new Promise((r) => setTimeout(r, IDLE_SEC * 1000));
