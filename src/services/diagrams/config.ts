@@ -35,6 +35,17 @@ export const diagramsSection = {
     min: 64 * 1024 ** 2,
     doc: 'heap cap (-Xmx) of each worker, shared by its render threads (C4/stdlib diagrams thrash a smaller heap)',
   }),
+  workerInitialHeap: bytes(32 * 1024 ** 2, {
+    min: 0,
+    doc: "heap each worker starts with (-Xms); it grows up to the worker heap as renders need it (0 = Java's own default, 1/64 of the machine's memory: 120 MiB resident in an idle worker on 24 GiB)",
+  }),
+  // Kept by default: a JVM start and its JIT warm-up cost the next diagram seconds. A server that
+  // draws PlantUML now and then sets it to return the JVM's memory (issue 35).
+  workerIdleSec: duration(0, {
+    unit: 's',
+    min: 0,
+    doc: 'the PlantUML worker JVMs exit after this long without a render, returning their memory, and start again on the next diagram (0 = kept until the server stops)',
+  }),
   timeoutMs: duration(10_000, {
     unit: 'ms',
     min: 100,

@@ -161,4 +161,24 @@ describe('render processes', { timeout: 240_000 }, () => {
     assert.deepEqual(p.pids(), []);
     await waitFor(() => !alive(pid), 'the process is gone');
   });
+
+  it('lets every process go when idle, the spare too, and starts one again for the next diagram', async () => {
+    const p = pool({ spares: 1, idleMs: 3000 });
+    try {
+      assert.equal((await p.run(small)).ok, true);
+      await waitFor(() => p.stats().processes === 2, 'a spare beside the process that rendered', 60_000);
+      const before = p.pids();
+      const spawned = p.spawned;
+      await waitFor(() => p.stats().processes === 0, 'no process left after the idle time', 60_000);
+      // Reaped means their exits were handled (the pool's exit handler runs as each is reaped):
+      // before the fix each one started a new spare there, and the pool never went below one.
+      await waitFor(() => before.every((pid) => !alive(pid)), 'the idle processes are gone');
+      assert.equal(p.stats().processes, 0, 'no spare started after the idle exits');
+      assert.equal(p.spawned, spawned, 'no process started since');
+      assert.equal((await p.run(small)).ok, true);
+      assert.ok(p.stats().processes >= 1, 'a process is back for the next diagram');
+    } finally {
+      await p.close();
+    }
+  });
 });

@@ -83,6 +83,8 @@ export class ProcessPool {
   spawned = 0;
   /** The last process started ended before it was ready. */
   private startFailed = false;
+  /** When a job last started or ended (ms): spares are kept only while the pool is in use. */
+  private lastUse = 0;
 
   constructor(o: ProcessPoolOptions) {
     this.o = o;
@@ -142,6 +144,9 @@ export class ProcessPool {
     // After a process that could not even start, only jobs start new ones (a broken installation
     // would otherwise start processes in a loop).
     if (this.closed || this.used.size === 0 || this.startFailed) return;
+    // An idle pool lets its processes go, the spare too: without this, each idle exit started a
+    // new spare (with the recent engines preloaded) and the pool never gave its memory back.
+    if (this.o.idleMs > 0 && Date.now() - this.lastUse >= this.o.idleMs) return;
     let idle = 0;
     for (const s of this.slots) if (!s.busy) idle++;
     while (idle < this.o.spares && this.slots.size < this.o.size + this.o.spares) {
@@ -212,6 +217,7 @@ export class ProcessPool {
     }
     const p = slot.busy;
     this.settle(slot);
+    this.lastUse = Date.now();
     slot.warm = true;
     const reply = msg.reply as RenderReply & { retire?: boolean; memory?: boolean };
     if (reply.retire) {
@@ -267,6 +273,7 @@ export class ProcessPool {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = null;
     slot.busy = p;
+    this.lastUse = Date.now();
     slot.engines.add(p.job.engine);
     if (this.o.preload?.(p.job.engine) ?? true) {
       this.used.delete(p.job.engine);
@@ -307,16 +314,22 @@ export class ProcessPool {
     slot.child.unwatch();
   }
 
-  private armIdle(slot: Slot): void {
+  private armIdle(slot: Slot, ms = this.o.idleMs): void {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = null;
     if (this.o.idleMs <= 0 || slot.busy) return;
     slot.idle = setTimeout(() => {
       if (slot.busy || !this.slots.has(slot)) return;
+      // A spare waits for the pool's idle time, not its own: it stays while another process renders.
+      const left = this.busyCount() > 0 ? this.o.idleMs : this.lastUse + this.o.idleMs - Date.now();
+      if (left > 0) {
+        this.armIdle(slot, left);
+        return;
+      }
       this.slots.delete(slot);
       this.o.onEvent?.('exit', { pid: slot.child.pid, idle: true });
       slot.child.kill();
-    }, this.o.idleMs);
+    }, ms);
     slot.idle.unref();
   }
 

@@ -25,6 +25,10 @@ export interface EngineConfig {
   workers: number;
   workerThreads: number;
   workerHeap: number;
+  /** The heap each worker JVM starts with (-Xms); absent: Java's default. */
+  workerInitialHeap?: number;
+  /** Seconds without a render after which the main pool's JVMs exit (0 or absent = never). */
+  workerIdleSec?: number;
   timeoutMs: number;
   queueSize: number;
   /** Percent of the render slots and of the queue one client may hold. */
@@ -228,6 +232,7 @@ export class PlantumlEngine {
         jar: this.jar,
         classDir,
         heapBytes: this.cfg.workerHeap,
+        ...(this.cfg.workerInitialHeap ? { initialHeapBytes: this.cfg.workerInitialHeap } : {}),
         profile: this.cfg.securityProfile,
         urlAllowlist: this.cfg.urlAllowlist,
         limitSize: this.cfg.limitSize,
@@ -271,6 +276,7 @@ export class PlantumlEngine {
         threads: this.cfg.workerThreads,
         timeoutMs: this.cfg.timeoutMs,
         heapBytes: this.cfg.workerHeap,
+        ...(this.cfg.workerIdleSec ? { idleExitMs: this.cfg.workerIdleSec * 1000 } : {}),
         spawn: () => spawn({}),
         retryStart: (w) => w.sharedArchive !== undefined && !this.closed,
         onHello: (h) => {
