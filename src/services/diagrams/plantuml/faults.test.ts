@@ -9,18 +9,10 @@ import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { memoryBomb, runaway } from '../../../../test/fixtures/plantuml/bombs.ts';
 import { type IncludeServer, startIncludeServer } from '../../../../test/fixtures/plantuml/include-server.ts';
+import { workerJvmPids } from '../../../../test/helpers/jvm.ts';
 import { buildTestServer } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
-
-/** PIDs of this test process's PlantUML worker JVMs (not the class-data archive's training run). */
-function workerPids(): number[] {
-  const r = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
-  return r.stdout
-    .split('\n')
-    .filter((l) => l.includes('DevutilPlantumlWorker') && !l.includes('-Ddevutil.train'))
-    .map((l) => Number(l.trim().split(/\s+/)[0]));
-}
 
 /** Child processes of `pid` running `name`. */
 function children(pid: number, name: string): number[] {
@@ -99,7 +91,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
   it('answers 504 for a render past the timeout, kills its dot and serves the next diagram on the same JVM', async () => {
     const warm = await post('/plantuml/txt', 'A -> B : warm');
     assert.equal(warm.statusCode, 200);
-    const [pid] = workerPids();
+    const [pid] = workerJvmPids();
     assert.ok(pid);
     const r = await post('/plantuml/svg', runaway());
     assert.equal(r.statusCode, 504);
@@ -108,7 +100,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     const next = await post('/plantuml/txt', 'A -> B : after the timeout');
     assert.equal(next.statusCode, 200);
     assert.match(next.body, /after the timeout/);
-    assert.deepEqual(workerPids(), [pid]);
+    assert.deepEqual(workerJvmPids(), [pid]);
     // The abandoned render's dot is killed once it is older than the timeout (+2 s).
     // Every 250 ms: each look spawns ps, and the dot lives two seconds past the deadline.
     await waitFor(() => children(pid, 'dot').length === 0, 'the runaway dot to be gone', 15_000, 250);
@@ -117,7 +109,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
 
   it('lowers an abandoned render thread to the least CPU priority', async () => {
     await post('/plantuml/txt', 'A -> B : up');
-    const [pid] = workerPids();
+    const [pid] = workerJvmPids();
     assert.ok(pid);
     const before = niceThreads(pid); // an earlier test's abandoned render may still run out
     // Smetana lays the graph out inside the JVM: the thread keeps running after the deadline.
@@ -127,7 +119,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     await waitFor(lowered, 'the abandoned render thread to run at nice 19', 5000);
     const next = await post('/plantuml/txt', 'A -> B : beside the abandoned render');
     assert.equal(next.statusCode, 200);
-    assert.deepEqual(workerPids(), [pid]);
+    assert.deepEqual(workerJvmPids(), [pid]);
   });
 
   it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
@@ -142,7 +134,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
 
   it('retries a request whose worker was killed mid-render on a fresh worker', async () => {
     await post('/plantuml/txt', 'A -> B : make sure a worker is up');
-    const [pid] = workerPids();
+    const [pid] = workerJvmPids();
     assert.ok(pid);
     inc.hold = true;
     const held = inc.nextHeld();
@@ -155,7 +147,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.match(r.body, /Carol/);
     // The server fetches includes for the JVMs: the retry on the new worker joined the same fetch.
     assert.equal(inc.hits.get('/slow-kill.puml'), 1);
-    const [next] = workerPids();
+    const [next] = workerJvmPids();
     assert.ok(next && next !== pid);
   });
 
@@ -180,7 +172,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
 
   it('leaves the other renders of a worker alone when one times out', async () => {
     // The first server's JVMs (one may still be stopping after the memory bomb replaced it).
-    const others = workerPids();
+    const others = workerJvmPids();
     const two = await buildTestServer({
       overrides: {
         diagrams: {
@@ -206,7 +198,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     let up = 504;
     for (let i = 0; i < 3 && up === 504; i++) up = (await send('A -> B : up')).statusCode;
     assert.equal(up, 200);
-    const mine = () => workerPids().filter((p) => !others.includes(p));
+    const mine = () => workerJvmPids().filter((p) => !others.includes(p));
     const pids = mine();
     assert.equal(pids.length, 1);
     // The runaway starts first, so its deadline passes while the sibling waits for its include.
@@ -230,12 +222,12 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     const reused = shared;
     shared = undefined;
     const extra = reused?.app ?? (await buildTestServer({ overrides: { diagrams: { workers: 1 } } }));
-    const notMine = new Set(reused?.others ?? workerPids());
+    const notMine = new Set(reused?.others ?? workerJvmPids());
     let mine: number[];
     try {
       const r = await extra.inject({ url: '/plantuml/txt/SyfFKj2rKt3CoKnELR1Io4ZDoSa70000' });
       assert.equal(r.statusCode, 200);
-      mine = workerPids().filter((p) => !notMine.has(p));
+      mine = workerJvmPids().filter((p) => !notMine.has(p));
       assert.equal(mine.length, 1);
     } finally {
       await extra.close();
@@ -319,29 +311,29 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
 
   it('renders a diagram that timed out, and a client whose renders timed out twice, in a low-priority JVM of its own', async () => {
     assert.equal((await post('A -> B : up', '198.51.100.1')).statusCode, 200);
-    const [main] = workerPids();
+    const [main] = workerJvmPids();
     assert.ok(main);
     const bomb = runaway(true, 'suspect');
     assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
     // One strike: the client's other diagrams stay on the main JVM.
     const once = await post('A -> B : after one strike', '198.51.100.2');
     assert.equal(once.statusCode, 200);
-    assert.deepEqual(workerPids(), [main]);
+    assert.deepEqual(workerJvmPids(), [main]);
     // The same diagram again: rendered (and timed out) in quarantine, whose JVM is killed for it.
     assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
     const q = await quarantineEvents();
     assert.equal(q['timeout'], 1, JSON.stringify(q));
-    await waitFor(() => workerPids().length === 1, 'the quarantine JVM to be killed', 10_000, 250);
+    await waitFor(() => workerJvmPids().length === 1, 'the quarantine JVM to be killed', 10_000, 250);
     // Two strikes: the client's next diagram is served by a quarantine JVM at the lowest priority.
     const again = await post('A -> B : from the suspect', '198.51.100.2');
     assert.equal(again.statusCode, 200);
     assert.match(again.body, /from the suspect/);
-    const quarantine = workerPids().filter((p) => p !== main);
+    const quarantine = workerJvmPids().filter((p) => p !== main);
     assert.equal(quarantine.length, 1);
     assert.equal(niceOf(quarantine[0]!), 19);
     assert.equal(niceOf(main), 0);
     const other = await post('A -> B : someone else', '198.51.100.1');
     assert.equal(other.statusCode, 200);
-    assert.ok(workerPids().includes(main));
+    assert.ok(workerJvmPids().includes(main));
   });
 });
