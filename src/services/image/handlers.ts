@@ -1,5 +1,5 @@
-// The image handlers: a picture (or a placeholder) for GET /rest/api/v1/image and the catalogue
-// page for /list. Each takes the ImageDeps imageRoutes builds once.
+// The image handlers: a picture (or a placeholder) for GET /rest/api/v1/image; the catalogue page
+// for /list is in list.ts. Each takes the ImageDeps imageRoutes builds once.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import {
@@ -18,7 +18,6 @@ import {
   type ImageOptions,
   outputSize,
   ParamError,
-  parseCategory,
   parseQuery,
 } from './params.ts';
 import {
@@ -42,27 +41,12 @@ export interface ImageDeps {
 
 export type QueryReq = FastifyRequest<{ Querystring: Record<string, unknown> }>;
 
-const unknownCategory = () => notFound('no such image category', 'IMAGE_NO_CATEGORY');
+export const unknownCategory = () => notFound('no such image category', 'IMAGE_NO_CATEGORY');
 
 const safeName = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80) || 'image';
 
 const maxAge = (cfg: Config['image'], degraded: boolean) =>
   `public, max-age=${degraded ? Math.min(60, cfg.maxAgeSec) : cfg.maxAgeSec}`;
-
-/** The category parameter of a request, or a 400 for a name that cannot be a category. */
-function categoryOf(q: Record<string, unknown>): string | undefined {
-  try {
-    return parseCategory(q) ?? undefined;
-  } catch (err) {
-    if (err instanceof ParamError) throw badRequest(err.message, 'BAD_IMAGE_PARAMS');
-    throw err;
-  }
-}
-
-function positive(v: unknown, def: number, max: number): number {
-  const n = typeof v === 'string' && /^\d{1,7}$/.test(v) ? Number(v) : NaN;
-  return Number.isFinite(n) && n >= 1 ? Math.min(n, max) : def;
-}
 
 /** GET /rest/api/v1/image: a picture from the sources, or a placeholder when ?text is given. */
 export async function serveImage(d: ImageDeps, req: QueryReq, reply: FastifyReply) {
@@ -167,55 +151,4 @@ async function placeholder(
       omitOn304: ['content-type', 'content-length'],
     }))
     .send(reply, req);
-}
-
-/** GET /rest/api/v1/image/list: one page of the catalogue, with Link headers to its neighbours. */
-export async function listImages(d: ImageDeps, req: QueryReq, reply: FastifyReply) {
-  const { svc } = d;
-  const page = positive(req.query['page'], 1, 1_000_000);
-  const limit = positive(req.query['limit'], 30, 100);
-  const category = categoryOf(req.query);
-  let c: ReturnType<ImageService['list']>;
-  try {
-    c = svc.list((page - 1) * limit, limit, category);
-  } catch (err) {
-    if (err instanceof UnknownCategoryError) throw unknownCategory();
-    throw err;
-  }
-  const base = `${d.base}/rest/api/v1/image`;
-  const inCategory = category === undefined ? '' : `&category=${encodeURIComponent(category)}`;
-  const links: string[] = [];
-  if (page > 1) links.push(`<${base}/list?page=${page - 1}&limit=${limit}${inCategory}>; rel="prev"`);
-  if (page * limit < c.total)
-    links.push(`<${base}/list?page=${page + 1}&limit=${limit}${inCategory}>; rel="next"`);
-  if (links.length) reply.header('link', links.join(', '));
-  reply.header('cache-control', 'no-cache').header('access-control-expose-headers', 'Link');
-  const images = c.items.map((e) => ({
-    id: e.id,
-    width: e.width ?? null,
-    height: e.height ?? null,
-    author: e.author ?? null,
-    license: e.license ?? null,
-    url: e.url ?? null,
-    downloadUrl: `${base}?id=${encodeURIComponent(e.id)}`,
-    category: e.category ?? null,
-  }));
-  const categories = svc.categories().map((k) => ({
-    name: k.name,
-    total: k.total,
-    downloadUrl: `${base}?category=${encodeURIComponent(k.name)}`,
-  }));
-  return {
-    status: 1,
-    message: 'success',
-    data: {
-      source: c.source,
-      total: c.total,
-      page,
-      limit,
-      images,
-      ...(category === undefined ? {} : { category }),
-      categories,
-    },
-  };
 }

@@ -1,10 +1,12 @@
 // GET /rest/api/v1/image (docs/protocols/public-interface.md §4) and GET /rest/api/v1/image/list (Picsum's
 // /v2/list, docs/protocols/picsum.md §4, in the v1 envelope), both with ?category=<subdirectory>. Thin:
-// the route table; the handlers (validate, ask the ImageService, set caching headers) are in handlers.ts.
+// the route table; the handlers (validate, ask the ImageService, set caching headers) are in
+// handlers.ts and list.ts.
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
-import { type ImageDeps, listImages, serveImage } from './handlers.ts';
+import { type ImageDeps, serveImage } from './handlers.ts';
+import { listImages } from './list.ts';
 import { MAX_TEXT } from './placeholder.ts';
 import type { ImageService } from './service.ts';
 

@@ -5,8 +5,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { badRequest, forbidden, unavailable } from '../../infra/http/errors.ts';
 import { QueueFull } from '../../infra/limits/fair-queue.ts';
+import { wantsText } from './handlers.ts';
 import { PortCheck } from './port-check.ts';
-import { wantsText } from './routes.ts';
 import { scopeOf } from './scope.ts';
 
 type Route = { Params: { port: string }; Querystring: { format?: 'json' | 'text' } };

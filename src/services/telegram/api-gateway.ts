@@ -7,9 +7,10 @@
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError, alreadyLogged, forbidden, notFound, unauthorized } from '../../infra/http/errors.ts';
+import { AppError, forbidden, notFound, unauthorized } from '../../infra/http/errors.ts';
 import { multipartError } from '../../infra/http/multipart.ts';
 import type { FairQueue } from '../../infra/limits/fair-queue.ts';
+import { type AnswerDeps, answer } from './api-answer.ts';
 import {
   chatRef,
   type Encoding,
@@ -30,11 +31,10 @@ import {
   recipientRefusal,
 } from './api-request.ts';
 import type { ApiCall, BotApiClient, CallResult } from './client.ts';
-import { botApiError, describe } from './envelope.ts';
 import type { TelegramMetrics } from './index.ts';
 import { botAllowed, isBotKey, keyId, NOT_LISTED } from './key.ts';
 import { isLongPoll, isMessage, METHOD_NAME, recipientMethod } from './methods.ts';
-import { laterNotLost, queueRefusal, resultLabel, toAppError } from './outcome.ts';
+import { laterNotLost, queueRefusal, resultLabel } from './outcome.ts';
 import type { Pacing } from './pacing.ts';
 import { confine } from './recipient-params.ts';
 import { isRecipientToken, type Recipient, type RecipientStore } from './recipients.ts';
@@ -52,9 +52,6 @@ export interface GatewayDeps {
   pollQueue: FairQueue;
 }
 
-/** How a recipient inlet of another protocol answers a sent message (Telegram's Message object). */
-type Shape = (message: Record<string, unknown>) => unknown;
-
 export interface SendOptions {
   /** A refusal that passes with time is 503, not 429 (senders that retry 5xx only). */
   retryable?: boolean;
@@ -69,6 +66,30 @@ interface Caller {
   key: string;
   bot: string;
   recipient: Recipient | null;
+}
+
+/** A call routed to its method: what goes upstream and what it pays. */
+interface Route {
+  method: string;
+  out: Outgoing;
+  /** A long poll's timeout in seconds; null for any other call. */
+  pollSec: number | null;
+  message: boolean;
+  chat: string | null;
+  kind: string;
+}
+
+/** The canonical name of a method the recipient token was given, or 403. */
+export function permittedMethod(rcpt: Pick<Recipient, 'methods'>, method: string): string {
+  const m = recipientMethod(method);
+  if (!m || !rcpt.methods.includes(m))
+    throw forbidden(`this recipient token may call only ${rcpt.methods.join(', ')}`, 'METHOD_NOT_ALLOWED');
+  return m;
+}
+
+/** The metrics' kind of a call: a long poll, an upload, a message or any other call. */
+export function callKind(pollSec: number | null, enc: Encoding, message: boolean): string {
+  return pollSec !== null ? 'poll' : enc === 'multipart' ? 'upload' : message ? 'message' : 'call';
 }
 
 export class BotApiGateway {
@@ -99,38 +120,49 @@ export class BotApiGateway {
 
   /** One Bot API call, passed on: who calls, what is sent, what it pays, then Telegram's answer. */
   async call(req: FastifyRequest, reply: FastifyReply, token: string, method: string, test: boolean) {
+    const { who, enc } = await this.admit(req, token, method);
+    const p = await this.route(req, who, method, enc);
+    if (p.message) await this.pace(req, who.bot, p.chat);
+    const { r, ms } = await this.forward(req, reply, who, { ...p, test });
+    const fields = {
+      bot: who.bot.slice(0, 8),
+      method: p.method,
+      result: resultLabel(r),
+      ms: Math.round(ms),
+      ...(who.recipient ? { recipient: who.recipient.id } : {}),
+    };
+    const chatKey = p.message && p.chat ? this.d.pacing.chatKey(who.bot, p.chat) : null;
+    return answer(this.answering, req, reply, r, fields, chatKey);
+  }
+
+  /** The call checked before anything is read: a method name, who calls, a body a Bot API call can have. */
+  private async admit(req: FastifyRequest, token: string, method: string) {
     if (!METHOD_NAME.test(method)) throw notFound('no such method', 'NO_METHOD');
     const who = await this.caller(token);
     const enc = encodingOf(req.headers['content-type'], hasBody(req));
     if (!enc)
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', 415, 'a Bot API call is JSON, a form or multipart');
+    return { who, enc };
+  }
+
+  /**
+   * The call as it goes upstream: the method (a recipient token's: one it was given, confined to
+   * its chat), a long poll's timeout capped, the chat a message pays for, the metrics' kind.
+   */
+  private async route(req: FastifyRequest, who: Caller, method: string, enc: Encoding): Promise<Route> {
     const rcpt = who.recipient;
-    const name = rcpt ? this.permitted(rcpt, method) : method;
+    const name = rcpt ? permittedMethod(rcpt, method) : method;
     const out = rcpt
       ? await recipientCall(req, enc, this.limits, name, rcpt.chat)
       : await keyCall(req, enc, this.limits);
     const pollSec = isLongPoll(name) && !rcpt ? this.capPoll(out, enc) : null;
     const message = isMessage(name);
     const chat = rcpt ? rcpt.chat : message ? chatRef(param('chat_id', out.params, out.query)) : null;
-    if (message) await this.pace(req, who.bot, chat);
-    const kind = pollSec !== null ? 'poll' : enc === 'multipart' ? 'upload' : message ? 'message' : 'call';
-    const { r, ms } = await this.forward(req, reply, who, { method: name, test, out, pollSec, kind });
-    const fields = {
-      bot: who.bot.slice(0, 8),
-      method: name,
-      result: resultLabel(r),
-      ms: Math.round(ms),
-      ...(rcpt ? { recipient: rcpt.id } : {}),
-    };
-    return this.answer(req, reply, r, fields, message && chat ? this.d.pacing.chatKey(who.bot, chat) : null);
+    return { method: name, out, pollSec, message, chat, kind: callKind(pollSec, enc, message) };
   }
 
-  /** The canonical name of a method the recipient token was given, or 403. */
-  private permitted(rcpt: Recipient, method: string): string {
-    const m = recipientMethod(method);
-    if (!m || !rcpt.methods.includes(m))
-      throw forbidden(`this recipient token may call only ${rcpt.methods.join(', ')}`, 'METHOD_NOT_ALLOWED');
-    return m;
+  private get answering(): AnswerDeps {
+    return { pacing: this.d.pacing, timeoutMs: this.cfg.timeoutMs, upstream: this.d.client.upstream };
   }
 
   private get limits(): Limits {
@@ -166,7 +198,7 @@ export class BotApiGateway {
     req: FastifyRequest,
     reply: FastifyReply,
     who: Caller,
-    o: { method: string; test: boolean; out: Outgoing; pollSec: number | null; kind: string },
+    o: Route & { test: boolean },
   ): Promise<{ r: CallResult; ms: number }> {
     const { out } = o;
     const poll = o.pollSec !== null;
@@ -196,11 +228,16 @@ export class BotApiGateway {
       const refusal = recipientRefusal(ended);
       throw refusal instanceof AppError ? refusal : multipartError(ended);
     }
+    return { r, ms: this.record(o.kind, r, started) };
+  }
+
+  /** The call's count and duration by kind and result; its milliseconds since `started`. */
+  private record(kind: string, r: CallResult, started: number): number {
     const ms = performance.now() - started;
     const result = resultLabel(r);
-    this.d.metrics.api.inc({ kind: o.kind, result });
-    this.d.metrics.apiDuration.observe({ kind: o.kind, result }, ms / 1000);
-    return { r, ms };
+    this.d.metrics.api.inc({ kind, result });
+    this.d.metrics.apiDuration.observe({ kind, result }, ms / 1000);
+    return ms;
   }
 
   /**
@@ -249,8 +286,7 @@ export class BotApiGateway {
   ): Promise<FastifyReply> {
     const who = await this.recipientOf(token);
     const rcpt = who.recipient;
-    if (!rcpt.methods.includes('sendMessage'))
-      throw forbidden(`this recipient token may call only ${rcpt.methods.join(', ')}`, 'METHOD_NOT_ALLOWED');
+    permittedMethod(rcpt, 'sendMessage');
     let confined: Params;
     try {
       const given = typeof params === 'function' ? params(rcpt) : params;
@@ -273,77 +309,20 @@ export class BotApiGateway {
     } catch (err) {
       throw queueRefusal(err, false);
     }
-    const ms = performance.now() - started;
-    const result = resultLabel(r);
-    const kind = opts.via ?? 'recipient';
-    this.d.metrics.api.inc({ kind, result });
-    this.d.metrics.apiDuration.observe({ kind, result }, ms / 1000);
+    const ms = this.record(opts.via ?? 'recipient', r, started);
     const fields = {
       bot: who.bot.slice(0, 8),
       method: 'sendMessage',
-      result,
+      result: resultLabel(r),
       ms: Math.round(ms),
       recipient: rcpt.id,
       ...(opts.via ? { via: opts.via } : {}),
     };
     const shape = opts.shape;
-    return this.answer(req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat), {
+    return answer(this.answering, req, reply, r, fields, this.d.pacing.chatKey(who.bot, rcpt.chat), {
       retryable: opts.retryable === true,
       ...(shape ? { shape: (message: Record<string, unknown>) => shape(message, rcpt) } : {}),
     });
-  }
-
-  /** Telegram's answer as Telegram gave it; our own failures in the same shape. */
-  private async answer(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    r: CallResult,
-    fields: Record<string, unknown>,
-    chatKey: string | null,
-    { retryable = false, shape }: { retryable?: boolean; shape?: Shape } = {},
-  ) {
-    reply.header('cache-control', 'no-store');
-    if (r.kind === 'ok') {
-      req.log.info(fields, 'bot api call');
-      if (!shape) return reply.code(r.status).type('application/json').send(r.text);
-      const message = typeof r.result === 'object' && r.result !== null ? r.result : {};
-      return reply
-        .code(200)
-        .type('application/json')
-        .send(`${JSON.stringify(shape(message as Record<string, unknown>))}\n`);
-    }
-    if (r.kind === 'api-error' && r.errorCode < 500) {
-      req.log.info({ ...fields, description: r.description }, 'telegram refused');
-      if (r.errorCode === 429 && chatKey) await this.d.pacing.paused(req, chatKey, r.retryAfter);
-      // Another protocol's inlet: Telegram's refusal in that protocol's envelope.
-      if (shape) throw alreadyLogged(reply, toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
-      if (r.errorCode === 429) reply.header('retry-after', Math.max(1, Math.ceil(r.retryAfter ?? 1)));
-      const parameters = {
-        ...(r.retryAfter !== undefined ? { retry_after: r.retryAfter } : {}),
-        ...(r.migrateTo !== undefined ? { migrate_to_chat_id: r.migrateTo } : {}),
-      };
-      const later = retryable && r.errorCode === 429;
-      const status = later ? 503 : r.errorCode >= 400 ? r.errorCode : 400;
-      return reply
-        .code(status)
-        .type('application/json')
-        .send(
-          botApiError(
-            later ? 503 : r.errorCode,
-            later ? describe(503, `telegram: ${r.description}`) : r.description,
-            Object.keys(parameters).length ? parameters : undefined,
-          ),
-        );
-    }
-    if (r.kind === 'network') {
-      req.log.warn(
-        { ...fields, code: r.code, detail: r.message, host: this.d.client.upstream.host },
-        'telegram unreachable',
-      );
-    } else if (r.kind === 'blocked')
-      req.log.warn({ ...fields, detail: r.message }, 'telegram address not allowed');
-    else req.log.warn(fields, 'telegram failed');
-    throw alreadyLogged(reply, toAppError(r, this.cfg.timeoutMs, this.d.client.upstream));
   }
 
   /** One file of the bot, streamed through under the download cap. */
@@ -355,7 +334,8 @@ export class BotApiGateway {
       client: this.d.client,
       metrics: this.d.metrics,
       maxFileBytes: this.cfg.maxFileBytes,
-      answer: (r: CallResult, fields: Record<string, unknown>) => this.answer(req, reply, r, fields, null),
+      answer: (r: CallResult, fields: Record<string, unknown>) =>
+        answer(this.answering, req, reply, r, fields, null),
     };
     return download(deps, req, reply, who, path);
   }

@@ -5,14 +5,10 @@
 // licence requires its bpmn.io watermark to stay visible wherever it draws: the viewer's own logo
 // (its link to https://bpmn.io) is copied unchanged into every exported SVG, below the diagram so
 // nothing overlaps it. The page's CSP lets it run its own bundle only and connect nowhere.
-import {
-  type BrowserSettings,
-  BrowserUnavailable,
-  type PageKind,
-  scriptPage,
-  settingsPool,
-} from './browser-pool.ts';
+import { BrowserUnavailable } from './browser-pool.ts';
+import { type BrowserSettings, settingsPool } from './browser-settings.ts';
 import { browserBundle } from './bundles.ts';
+import { type PageKind, scriptPage } from './page-kind.ts';
 import type { RenderReply } from './render-job.ts';
 
 const ORIGIN = 'http://devutil-bpmn.invalid';

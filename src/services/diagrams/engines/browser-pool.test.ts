@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
-import { BrowserPool, type BrowserPoolOptions, type PageKind } from './browser-pool.ts';
+import { BrowserPool, type BrowserPoolOptions } from './browser-pool.ts';
+import type { PageKind } from './page-kind.ts';
 import { RenderTimeout } from './render-job.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

@@ -9,49 +9,10 @@
 // out of memory) takes its pages with it: the renders that were on them go once more to a new
 // browser. An idle browser exits after `idleMs`. Admission (fair queue, client share) is the
 // caller's; this only dispatches to free pages.
-import { readFileSync } from 'node:fs';
-import type { Logger } from 'pino';
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
+import { type PageKind, servePageRequest } from './page-kind.ts';
 import { RenderCrashed, RenderPoolClosed, type RenderReply, RenderTimeout } from './render-job.ts';
-
-/** What a page serves and runs: the renderer's files, its CSP and the script that sets it up. */
-export interface PageKind {
-  /** The page's origin: never resolved, every request to it is answered from `files`. */
-  readonly origin: string;
-  /** Path -> file; "/" is the page. */
-  files(): ReadonlyMap<string, { type: string; body: Buffer }>;
-  /** Content-Security-Policy of every file answered. */
-  readonly csp: string;
-  /** Evaluated once the page has loaded; defines globalThis.__devutilRender(source, options). */
-  readonly setup: string;
-}
-
-/**
- * A page kind of one HTML page and one script file (a drawing library's bundle), both answered from
- * memory under `origin`: the script is read from `scriptPath` on the first page load and kept.
- */
-export function scriptPage(o: {
-  origin: string;
-  html: string;
-  setup: string;
-  scriptUrl: string;
-  scriptPath: string;
-}): PageKind {
-  let files: Map<string, { type: string; body: Buffer }> | undefined;
-  return {
-    origin: o.origin,
-    csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
-    setup: o.setup,
-    files: () => {
-      files ??= new Map([
-        ['/', { type: 'text/html; charset=utf-8', body: Buffer.from(o.html) }],
-        [o.scriptUrl, { type: 'text/javascript; charset=utf-8', body: readFileSync(o.scriptPath) }],
-      ]);
-      return files;
-    },
-  };
-}
 
 export interface BrowserPoolOptions {
   executable: string;
@@ -80,54 +41,6 @@ export type BrowserEvent =
   | 'timeout'
   | 'crash'
   | 'blocked';
-
-/** The operator's browser settings a page kind's pool runs under (DEVUTIL_DIAGRAMS_MERMAID_*). */
-export interface BrowserSettings {
-  executable: string;
-  browsers: number;
-  pages: number;
-  idleMs: number;
-  heapMb: number;
-  timeoutMs: number;
-  log: Logger;
-}
-
-/** A page renders this many diagrams, then is replaced (page scripts keep some state per render). */
-const RECYCLE_AFTER = 200;
-
-/**
- * A pool of `kind` pages under the operator's settings, its events logged as `<name> browser
- * <event>`: failures at warn, `detailed` events at info, the rest at debug.
- */
-export function settingsPool(
-  o: BrowserSettings,
-  name: string,
-  kind: PageKind,
-  maxOutput: number,
-  detailed: (event: BrowserEvent) => boolean = () => false,
-): BrowserPool {
-  return new BrowserPool({
-    executable: o.executable,
-    browsers: o.browsers,
-    pages: o.pages,
-    timeoutMs: o.timeoutMs,
-    // A cold Chromium plus a bundle of megabytes on a loaded machine: seconds, not the render's budget.
-    startTimeoutMs: Math.max(30_000, o.timeoutMs),
-    idleMs: o.idleMs,
-    heapMb: o.heapMb,
-    recycleAfter: RECYCLE_AFTER,
-    maxOutput,
-    kind,
-    onEvent: (event, detail) =>
-      o.log[
-        event === 'timeout' || event === 'crash' || event === 'blocked'
-          ? 'warn'
-          : detailed(event)
-            ? 'info'
-            : 'debug'
-      ](detail, `${name} browser ${event}`),
-  });
-}
 
 /** The browser cannot be started here (a wrong path, a missing library): 503. */
 export class BrowserUnavailable extends Error {}
@@ -333,7 +246,10 @@ export class BrowserPool {
         if (method === 'Target.detachedFromTarget' && params['sessionId'] === sessionId)
           return this.lost(page, 'page');
         if (sid !== sessionId) return;
-        if (method === 'Fetch.requestPaused') return this.answer(cdp, sessionId, params);
+        if (method === 'Fetch.requestPaused')
+          return servePageRequest(this.o.kind, cdp, sessionId, params, (url) =>
+            this.o.onEvent?.('blocked', { url }),
+          );
         if (method === 'Inspector.targetCrashed') return this.lost(page, 'page');
         if (method === 'Page.loadEventFired') loaded();
       });
@@ -361,37 +277,6 @@ export class BrowserPool {
       );
       page.global = g.result.objectId;
     });
-  }
-
-  /** A request of a page: its own files from memory, anything else refused. */
-  private answer(cdp: Cdp, sessionId: string, params: Record<string, unknown>): void {
-    const requestId = String(params['requestId']);
-    const url = String((params['request'] as { url?: string } | undefined)?.url ?? '');
-    const k = this.o.kind;
-    const file = url.startsWith(`${k.origin}/`) ? k.files().get(url.slice(k.origin.length)) : undefined;
-    if (!file) {
-      this.o.onEvent?.('blocked', { url: url.slice(0, 200) });
-      void cdp
-        .send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }, sessionId)
-        .catch(() => {});
-      return;
-    }
-    void cdp
-      .send(
-        'Fetch.fulfillRequest',
-        {
-          requestId,
-          responseCode: 200,
-          responseHeaders: [
-            { name: 'Content-Type', value: file.type },
-            { name: 'Content-Security-Policy', value: k.csp },
-            { name: 'Cache-Control', value: 'no-store' },
-          ],
-          body: file.body.toString('base64'),
-        },
-        sessionId,
-      )
-      .catch(() => {});
   }
 
   private start(page: Page, p: Pending): void {

@@ -5,15 +5,10 @@
 // sanitised (DOMPurify), click callbacks and javascript: links are off, and a %%{init}%% directive
 // cannot change the security level or the size limits (Mermaid's "secure" keys). The page's CSP
 // lets it run its own bundle only and connect nowhere.
-import {
-  type BrowserPool,
-  type BrowserSettings,
-  BrowserUnavailable,
-  type PageKind,
-  scriptPage,
-  settingsPool,
-} from './browser-pool.ts';
+import { type BrowserPool, BrowserUnavailable } from './browser-pool.ts';
+import { type BrowserSettings, settingsPool } from './browser-settings.ts';
 import { browserBundle } from './bundles.ts';
+import { type PageKind, scriptPage } from './page-kind.ts';
 import type { RenderReply } from './render-job.ts';
 
 export const MERMAID_ORIGIN = 'http://devutil-mermaid.invalid';

@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
+import { decodeOrThrow } from './decode.ts';
 import { encodeDiagram } from './encoding.ts';
-import { decodeOrThrow } from './routes.ts';
 
 const DEFAULT = 'Bob -> Alice : hello';
 

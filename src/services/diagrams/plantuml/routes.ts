@@ -2,48 +2,19 @@
 // Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import type { ByteLru } from '../../../infra/cache/lru.ts';
 import { badRequest } from '../../../infra/http/errors.ts';
 import { typeList } from '../kroki/languages.ts';
 import { sendKrokiError } from '../kroki/reply.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
+import { decodeOrThrow } from './decode.ts';
 import { httpError, sendDiagram } from './diagram-reply.ts';
-import { DecodeError, decodeDiagram, decodeKroki, encodeDiagram, normalizeSource } from './encoding.ts';
+import { encodeDiagram, normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
 import { formatOf } from './formats.ts';
 
 type Params = { fmt: string; index?: string; encoded?: string };
 
 const MAX_INDEX = 10_000;
-
-/**
- * The text of an encoded diagram. `plantuml`: PlantUML's encoding first, bare text wrapped in
- * @startuml/@enduml; `raw`: the same decoding, text as it is (Kroki's PlantUML-family types);
- * `kroki`: Kroki's zlib + base64url first, text as it is (the other languages).
- */
-export function decodeOrThrow(
-  decoded: ByteLru<{ source: string }>,
-  encoded: string,
-  maxBytes: number,
-  mode: 'plantuml' | 'raw' | 'kroki' = 'plantuml',
-): string {
-  const memo = `${maxBytes}:${mode}:${encoded}`;
-  const hit = decoded.get(memo);
-  if (hit) return hit.source;
-  try {
-    const source =
-      mode === 'kroki'
-        ? decodeKroki(encoded, maxBytes)
-        : mode === 'raw'
-          ? decodeDiagram(encoded, maxBytes)
-          : normalizeSource(decodeDiagram(encoded, maxBytes));
-    if (encoded.length <= 16 * 1024) decoded.set(memo, { source });
-    return source;
-  } catch (err) {
-    if (err instanceof DecodeError) throw badRequest(err.message, 'BAD_ENCODING');
-    throw err;
-  }
-}
 
 function bodyText(body: unknown, maxBytes: number): string {
   if (!Buffer.isBuffer(body) || body.length === 0)

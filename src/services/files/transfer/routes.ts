@@ -1,15 +1,16 @@
 // The transfer.sh way's route table (docs/files.md "Uploads from curl -T, ShareX and scripts"):
 // PUT /<name> and multipart POST / store under server-chosen keys and answer the link as text with
 // X-Url-Delete; /delete/<keys>/<token>, /zip/<keys>, /qr.svg and the client files (.sxcu,
-// upload.sh). The handlers are in upload.ts and handlers.ts.
+// upload.sh). The handlers are in upload.ts, form.ts and handlers.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import type { DownloadLimits } from '../downloads.ts';
 import { contentDisposition } from '../names.ts';
 import type { FileStore } from '../store.ts';
 import { sharexFilename, sharexUploader, uploadScript } from './clients.ts';
+import { postForm } from './form.ts';
 import { deleteFiles, deletePage, type KeysReq, type QrReq, qrCode, zipFiles } from './handlers.ts';
-import { type NameReq, postForm, putFile, type TransferDeps, type UploadMetrics } from './upload.ts';
+import { type NameReq, putFile, type TransferDeps, type UploadMetrics } from './upload.ts';
 
 const tags = ['files'];
 const nameParam = {

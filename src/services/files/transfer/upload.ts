@@ -1,22 +1,19 @@
-// The upload handlers of the transfer.sh way: PUT /<name> (the body is the file) and multipart
-// POST / (every file part under its own key, a zip link for two or more). Both store through
-// FileStore.upload: the same quota, size cap, rate limit, lifetimes and tokens as the file API.
-import { pipeline, type Readable, Transform } from 'node:stream';
+// The upload handlers of the transfer.sh way: PUT /<name> (the body is the file) here, multipart
+// POST / (every file part under its own key, a zip link for two or more) in form.ts. Both store
+// through store(), i.e. FileStore.upload: the same quota, size cap, rate limit, lifetimes and
+// tokens as the file API, and answer the links through answer().
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter } from 'prom-client';
 import type { Config } from '../../../config.ts';
 import { humanBytes } from '../../../infra/config/schema.ts';
-import { AppError, badRequest, tooLarge } from '../../../infra/http/errors.ts';
-import { multipartError } from '../../../infra/http/multipart.ts';
+import { tooLarge } from '../../../infra/http/errors.ts';
 import type { DownloadLimits } from '../downloads.ts';
 import { type Limits, readLimits } from '../lifetime.ts';
 import { sanitizeFilename } from '../names.ts';
 import { passwordOf, type Seal } from '../protect.ts';
 import { type FileStore, newOwnerToken } from '../store.ts';
 import { linksFor, randomKey } from './links.ts';
-
-/** Multipart framing around the file parts: boundaries, part headers, a few small fields. */
-const FRAMING_SLACK = 64 * 1024;
 
 export interface UploadMetrics {
   uploads: Counter<'result'>;
@@ -45,24 +42,8 @@ interface StoreOptions {
   seal: Seal | undefined;
 }
 
-/** Counts the bytes of every file of one upload together; past `max` the current file fails with 413. */
-function totalCap(max: number) {
-  let total = 0;
-  return () =>
-    new Transform({
-      transform(chunk: Buffer, _e, cb) {
-        total += chunk.length;
-        if (total > max)
-          return cb(
-            tooLarge(`the files of one upload exceed ${humanBytes(max)} together`, 'BUNDLE_TOO_LARGE'),
-          );
-        cb(null, chunk);
-      },
-    });
-}
-
 /** Stores one body under a fresh key with `o.token`; gives the key back. */
-async function store(
+export async function store(
   d: TransferDeps,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -98,7 +79,7 @@ async function store(
 }
 
 /** The links of stored files as text, one per line, with the headers ShareX and scripts read. */
-function answer(d: TransferDeps, reply: FastifyReply, keys: string[], token: string): string {
+export function answer(d: TransferDeps, reply: FastifyReply, keys: string[], token: string): string {
   const l = linksFor(d.base, keys, token);
   reply.header('x-url-delete', l.delete);
   reply.header('x-owner-token', token);
@@ -133,79 +114,4 @@ export async function putFile(d: TransferDeps, req: NameReq, reply: FastifyReply
     seal,
   });
   return answer(d, reply, [key], token);
-}
-
-/**
- * curl -F file=@a -F file=@b HOST/: every file part (any field name) under its own key, one owner
- * token for all; two or more make a bundle with a zip link. A failure removes what was stored.
- */
-export async function postForm(d: TransferDeps, req: FastifyRequest, reply: FastifyReply): Promise<string> {
-  const { cfg, files } = d;
-  readLimits(req.headers, new Map(), cfg);
-  if (!req.isMultipart())
-    throw badRequest(
-      'expected multipart/form-data (curl -F file=@name HOST/), or PUT /<name> with the file as the body',
-    );
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > cfg.bundleMaxBytes + FRAMING_SLACK)
-    throw tooLarge(
-      `the files of one upload exceed ${humanBytes(cfg.bundleMaxBytes)} together`,
-      'BUNDLE_TOO_LARGE',
-    );
-  const password = passwordOf(req.headers, 'encrypt');
-  // One key for the files of one upload (each message has its own random prefix).
-  const seal = password ? await files.keys.seal(req.clientKey, password) : undefined;
-  const parts = req.parts({
-    limits: {
-      fileSize: cfg.maxBytes + 1,
-      files: cfg.bundleMaxFiles + 1,
-      fields: 16,
-      fieldSize: 64 * 1024,
-      parts: cfg.bundleMaxFiles + 17,
-    },
-  });
-  const fields = new Map<string, string[]>();
-  const token = newOwnerToken();
-  const capped = totalCap(cfg.bundleMaxBytes);
-  const stored: string[] = [];
-  // The part being stored: its own failure (a truncated body) is the client's 400.
-  let current: Readable | undefined;
-  try {
-    const it = parts[Symbol.asyncIterator]();
-    for (;;) {
-      const r = await it.next().catch((err: unknown) => Promise.reject(multipartError(err)));
-      if (r.done) break;
-      const part = r.value;
-      if (part.type === 'field') {
-        const name = part.fieldname.toLowerCase();
-        if (stored.length && /^max[-_](downloads|days)$/.test(name))
-          throw badRequest('give Max-Downloads and Max-Days before the files', 'BAD_LIMIT');
-        fields.set(name, [...(fields.get(name) ?? []), String(part.value)]);
-        continue;
-      }
-      if (stored.length >= cfg.bundleMaxFiles) {
-        part.file.resume();
-        throw tooLarge(`too many files: at most ${cfg.bundleMaxFiles} in one upload`, 'TOO_MANY_FILES');
-      }
-      const lim = readLimits(req.headers, fields, cfg);
-      current = part.file;
-      const file = pipeline(part.file, capped(), () => {}) as unknown as Readable;
-      const filename = sanitizeFilename(part.filename, 'file');
-      const { key } = await store(d, req, reply, {
-        file,
-        filename,
-        type: part.mimetype,
-        token,
-        limits: () => lim,
-        seal,
-      });
-      stored.push(key);
-    }
-  } catch (err) {
-    // All or nothing: the files of a refused upload are not left behind.
-    for (const key of stored) await files.remove(key, token).catch(() => {});
-    throw current?.errored && !(err instanceof AppError) ? multipartError(current.errored) : err;
-  }
-  if (!stored.length) throw badRequest('no file part in the form', 'NO_FILE');
-  return answer(d, reply, stored, token);
 }

@@ -2,15 +2,15 @@
 // land as parts on the blob store, and the PATCH that completes an upload stores it as a normal
 // /api/file/<key> through FileStore.upload (same limits, owner token, conflicts, compression).
 // The 2.1 result: X-Upload-Result (base64 JSON) on that PATCH, and GET /api/upload/<id> afterwards.
-// This is the route table; the handlers are in handlers.ts.
+// This is the route table; the handlers are in handlers.ts and create.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import type { Leases } from '../../../infra/state/lease.ts';
 import type { FileStore } from '../store.ts';
 import { TusAccess } from './access.ts';
+import { create } from './create.ts';
 import {
   append,
-  create,
   discover,
   type IdReq,
   type IdRoute,
