@@ -245,14 +245,26 @@ describe('devutil process', () => {
     const { p, port, log } = await slowServe();
     try {
       await waitUp(port);
-      const slow = get(port, '/slow?ms=1500');
-      await new Promise((r) => setTimeout(r, 400));
+      const slow = get(port, '/slow?ms=4000');
+      await waitFor(() => log().includes('slow request started'), 'the slow request to reach the server');
       p.kill('SIGTERM');
-      await new Promise((r) => setTimeout(r, 200));
-      await assert.rejects(get(port, '/healthz'), 'a new connection after SIGTERM must be refused');
+      await waitFor(() => log().includes('shutting down'), 'the shutdown to start');
+      assert.match(log(), /"inFlight":1/);
+      // The listener closes as the shutdown starts: a new connection is refused while the slow
+      // request still runs (the process is still there), not only once the process has gone.
+      await waitFor(
+        () =>
+          get(port, '/healthz').then(
+            () => false,
+            () => true,
+          ),
+        'a new connection after SIGTERM to be refused',
+        10_000,
+      );
+      assert.equal(p.exitCode, null, 'refused by the closed listener, not by an exited process');
       const r = await slow;
       assert.equal(r.status, 200);
-      assert.deepEqual(JSON.parse(r.body), { done: true, ms: 1500 });
+      assert.deepEqual(JSON.parse(r.body), { done: true, ms: 4000 });
       assert.equal(await exitOf(p), 0);
       assert.match(log(), /shutting down/);
       assert.match(log(), /shut down cleanly/);
@@ -274,7 +286,7 @@ describe('devutil process', () => {
       assert.equal(first.status, 200);
       assert.equal(first.connection, 'keep-alive');
       const inFlight = get(port, '/slow?ms=1500', true);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => log().includes('slow request started'), 'the slow request to reach the server');
       p.kill('SIGTERM');
       await waitFor(() => log().includes('draining'), 'the drain to start', 10_000);
       // New connections are still accepted; readiness says go elsewhere.
@@ -314,7 +326,7 @@ describe('devutil process', () => {
         () => 'completed',
         (e: Error) => `cut: ${e.message}`,
       );
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => log().includes('drip started'), 'the download to start');
       p.kill('SIGTERM');
       assert.equal(await exitOf(p), 1);
       assert.match(await drip, /^cut: /, 'the transfer is cut, not completed');
