@@ -19,6 +19,7 @@ import { openapiOptions } from './infra/http/openapi.ts';
 import { pipelineGate } from './infra/http/pipelining.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
 import { requestIds } from './infra/http/request-id.ts';
+import { sharedCompilers } from './infra/http/schema-compilers.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
 import { RateLimiter } from './infra/limits/rate-limit.ts';
 import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
@@ -159,6 +160,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     // has answered with `Connection: close` since the signal, so only an answer already streaming
     // then can have a request behind it, and refusing that one would fail it.
     return503OnClosing: false,
+    schemaController: sharedCompilers,
     genReqId: (req) => ids(req.headers['x-request-id']),
     // Only when a utility has its own host name: otherwise every request would pay for a no-op.
     ...(hosted.length
