@@ -1,4 +1,4 @@
-// Start-up: from `npm start` (and from `node bin/devutil.js serve`, what the Docker image runs) to the
+// Start-up: from `node bin/devutil.js serve` (what the Docker image runs) and from `npm start` to the
 // first answered request, against a bare node:http server started the same way (the runtime's
 // floor). Median of BENCH_RUNS restarts (default 7) on one data directory, after one start that is
 // not counted (it creates the relay identity and fills Node's compile cache, as a first start does).
@@ -16,6 +16,9 @@ report('start-up', 'bare node:http', [
   { metric: 'node bin/devutil.js serve', devutil: direct, anchor: bare, unit: 'ms', higherIsBetter: false },
   { metric: 'npm start', devutil: npmStart, anchor: bare, unit: 'ms', higherIsBetter: false },
 ]);
+// The aim (issue 35) is for devutil's own start; npm's start-up (reading package.json, spawning a
+// shell) is npm's and is shown apart.
 console.log(
-  `\nnpm start -> first answer: ${npmStart.toFixed(0)} ms (aim: under 800 ms on Node 26); median of ${RUNS}`,
+  `\nnode bin/devutil.js serve -> first answer: ${direct.toFixed(0)} ms (aim: under 500 ms on Node 26); ` +
+    `npm start adds ${(npmStart - direct).toFixed(0)} ms of its own; median of ${RUNS}`,
 );

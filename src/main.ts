@@ -87,13 +87,16 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
     { base: u.base, ...Object.fromEntries(hosted), worker: cluster.worker?.id },
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
-  // The heavy extras a production install leaves out (src/infra/config/extras.ts), each with its install line.
-  const missing = missingExtras();
-  if (missing.length)
-    logger.info(
-      { extras: Object.fromEntries(missing.map((n) => [n, extraInstallLine(n)])) },
-      `optional extras not installed: ${missing.map((n) => EXTRAS[n].feature).join('; ')}`,
-    );
+  // The heavy extras a production install leaves out (src/infra/config/extras.ts), each with its
+  // install line: looked up after the requests already waiting (a dozen package lookups on disk).
+  setImmediate(() => {
+    const missing = missingExtras();
+    if (missing.length)
+      logger.info(
+        { extras: Object.fromEntries(missing.map((n) => [n, extraInstallLine(n)])) },
+        `optional extras not installed: ${missing.map((n) => EXTRAS[n].feature).join('; ')}`,
+      );
+  });
   return waitForSignal(app, background, config, logger);
 }
 

@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type Config, configSecrets } from './config.ts';
 import type { PublicUrls, ServiceContext } from './context.ts';
-import { addressGroup, clientIp, trustList } from './infra/http/client-ip.ts';
+import { addressGroup, type ClientIpOptions, clientIp, trustList } from './infra/http/client-ip.ts';
 import { Drain } from './infra/http/drain.ts';
 import { EnvelopeTable, installErrorHandling, OnceLogController } from './infra/http/errors.ts';
 import { FastLane } from './infra/http/fast-lane.ts';
@@ -18,24 +18,15 @@ import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
 import { pipelineGate } from './infra/http/pipelining.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
-import { requestIds } from './infra/http/request-id.ts';
+import { type RequestIds, requestIds } from './infra/http/request-id.ts';
+import { sharedCompilers } from './infra/http/schema-compilers.ts';
 import { ConnectionBudget, connectionMetrics, derivedTotal, fdLimit } from './infra/limits/conn-budget.ts';
-import { RateLimiter } from './infra/limits/rate-limit.ts';
 import { lazyChildFactory } from './infra/observe/lazy-logger.ts';
 import { createLogger, protectSecrets } from './infra/observe/logger.ts';
-import { Metrics } from './infra/observe/metrics.ts';
-import { Readiness } from './infra/observe/readiness.ts';
-import { Tracing } from './infra/observe/tracing.ts';
-import { StateSink } from './infra/observe/usage/sink.ts';
-import { socketBytes, UsageRecorder } from './infra/observe/usage/usage.ts';
-import { createBroadcast } from './infra/state/broadcast.ts';
-import { connectRedis, redisConfigured } from './infra/state/redis.ts';
-import { createState } from './infra/state/state.ts';
-import { createBlobStore, incompleteUploadAgeMs } from './infra/storage/blob-store.ts';
-import { tracedBlobs } from './infra/storage/traced.ts';
+import { socketBytes } from './infra/observe/usage/usage.ts';
 import { opsPlugin } from './ops.ts';
 import { Prelaunched } from './prelaunch.ts';
-import { adminEnabled } from './services/admin/config.ts';
+import { closeInfra, type Infra, openInfra } from './server-infra.ts';
 import { isEnabled, type LocalKey, type ServiceDef } from './services/define.ts';
 import { SERVICES } from './services/index.ts';
 import { VERSION } from './version.ts';
@@ -72,71 +63,52 @@ type ChildFactory = Parameters<FastifyInstance['setChildLoggerFactory']>[0];
 /** How long a refused request's unread body is drained before the connection is cut. */
 const LINGER_MS = 2000;
 
+/**
+ * The server in named steps, in the order they must run: the infra exists before the Fastify
+ * instance that carries it, the hooks before any route is added, the plugins last.
+ */
 export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> {
+  const base = basics(opts);
+  const infra = await openInfra(base.config, base.logger, base.dataDir, opts.redis);
+  const { app, net } = createApp(base, infra);
+  const ctx = serviceContext(app, base, infra, net, opts);
+  const deadline = installHooks(app, ctx, infra, net);
+  app.addHook('onClose', () => closeInfra(infra));
+  await registerPlugins(app, ctx, deadline, opts.plugins ?? []);
+  await whenReady(app, infra.broadcast, base.logger);
+  return app;
+}
+
+/** Config and logging: the secrets masked in logs, the logger, the data directory made. */
+interface Basics {
+  config: Config;
+  services: readonly ServiceDef[];
+  logger: Logger;
+  dataDir: string;
+}
+
+function basics(opts: BuildOptions): Basics {
   const { config } = opts;
   const services = opts.services ?? SERVICES;
   protectSecrets(configSecrets(config, services));
   const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  return { config, services, logger, dataDir };
+}
 
-  // Off unless a collector is configured; then the SDK is loaded here, before anything is traced.
-  const tracing = await Tracing.start(config.tracing, VERSION, logger);
+/** What the request hooks and the fast lane share about callers and connections. */
+interface Net {
+  ids: RequestIds;
+  ipOpts: ClientIpOptions;
+  v6Bits: number;
+  drain: Drain;
+  lane: FastLane;
+  connections: ConnectionBudget;
+}
 
-  const ownRedis = opts.redis === undefined && redisConfigured(config.redis);
-  const redis =
-    opts.redis !== undefined ? opts.redis : ownRedis ? await connectRedis(config.redis, logger) : null;
-  const state = await createState(redis, config.redis.keyPrefix);
-  const metrics = new Metrics();
-  const limiterErrors = metrics.counter('devutil_ratelimit_store_errors_total', 'rate limit store failures', [
-    'mode',
-  ]);
-  const limiter = new RateLimiter(state, {
-    failMode: config.redis.failMode,
-    logger,
-    onStoreError: () => limiterErrors.inc({ mode: config.redis.failMode }),
-  });
-  const broadcast = createBroadcast(redis, config.redis.keyPrefix, logger);
-  const readiness = new Readiness();
-  // Without Redis the files quota and Max-Downloads refuse rather than count wrong; rate limits and
-  // byte budgets let requests through unless they fail closed, which then refuses everything limited.
-  if (redis)
-    readiness.add(
-      'redis',
-      async () => ({ ok: (await redis.ping()) === 'PONG' }),
-      config.redis.failMode === 'closed' ? 'all' : ['files'],
-    );
-  const abortAfter = config.storage.s3AbortIncompleteAfterSec * 1000;
-  if (config.storage.backend === 's3' && abortAfter > 0 && abortAfter <= config.server.requestTimeoutMs)
-    logger.warn(
-      { abortAfterSec: abortAfter / 1000, requestTimeoutMs: config.server.requestTimeoutMs },
-      'storage.s3AbortIncompleteAfterSec is not longer than a request may run: an upload still in flight on another node may be aborted',
-    );
-  const store = await createBlobStore({
-    ...config.storage,
-    dataDir,
-    s3IncompleteUploadAgeMs: incompleteUploadAgeMs({
-      explicitSec: config.storage.s3AbortIncompleteAfterSec,
-      requestTimeoutMs: config.server.requestTimeoutMs,
-      uploadExpirySec: config.files.uploadExpirySec,
-    }),
-    logger: logger.child({ svc: 'storage' }),
-  });
-  const blobs = tracing ? tracedBlobs(store) : store;
-  // Stored files, uploaded avatars (generated ones need no store) and Telegram recipient tokens.
-  readiness.add('blobs', () => blobs.ping().then(() => ({ ok: true })), ['files', 'avatar', 'telegram']);
-
-  // Counted only when the admin dashboard is on; with Redis every instance adds to the same buckets.
-  const adminCfg = adminEnabled(config) ? config.admin : null;
-  const usage = adminCfg
-    ? new UsageRecorder({
-        sink: new StateSink(state, adminCfg.topEntries),
-        capacity: adminCfg.topEntries,
-        flushMs: adminCfg.flushIntervalMs,
-        logger,
-      })
-    : null;
-
+/** The Fastify instance and its node:http server: fast lane, tracing, drain, connection budget. */
+function createApp({ config, services, logger }: Basics, infra: Infra): { app: FastifyInstance; net: Net } {
   const hosted = hostRoutes(config, services);
   const rewrite = hostRewriter(hosted);
   const trusted = trustList(config.server.trustProxy);
@@ -159,6 +131,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     // has answered with `Connection: close` since the signal, so only an answer already streaming
     // then can have a request behind it, and refusing that one would fail it.
     return503OnClosing: false,
+    schemaController: sharedCompilers,
     genReqId: (req) => ids(req.headers['x-request-id']),
     // Only when a utility has its own host name: otherwise every request would pay for a no-op.
     ...(hosted.length
@@ -170,10 +143,10 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const ipOpts = { trusted, header: config.server.forwardedHeader };
   const v6Bits = config.server.clientIpv6Prefix;
   const lane = new FastLane({
-    limiter,
-    http: metrics.http,
-    usage,
-    tracing,
+    limiter: infra.limiter,
+    http: infra.metrics.http,
+    usage: infra.usage,
+    tracing: infra.tracing,
     drain,
     logger,
     ids,
@@ -183,7 +156,7 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   });
   // Before tracing wraps the request listeners, so a lane answer has its span too.
   if (config.server.fastLane) lane.install(app.server);
-  tracing?.instrument(app.server);
+  infra.tracing?.instrument(app.server);
   drain.track(app.server);
   // One budget for every listener of this process (the relay takes it from ctx): fds are per process.
   const connections = new ConnectionBudget({
@@ -193,29 +166,39 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     v6Bits: config.server.clientIpv6Prefix,
   });
   connections.guard(app.server, 'http');
-  connectionMetrics(metrics, connections, ['http', 'relay']);
+  connectionMetrics(infra.metrics, connections, ['http', 'relay']);
+  return { app, net: { ids, ipOpts, v6Bits, drain, lane, connections } };
+}
 
+/** ctx, what every plugin receives, decorated on the instance with the request decorations. */
+function serviceContext(
+  app: FastifyInstance,
+  { config, services, logger, dataDir }: Basics,
+  infra: Infra,
+  net: Net,
+  opts: BuildOptions,
+): ServiceContext {
   const ctx: ServiceContext = {
     config,
     // Every hosted utility of the definitions has its URL (publicUrls makes one per host).
     urls: publicUrls(config, services) as PublicUrls,
-    limiter,
-    metrics,
-    connections,
-    readiness,
-    drain,
-    redis,
-    state,
-    broadcast,
+    limiter: infra.limiter,
+    metrics: infra.metrics,
+    connections: net.connections,
+    readiness: infra.readiness,
+    drain: net.drain,
+    redis: infra.redis,
+    state: infra.state,
+    broadcast: infra.broadcast,
     dataDir,
-    blobs,
+    blobs: infra.blobs,
     logger,
     now: opts.now ?? Date.now,
     version: VERSION,
     services,
     local: localState(),
-    usage,
-    lane,
+    usage: infra.usage,
+    lane: net.lane,
     prelaunched: opts.prelaunched ?? new Prelaunched(),
   };
   app.decorate('ctx', ctx);
@@ -225,7 +208,14 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   app.decorateRequest('clientIp', '');
   app.decorateRequest('clientKey', '');
   app.decorateRequest('usageSubjects', null);
+  return ctx;
+}
 
+/** The request hooks every route has; returns the body deadline (the not-found handler takes it too). */
+function installHooks(app: FastifyInstance, ctx: ServiceContext, infra: Infra, net: Net) {
+  const { config } = ctx;
+  const { drain, ipOpts, v6Bits, lane } = net;
+  const { metrics, tracing, usage } = infra;
   // First of all: a pipelined request waits for its turn before anything works for it.
   app.addHook('onRequest', pipelineGate(config.server.maxPipelined));
   // Callback-style hooks: they run on every request, and a promise each is measurable (bench/ip.ts).
@@ -260,16 +250,17 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
     }
     done();
   });
-  app.addHook('onClose', async () => {
-    await usage?.close();
-    await limiter.close();
-    await blobs.close();
-    await broadcast.close();
-    await state.close();
-    if (ownRedis && redis) redis.disconnect();
-    await tracing?.close();
-  });
+  return deadline;
+}
 
+/** Error handling and body parsing, then the OpenAPI document, ops, every enabled utility, extras. */
+async function registerPlugins(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  deadline: ReturnType<typeof bodyDeadline>,
+  extra: FastifyPluginAsync<ServiceContext>[],
+): Promise<void> {
+  const { config, services } = ctx;
   installErrorHandling(app, { preParsing: deadline });
   installJsonParser(app, config.server.jsonMaxDepth);
   await app.register(swagger, openapiOptions(ctx.urls, VERSION));
@@ -288,9 +279,11 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
       await scope.register(plugin, ctx);
     });
   }
-  for (const plugin of opts.plugins ?? []) await app.register(plugin, ctx);
+  for (const plugin of extra) await app.register(plugin, ctx);
+}
+
+async function whenReady(app: FastifyInstance, broadcast: Infra['broadcast'], logger: Logger): Promise<void> {
   // Listening before the invalidation subscriptions are active would miss the first changes.
   if (!(await broadcast.ready(3000))) logger.warn('redis pub/sub not subscribed yet; continuing');
   await app.ready();
-  return app;
 }

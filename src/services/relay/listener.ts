@@ -4,7 +4,7 @@
 // deliver its first whole message within message-timeout of accept, however slowly it trickles.
 import { constants } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { createServer as createTlsServer, type TLSSocket, type Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 
 const FIRST_BYTE_MS = 1000;
@@ -40,32 +40,14 @@ export function createListener(o: ListenerOptions): Listener {
   const sockets = new Set<Socket>();
   /** Deadline cancellers of raw sockets handed to TLS and not yet through the handshake. */
   const handshaking = new Map<string, FirstMessage>();
-  const tlsServer = createTlsServer({
-    cert: o.certPem,
-    key: o.keyPem,
-    requestCert: true,
-    rejectUnauthorized: false, // peers are identified by certificate hash, never by a CA
-    ALPNProtocols: ['bep-relay'], // Syncthing aborts unless exactly this is selected
-    minVersion: 'TLSv1.2',
-    handshakeTimeout: o.messageTimeoutMs,
-    secureOptions: constants.SSL_OP_NO_TICKET,
-  });
-  tlsServer.on('secureConnection', (tls: TLSSocket) => {
-    const key = tupleOf(tls);
-    const firstMessage = handshaking.get(key);
-    handshaking.delete(key);
-    const cert = tls.getPeerCertificate(true);
-    // strelaysrv drops connections that present no client certificate.
-    if (!firstMessage || !cert || !Buffer.isBuffer(cert.raw) || cert.raw.length === 0) {
-      tls.destroy();
-      return;
-    }
-    o.onTls(tls, cert.raw, firstMessage);
-  });
-  tlsServer.on('tlsClientError', (err, tls) => {
-    o.logger.debug({ err: err.message }, 'relay tls handshake failed');
-    tls.destroy();
-  });
+  // Made on the first protocol-mode connection, not at start: the first TLS context of a process
+  // costs OpenSSL's set-up (~100-250 ms of CPU on a small machine) that the HTTP side's first answer
+  // need not wait for. The certificate is the relay's own (identity.ts), so it is known good.
+  let tlsServer: TlsServer | undefined;
+  const tls = (): TlsServer => {
+    tlsServer ??= protocolServer(o, handshaking);
+    return tlsServer;
+  };
 
   const server = createServer((sock) => {
     if (o.admit && !o.admit(sock)) return;
@@ -93,7 +75,7 @@ export function createListener(o: ListenerOptions): Listener {
         sock.once('close', () => {
           if (handshaking.get(key) === firstMessage) handshaking.delete(key);
         });
-        tlsServer.emit('connection', sock);
+        tls().emit('connection', sock);
       } else o.onPlain(sock, firstMessage);
     });
     sock.once('close', () => {
@@ -110,4 +92,35 @@ export function createListener(o: ListenerOptions): Listener {
         for (const s of sockets) s.destroy();
       }),
   };
+}
+
+/** The TLS side of protocol mode: handshakes, then hands the socket and the peer's certificate on. */
+function protocolServer(o: ListenerOptions, handshaking: Map<string, FirstMessage>): TlsServer {
+  const tlsServer = createTlsServer({
+    cert: o.certPem,
+    key: o.keyPem,
+    requestCert: true,
+    rejectUnauthorized: false, // peers are identified by certificate hash, never by a CA
+    ALPNProtocols: ['bep-relay'], // Syncthing aborts unless exactly this is selected
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: o.messageTimeoutMs,
+    secureOptions: constants.SSL_OP_NO_TICKET,
+  });
+  tlsServer.on('secureConnection', (tls: TLSSocket) => {
+    const key = tupleOf(tls);
+    const firstMessage = handshaking.get(key);
+    handshaking.delete(key);
+    const cert = tls.getPeerCertificate(true);
+    // strelaysrv drops connections that present no client certificate.
+    if (!firstMessage || !cert || !Buffer.isBuffer(cert.raw) || cert.raw.length === 0) {
+      tls.destroy();
+      return;
+    }
+    o.onTls(tls, cert.raw, firstMessage);
+  });
+  tlsServer.on('tlsClientError', (err, tls) => {
+    o.logger.debug({ err: err.message }, 'relay tls handshake failed');
+    tls.destroy();
+  });
+  return tlsServer;
 }

@@ -18,8 +18,9 @@ export function advertisedRelay(p: Pick<PageInput, 'config' | 'urls' | 'version'
 } {
   const s = relaySettings(p.config, p.urls.base, p.version);
   const port = s.publicPort || s.port;
-  // Read only: the relay creates its identity when it starts (after the page is rendered on a
-  // first start, when the page script shows the real URI from /rest/api/v1/relay instead).
+  // Read only: the relay creates its identity when it starts (the page is rendered on its first
+  // request; one rendered before that shows the placeholder, and the page script the real URI from
+  // /rest/api/v1/relay instead).
   const id = readIdentity(resolve(p.config.server.dataDir));
   return { uri: relayUri(s.publicHost, port, id?.deviceId ?? '<DEVICE_ID>'), host: s.publicHost, port };
 }
