@@ -12,7 +12,8 @@
 // (DEVUTIL_TEST_FILE_TIMEOUT seconds, or --file-timeout=SEC): a file still running past it (a hook
 // that never settles, a server or child a fixture left running) is stopped with everything it
 // started and reported as timed out, and the run goes on. node --test alone waits for such a file
-// for ever, and so would node itself: a file's process stays while a handle is open. A file's report is printed whole when it ends, so parallel files do not interleave.
+// for ever, and so would node itself: a file's process stays while a handle is open. A file's report
+// is printed whole when it ends, so parallel files do not interleave.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
