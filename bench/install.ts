@@ -87,7 +87,11 @@ const loaders = all.filter((p) => /^(tsx|esbuild|@esbuild\/.*|typescript)$/.test
 console.log(`TypeScript loader or bundler installed: ${loaders.length ? loaders.join(', ') : 'none'}`);
 
 const bare = await startupMedian(process.execPath, ['-e', BARE_SERVER], { cwd: dir, runs: RUNS });
-const serve = await startupMedian(process.execPath, ['bin/devutil.js', 'serve'], { cwd: dir, runs: RUNS });
+const serve = await startupMedian(process.execPath, ['bin/devutil.js', 'serve'], {
+  cwd: dir,
+  runs: RUNS,
+  devutil: true,
+});
 console.log(
   `start-up to the first answer (median of ${RUNS}): node bin/devutil.js serve ${serve.toFixed(0)} ms, ` +
     `bare node:http ${bare.toFixed(0)} ms`,

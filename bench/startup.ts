@@ -6,10 +6,11 @@ import { BARE_SERVER, header, report, startupMedian } from './lib.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 7);
-const median = (cmd: string, args: string[]) => startupMedian(cmd, args, { cwd: ROOT, runs: RUNS });
+const median = (cmd: string, args: string[], devutil = true) =>
+  startupMedian(cmd, args, { cwd: ROOT, runs: RUNS, devutil });
 
 header('start-up to the first answered request');
-const bare = await median(process.execPath, ['-e', BARE_SERVER]);
+const bare = await median(process.execPath, ['-e', BARE_SERVER], false);
 const direct = await median(process.execPath, ['bin/devutil.js', 'serve']);
 const npmStart = await median('npm', ['start', '--silent']);
 report('start-up', 'bare node:http', [
