@@ -122,14 +122,33 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   );
   ctx.metrics.gauge(
     'devutil_diagrams_browser_pages',
-    'pages of the Mermaid browser pool by state (queued: renders waiting for a page)',
+    'pages of the browser pool (Mermaid and BPMN) by state (queued: renders waiting for a page)',
     ['state'],
     (g) => {
-      const s = renderer.browser?.pool?.stats();
+      const s = renderer.browserPool?.stats();
       g.set({ state: 'busy' }, s?.busy ?? 0);
       g.set({ state: 'idle' }, (s?.pages ?? 0) - (s?.busy ?? 0));
       g.set({ state: 'queued' }, s?.queued ?? 0);
     },
+  );
+  ctx.metrics.gauge(
+    'devutil_diagrams_browser_kind_pages',
+    'pages of the browser pool by the kind they draw (mermaid, bpmn) and state',
+    ['kind', 'state'],
+    (g) => {
+      for (const kind of ['mermaid', 'bpmn']) {
+        const s = renderer.browserPool?.stats().kinds.get(kind);
+        g.set({ kind, state: 'busy' }, s?.busy ?? 0);
+        g.set({ kind, state: 'idle' }, (s?.pages ?? 0) - (s?.busy ?? 0));
+        g.set({ kind, state: 'queued' }, s?.queued ?? 0);
+      }
+    },
+  );
+  ctx.metrics.gauge(
+    'devutil_diagrams_browsers',
+    'Chromium browsers running (one pool for every kind)',
+    [],
+    (g) => g.set(renderer.browserPool?.stats().browsers ?? 0),
   );
   const diagrams = ctx.metrics.counter(
     'devutil_plantuml_diagrams_total',

@@ -1,18 +1,17 @@
 // BPMN 2.0 diagrams drawn by bpmn-js (bpmn.io) in a page of the headless-browser pool
-// (browser-pool.ts), as the Mermaid types that need a browser: bpmn-js lays out its labels with the
+// (browser-pool.ts), the same Chromium as the Mermaid types that need a browser: bpmn-js lays out its labels with the
 // browser's text measurement, so it has no browserless path. The page loads bpmn-js's standalone
 // viewer bundle (bundles.ts) once, imports each diagram's XML and exports it with saveSVG. bpmn-js's
 // licence requires its bpmn.io watermark to stay visible wherever it draws: the viewer's own logo
 // (its link to https://bpmn.io) is copied unchanged into every exported SVG, below the diagram so
 // nothing overlaps it. The page's CSP lets it run its own bundle only and connect nowhere.
-import { BrowserUnavailable } from './browser-pool.ts';
-import { type BrowserSettings, settingsPool } from './browser-settings.ts';
+import { type BrowserPool, BrowserUnavailable } from './browser-pool.ts';
+import { MAX_SVG } from './browser-settings.ts';
 import { browserBundle } from './bundles.ts';
 import { type PageKind, scriptPage } from './page-kind.ts';
 import type { RenderReply } from './render-job.ts';
 
 const ORIGIN = 'http://devutil-bpmn.invalid';
-const MAX_SVG = 8 * 1024 * 1024;
 
 const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>devutil bpmn</title>
 <script src="/bpmn-viewer.js"></script></head><body><div id="canvas" style="width:1200px;height:900px"></div></body></html>`;
@@ -73,6 +72,7 @@ const SETUP = `(async () => {
 
 function page(path: string): PageKind {
   return scriptPage({
+    name: 'bpmn',
     origin: ORIGIN,
     html: PAGE,
     setup: SETUP,
@@ -81,27 +81,20 @@ function page(path: string): PageKind {
   });
 }
 
-export type BpmnBrowserOptions = BrowserSettings;
-
 export interface BpmnBrowser {
   readonly version: string;
   render(source: string): Promise<RenderReply>;
-  close(): Promise<void>;
 }
 
-/** The BPMN browser pool; it starts no browser before the first BPMN diagram. */
-export function bpmnBrowser(o: BpmnBrowserOptions): BpmnBrowser {
+/** BPMN's pages in the server's browser pool; no browser starts before a diagram needs one. */
+export function bpmnBrowser(pool: BrowserPool): BpmnBrowser {
   const bundle = browserBundle('bpmn');
   if (!bundle) {
     const err = new BrowserUnavailable(
       'the bpmn-js viewer bundle is missing: neither web/dist/vendor/ (npm run build:web) nor the bpmn-js package has it',
     );
-    return { version: '', render: () => Promise.reject(err), close: async () => {} };
+    return { version: '', render: () => Promise.reject(err) };
   }
-  const pool = settingsPool(o, 'bpmn', page(bundle.path), MAX_SVG);
-  return {
-    version: bundle.version,
-    render: (source) => pool.run(source),
-    close: () => pool.close(),
-  };
+  const kind = page(bundle.path);
+  return { version: bundle.version, render: (source) => pool.run(kind, source) };
 }

@@ -1,6 +1,7 @@
-// The headless-browser pool with real Chromium and a page of our own: a render past the deadline
+// The headless-browser pool with real Chromium and pages of our own: a render past the deadline
 // (an endless loop) is answered by a timeout and its page's renderer process is gone, the pool goes
-// on; a page's requests go nowhere (a loopback server of the test sees none); a browser killed
+// on; two page kinds share one browser (at the page cap, an idle page of one kind gives way to the
+// other) and a runaway page of one kind holds up no render of the other; a page's requests go nowhere (a loopback server of the test sees none); a browser killed
 // under a render is replaced and the render goes once more; idle browsers exit; close() leaves no
 // process. Chromium is required when CI=true.
 import assert from 'node:assert/strict';
@@ -16,12 +17,13 @@ const CHROMIUM = '/usr/bin/chromium';
 const skip = toolSkip(CHROMIUM, ['--version']);
 
 /** A page whose render function does what the source says: echo, loop, fetch a URL. */
-function testPage(): PageKind {
+function testPage(name = 'test'): PageKind {
   const files = new Map([
     ['/', { type: 'text/html', body: Buffer.from('<!doctype html><title>t</title><body></body>') }],
   ]);
   return {
-    origin: 'http://devutil-test.invalid',
+    name,
+    origin: `http://devutil-${name}.invalid`,
     files: () => files,
     // Permissive on purpose: the requests must meet the pool's interception, not the page's CSP.
     csp: 'default-src * data: blob:',
@@ -37,12 +39,19 @@ function testPage(): PageKind {
         ]);
         return { ok: true, svg: '<svg>' + tries.map((t) => t.status).join(',') + '</svg>' };
       }
-      return { ok: true, svg: '<svg><text>' + source + '</text></svg>' };
+      return { ok: true, svg: '<svg><text>' + location.hostname + ' ' + source + '</text></svg>' };
     }; true`,
   };
 }
 
-describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
+const A = testPage();
+const B = testPage('other');
+const drawn = (kind: PageKind, source: string) => ({
+  ok: true,
+  body: `<svg><text>${new URL(kind.origin).hostname} ${source}</text></svg>`,
+});
+
+describe('browser pool (real Chromium)', { skip, timeout: 240_000 }, () => {
   const events: string[] = [];
   const pools: BrowserPool[] = [];
   const make = (o: Partial<BrowserPoolOptions> = {}) => {
@@ -56,7 +65,6 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
       heapMb: 128,
       recycleAfter: 100,
       maxOutput: 1 << 20,
-      kind: testPage(),
       onEvent: (e) => events.push(e),
       profileRoot: profileRoot(),
       ...o,
@@ -76,15 +84,15 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
   it('renders, and a render past the deadline times out without taking the pool down', async () => {
     const root = profileRoot();
     const pool = make({ timeoutMs: 1500, profileRoot: root });
-    const first = await pool.run('hello');
-    assert.deepEqual(first, { ok: true, body: '<svg><text>hello</text></svg>' });
+    const first = await pool.run(A, 'hello');
+    assert.deepEqual(first, drawn(A, 'hello'));
     const renderers = () => chromiumProcesses(root).filter((p) => p.type === 'renderer').length;
     const before = renderers();
-    await assert.rejects(pool.run('loop'), RenderTimeout);
+    await assert.rejects(pool.run(A, 'loop'), RenderTimeout);
     assert.ok(events.includes('timeout'));
     // The looping page's renderer process is gone (crashed and closed), not left spinning.
     await waitFor(() => renderers() < before, 'the looping renderer to exit');
-    assert.deepEqual(await pool.run('again'), { ok: true, body: '<svg><text>again</text></svg>' });
+    assert.deepEqual(await pool.run(A, 'again'), drawn(A, 'again'));
     await pool.close();
     assert.deepEqual(chromiumProcesses(root), [], 'no Chromium process after close()');
   });
@@ -92,7 +100,7 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
   it('lets no request of a page leave the browser (fetch, image, WebSocket)', async () => {
     const pool = make();
     events.length = 0;
-    const r = await pool.run(`fetch ${trap.url}`);
+    const r = await pool.run(A, `fetch ${trap.url}`);
     assert.deepEqual(r, { ok: true, body: '<svg>rejected,rejected,rejected</svg>' });
     assert.equal(trap.hits(), 0, 'the loopback server was reached');
     assert.ok(events.includes('blocked'), 'the interception refused the requests');
@@ -102,16 +110,13 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
   it('replaces a browser killed under its renders and renders them once more', async () => {
     const root = profileRoot();
     const pool = make({ profileRoot: root });
-    await Promise.all([pool.run('warm'), pool.run('warm 2')]); // both pages open
+    await Promise.all([pool.run(A, 'warm'), pool.run(A, 'warm 2')]); // both pages open
     const [pid] = pool.pids();
     assert.ok(pid);
-    const both = [pool.run('sleep 3000'), pool.run('sleep 3001')];
+    const both = [pool.run(A, 'sleep 3000'), pool.run(A, 'sleep 3001')];
     await waitFor(() => pool.stats().busy === 2, 'both renders to start');
     process.kill(-pid, 'SIGKILL');
-    assert.deepEqual(await Promise.all(both), [
-      { ok: true, body: '<svg><text>sleep 3000</text></svg>' },
-      { ok: true, body: '<svg><text>sleep 3001</text></svg>' },
-    ]);
+    assert.deepEqual(await Promise.all(both), [drawn(A, 'sleep 3000'), drawn(A, 'sleep 3001')]);
     assert.equal(pool.started, 2, 'one new browser');
     assert.notEqual(pool.pids()[0], pid);
     await pool.close();
@@ -121,11 +126,48 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
   it('closes a browser idle for idleMs and starts one again on demand', async () => {
     const root = profileRoot();
     const pool = make({ idleMs: 300, profileRoot: root });
-    await pool.run('one');
+    await pool.run(A, 'one');
     assert.equal(pool.stats().browsers, 1);
     await waitFor(() => pool.stats().browsers === 0, 'the idle browser to close');
     await waitFor(() => chromiumProcesses(root).length === 0, 'its processes to exit');
-    assert.deepEqual(await pool.run('two'), { ok: true, body: '<svg><text>two</text></svg>' });
+    assert.deepEqual(await pool.run(A, 'two'), drawn(A, 'two'));
+    await pool.close();
+  });
+
+  it('draws two kinds in one browser, at a one-page cap by switching an idle page', async () => {
+    const root = profileRoot();
+    const pool = make({ pages: 1, profileRoot: root });
+    events.length = 0;
+    // Both at once: the second kind waits for the one page, which then gives way to it.
+    const [a, b] = await Promise.all([pool.run(A, 'sleep 300'), pool.run(B, 'one')]);
+    assert.deepEqual([a, b], [drawn(A, 'sleep 300'), drawn(B, 'one')]);
+    assert.deepEqual(await pool.run(A, 'again'), drawn(A, 'again'));
+    assert.equal(events.filter((e) => e === 'page-switch').length, 2, events.join(' '));
+    assert.equal(pool.started, 1, 'one browser for both kinds');
+    assert.equal(chromiumProcesses(root).filter((p) => p.type === 'browser').length, 1);
+    await pool.close();
+    assert.deepEqual(chromiumProcesses(root), []);
+  });
+
+  it("answers one kind's renders while a page of the other kind runs away", async () => {
+    const pool = make({ timeoutMs: 8000 });
+    // A page of each kind, open before the loop starts.
+    assert.deepEqual(await Promise.all([pool.run(A, 'warm'), pool.run(B, 'warm')]), [
+      drawn(A, 'warm'),
+      drawn(B, 'warm'),
+    ]);
+    const settled: string[] = [];
+    const loop = pool.run(A, 'loop').then(
+      () => settled.push('loop answered'),
+      (e: Error) => settled.push(e instanceof RenderTimeout ? 'loop timed out' : e.message),
+    );
+    await waitFor(() => pool.stats().busy === 1, 'the loop to start');
+    assert.deepEqual(await pool.run(B, 'meanwhile'), drawn(B, 'meanwhile'));
+    settled.push('other kind answered');
+    await loop;
+    assert.deepEqual(settled, ['other kind answered', 'loop timed out']);
+    assert.equal(pool.pids().length, 1);
+    assert.deepEqual(await pool.run(A, 'after'), drawn(A, 'after'));
     await pool.close();
   });
 });

@@ -1,13 +1,15 @@
 // The bounded headless-browser pool for the diagrams that only a browser draws (the Mermaid types
-// beautiful-mermaid does not). At most `browsers` Chromium processes, each with at most `pages`
-// pages; a page loads its renderer once (mermaid-browser.ts) and then renders one diagram at a time,
-// many times over, until `recycleAfter` renders. Each page is alone in a browser context (its own
+// beautiful-mermaid does not, BPMN). At most `browsers` Chromium processes, each with at most
+// `pages` pages, whatever their kind (page-kind.ts): one Chromium serves every kind, so the caps are
+// totals. A page loads its kind's renderer once (mermaid-browser.ts, bpmn-browser.ts) and then
+// renders diagrams of that kind only, one at a time, many times over, until `recycleAfter` renders;
+// at the cap, an idle page of a kind nobody waits for is closed to open one of the kind waited for. Each page is alone in a browser context (its own
 // renderer process, nothing shared with the others) and every request it makes is intercepted: the
 // page's own files are answered from memory, anything else is refused. A render past `timeoutMs`
 // crashes its renderer process and closes the page; a browser that does not answer that within
 // a few seconds is killed with its whole process group (chromium.ts). A browser that dies (kill -9,
 // out of memory) takes its pages with it: the renders that were on them go once more to a new
-// browser. An idle browser exits after `idleMs`. Admission (fair queue, client share) is the
+// browser. A browser whose pages of every kind are idle exits after `idleMs`. Admission (fair queue, client share) is the
 // caller's; this only dispatches to free pages.
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
@@ -26,26 +28,43 @@ export interface BrowserPoolOptions {
   recycleAfter: number;
   /** Largest SVG a page may return. */
   maxOutput: number;
-  kind: PageKind;
   /** Where the browsers' profile directories are made (tests find their processes by it). */
   profileRoot?: string;
   onEvent?: (event: BrowserEvent, detail: Record<string, unknown>) => void;
 }
 
-/** page-new: a page is being opened for a waiting render; page-open: it is ready. */
+/**
+ * page-new: a page is being opened for a waiting render; page-open: it is ready; page-switch: an
+ * idle page is closed (at the cap) to make room for a page of another kind. Page events carry the
+ * page's `kind` in their detail; browser-start and browser-exit concern every kind.
+ */
 export type BrowserEvent =
   | 'browser-start'
   | 'browser-exit'
   | 'page-new'
   | 'page-open'
+  | 'page-switch'
   | 'timeout'
   | 'crash'
   | 'blocked';
+
+interface KindStats {
+  pages: number;
+  busy: number;
+  queued: number;
+}
+
+export interface PoolStats extends KindStats {
+  browsers: number;
+  /** By page kind (its name); a kind with no page and no render waiting is absent. */
+  kinds: Map<string, KindStats>;
+}
 
 /** The browser cannot be started here (a wrong path, a missing library): 503. */
 export class BrowserUnavailable extends Error {}
 
 interface Pending {
+  kind: PageKind;
   source: string;
   options: Record<string, string>;
   resolve: (r: RenderReply) => void;
@@ -64,6 +83,7 @@ interface Browser {
 }
 
 interface Page {
+  kind: PageKind;
   browser: Browser;
   ready: boolean;
   dead: boolean;
@@ -94,15 +114,29 @@ export class BrowserPool {
     this.o = o;
   }
 
-  stats(): { browsers: number; pages: number; busy: number; queued: number } {
-    let pages = 0;
-    let busy = 0;
+  stats(): PoolStats {
+    const kinds = new Map<string, KindStats>();
+    const of = (k: PageKind) => {
+      const s = kinds.get(k.name) ?? { pages: 0, busy: 0, queued: 0 };
+      kinds.set(k.name, s);
+      return s;
+    };
     for (const b of this.browsers)
       for (const p of b.pages) {
-        pages++;
-        if (p.busy) busy++;
+        const s = of(p.kind);
+        s.pages++;
+        if (p.busy) s.busy++;
       }
-    return { browsers: this.browsers.size, pages, busy, queued: this.waiting.length };
+    for (const p of this.waiting) of(p.kind).queued++;
+    const all = [...kinds.values()];
+    const sum = (f: (s: KindStats) => number) => all.reduce((n, s) => n + f(s), 0);
+    return {
+      browsers: this.browsers.size,
+      pages: sum((s) => s.pages),
+      busy: sum((s) => s.busy),
+      queued: this.waiting.length,
+      kinds,
+    };
   }
 
   /** Process ids of the live browsers (tests). */
@@ -110,29 +144,62 @@ export class BrowserPool {
     return [...this.browsers].flatMap((b) => (b.chromium ? [b.chromium.pid] : []));
   }
 
-  run(source: string, options: Record<string, string> = {}): Promise<RenderReply> {
+  /** Renders `source` on a page of `kind`. */
+  run(kind: PageKind, source: string, options: Record<string, string> = {}): Promise<RenderReply> {
     if (this.closed) return Promise.reject(new RenderPoolClosed('the diagram renderer is shutting down'));
     return new Promise<RenderReply>((resolve, reject) => {
-      this.waiting.push({ source, options, resolve, reject, retried: false });
+      this.waiting.push({ kind, source, options, resolve, reject, retried: false });
       this.dispatch();
     });
   }
 
-  private dispatch(): void {
-    if (this.closed) return;
-    let opening = 0;
-    const idle: Page[] = [];
-    for (const b of this.browsers)
-      for (const p of b.pages) {
-        if (!p.ready) opening++;
-        else if (!p.busy) idle.push(p);
-      }
-    while (this.waiting.length > 0 && idle.length > 0) this.start(idle.pop()!, this.waiting.shift()!);
-    // Open pages for the renders no page will take: fill the browsers there are before starting one.
-    for (let want = this.waiting.length - opening; want > 0; want--) if (!this.open()) break;
+  private event(event: BrowserEvent, kind: PageKind | null, detail: Record<string, unknown>): void {
+    this.o.onEvent?.(event, { ...detail, ...(kind ? { kind: kind.name } : {}) });
   }
 
-  private open(): boolean {
+  private dispatch(): void {
+    if (this.closed) return;
+    const opening = new Map<PageKind, number>();
+    const idle = new Map<PageKind, Page[]>();
+    for (const b of this.browsers)
+      for (const p of b.pages) {
+        if (!p.ready) opening.set(p.kind, (opening.get(p.kind) ?? 0) + 1);
+        else if (!p.busy) {
+          const free = idle.get(p.kind);
+          if (free) free.push(p);
+          else idle.set(p.kind, [p]);
+        }
+      }
+    // Each waiting render, oldest first, takes a free page of its kind: a kind whose pages are all
+    // busy (or running away) holds up no other kind's renders.
+    for (let i = 0; i < this.waiting.length; ) {
+      const p = this.waiting[i]!;
+      const page = idle.get(p.kind)?.pop();
+      if (!page) i++;
+      else {
+        this.waiting.splice(i, 1);
+        this.start(page, p);
+      }
+    }
+    // Open pages for the renders no page will take, oldest first: fill the browsers there are before
+    // starting one; at the cap, close an idle page of another kind (no render of its kind waits, or
+    // it would have taken it) to make room.
+    for (const p of this.waiting) {
+      const n = opening.get(p.kind) ?? 0;
+      if (n > 0) {
+        opening.set(p.kind, n - 1);
+        continue;
+      }
+      if (this.open(p.kind)) continue;
+      const spare = [...idle.values()].find((pages) => pages.length > 0)?.pop();
+      if (!spare) break;
+      this.event('page-switch', spare.kind, { pid: spare.browser.chromium?.pid, to: p.kind.name });
+      this.retire(spare);
+      if (!this.open(p.kind)) break;
+    }
+  }
+
+  private open(kind: PageKind): boolean {
     let browser: Browser | undefined;
     // A browser whose DevTools pipe closed is dying: it takes no page (one would fail at once, and
     // again, without yielding), and counts against the cap until its process has exited.
@@ -144,14 +211,14 @@ export class BrowserPool {
     }
     if (browser.idle) clearTimeout(browser.idle);
     browser.idle = null;
-    const page: Page = { browser, ready: false, dead: false, busy: null, renders: 0, timer: null };
+    const page: Page = { kind, browser, ready: false, dead: false, busy: null, renders: 0, timer: null };
     browser.pages.add(page);
-    this.o.onEvent?.('page-new', { pid: browser.chromium?.pid, pages: browser.pages.size });
+    this.event('page-new', kind, { pid: browser.chromium?.pid, pages: browser.pages.size });
     this.prepare(page).then(
       () => {
         if (page.dead) return;
         page.ready = true;
-        this.o.onEvent?.('page-open', { pid: browser.chromium?.pid });
+        this.event('page-open', kind, { pid: browser.chromium?.pid });
         this.dispatch();
         this.armIdle(browser);
       },
@@ -160,18 +227,22 @@ export class BrowserPool {
         this.retire(page);
         // The browser died while the page opened: its exit (browserGone) dispatches again.
         if (browser.chromium?.cdp.closed) return;
-        // Nothing else can take the waiting renders: they get the reason now, not at their deadline.
-        if (!this.hasPages())
-          for (const p of this.waiting.splice(0))
+        // No other page of its kind can take the renders waiting for one: they get the reason now,
+        // not at their deadline (another kind's renders wait on, for their own pages).
+        if (!this.hasPages(kind)) {
+          const failed = this.waiting.filter((p) => p.kind === kind);
+          this.waiting.splice(0, this.waiting.length, ...this.waiting.filter((p) => p.kind !== kind));
+          for (const p of failed)
             p.reject(err instanceof BrowserUnavailable ? err : new BrowserUnavailable(err.message));
+        }
         this.dispatch();
       },
     );
     return true;
   }
 
-  private hasPages(): boolean {
-    for (const b of this.browsers) if (b.pages.size > 0) return true;
+  private hasPages(kind: PageKind): boolean {
+    for (const b of this.browsers) for (const p of b.pages) if (p.kind === kind) return true;
     return false;
   }
 
@@ -194,7 +265,7 @@ export class BrowserPool {
       (c) => {
         browser.chromium = c;
         this.started++;
-        this.o.onEvent?.('browser-start', { pid: c.pid });
+        this.event('browser-start', null, { pid: c.pid });
         void c.exited.then(() => this.browserGone(browser, c));
         if (this.closed) c.kill();
         return c;
@@ -211,7 +282,7 @@ export class BrowserPool {
   private browserGone(browser: Browser, c: Chromium): void {
     this.browsers.delete(browser);
     if (browser.idle) clearTimeout(browser.idle);
-    this.o.onEvent?.('browser-exit', { pid: c.pid });
+    this.event('browser-exit', null, { pid: c.pid });
     for (const p of [...browser.pages]) this.lost(p, 'browser');
     this.dispatch();
   }
@@ -247,8 +318,8 @@ export class BrowserPool {
           return this.lost(page, 'page');
         if (sid !== sessionId) return;
         if (method === 'Fetch.requestPaused')
-          return servePageRequest(this.o.kind, cdp, sessionId, params, (url) =>
-            this.o.onEvent?.('blocked', { url }),
+          return servePageRequest(page.kind, cdp, sessionId, params, (url) =>
+            this.event('blocked', page.kind, { url }),
           );
         if (method === 'Inspector.targetCrashed') return this.lost(page, 'page');
         if (method === 'Page.loadEventFired') loaded();
@@ -258,14 +329,14 @@ export class BrowserPool {
       await cdp.send('Page.enable', {}, sessionId);
       const nav = await cdp.send<{ errorText?: string }>(
         'Page.navigate',
-        { url: `${this.o.kind.origin}/` },
+        { url: `${page.kind.origin}/` },
         sessionId,
       );
       if (nav.errorText) throw new Error(`the renderer page did not load: ${nav.errorText}`);
       await load;
       const setup = await cdp.send<{ exceptionDetails?: unknown }>(
         'Runtime.evaluate',
-        { expression: this.o.kind.setup, awaitPromise: true, returnByValue: true },
+        { expression: page.kind.setup, awaitPromise: true, returnByValue: true },
         sessionId,
       );
       if (setup.exceptionDetails)
@@ -332,7 +403,7 @@ export class BrowserPool {
     const p = page.busy;
     if (!p) return;
     this.settle(page);
-    this.o.onEvent?.('timeout', { pid: page.browser.chromium?.pid });
+    this.event('timeout', page.kind, { pid: page.browser.chromium?.pid });
     p.reject(new RenderTimeout(`no result within ${this.o.timeoutMs} ms`));
     if (page.cdp && page.sessionId) void page.cdp.send('Page.crash', {}, page.sessionId).catch(() => {});
     this.retire(page);
@@ -349,7 +420,7 @@ export class BrowserPool {
         p.retried = true;
         this.waiting.unshift(p);
       } else {
-        this.o.onEvent?.('crash', { pid: page.browser.chromium?.pid, why });
+        this.event('crash', page.kind, { pid: page.browser.chromium?.pid, why });
         p.reject(
           new RenderCrashed(
             why === 'page'
@@ -377,7 +448,7 @@ export class BrowserPool {
         await cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId });
     }).catch(() => {
       if (!cdp.closed) {
-        this.o.onEvent?.('crash', { pid: c.pid, why: 'the browser did not close a page' });
+        this.event('crash', page.kind, { pid: c.pid, why: 'the browser did not close a page' });
         c.kill();
       }
     });

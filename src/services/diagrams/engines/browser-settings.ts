@@ -1,10 +1,10 @@
-// A browser pool under the operator's settings (DEVUTIL_DIAGRAMS_MERMAID_*), as the Mermaid and BPMN
-// renderers make theirs: the settings, the recycling rule and the log line of each pool event.
+// The one browser pool of the server under the operator's settings (DEVUTIL_DIAGRAMS_MERMAID_*),
+// shared by the Mermaid and BPMN pages: the settings, the recycling rule and the log line of each
+// pool event.
 import type { Logger } from 'pino';
 import { type BrowserEvent, BrowserPool } from './browser-pool.ts';
-import type { PageKind } from './page-kind.ts';
 
-/** The operator's browser settings a page kind's pool runs under (DEVUTIL_DIAGRAMS_MERMAID_*). */
+/** The operator's browser settings (DEVUTIL_DIAGRAMS_MERMAID_*): totals over every page kind. */
 export interface BrowserSettings {
   executable: string;
   browsers: number;
@@ -18,17 +18,18 @@ export interface BrowserSettings {
 /** A page renders this many diagrams, then is replaced (page scripts keep some state per render). */
 const RECYCLE_AFTER = 200;
 
+/** Largest SVG a page of any kind returns (the page scripts check it too). */
+export const MAX_SVG = 8 * 1024 * 1024;
+
+/** Logged at info: a browser's start and exit, a page ready or switched; a page asked for is routine. */
+const DETAILED = new Set<BrowserEvent>(['browser-start', 'browser-exit', 'page-open', 'page-switch']);
+
 /**
- * A pool of `kind` pages under the operator's settings, its events logged as `<name> browser
- * <event>`: failures at warn, `detailed` events at info, the rest at debug.
+ * The pool under the operator's settings, its events logged as `<kind> browser <event>` (a page's
+ * event: `mermaid browser page-open`) or `browser <event>` (the browser's, for every kind):
+ * failures at warn, DETAILED at info, the rest at debug.
  */
-export function settingsPool(
-  o: BrowserSettings,
-  name: string,
-  kind: PageKind,
-  maxOutput: number,
-  detailed: (event: BrowserEvent) => boolean = () => false,
-): BrowserPool {
+export function settingsPool(o: BrowserSettings): BrowserPool {
   return new BrowserPool({
     executable: o.executable,
     browsers: o.browsers,
@@ -39,15 +40,14 @@ export function settingsPool(
     idleMs: o.idleMs,
     heapMb: o.heapMb,
     recycleAfter: RECYCLE_AFTER,
-    maxOutput,
-    kind,
+    maxOutput: MAX_SVG,
     onEvent: (event, detail) =>
       o.log[
         event === 'timeout' || event === 'crash' || event === 'blocked'
           ? 'warn'
-          : detailed(event)
+          : DETAILED.has(event)
             ? 'info'
             : 'debug'
-      ](detail, `${name} browser ${event}`),
+      ](detail, `${typeof detail['kind'] === 'string' ? `${detail['kind']} ` : ''}browser ${event}`),
   });
 }

@@ -1,4 +1,4 @@
-// Mermaid's own renderer in a browser page (browser-pool.ts), for the Mermaid types beautiful-mermaid
+// Mermaid's own renderer in a page of the server's browser pool (browser-pool.ts), for the Mermaid types beautiful-mermaid
 // does not draw (gantt, pie, mindmap, timeline, gitGraph, journey, quadrant, sankey, requirement,
 // C4, block, architecture, packet, kanban, radar...). The page loads Mermaid's standalone bundle
 // (bundles.ts: the page build's copy, or the `mermaid` package where installed), once, and renders with securityLevel "strict": labels are
@@ -6,7 +6,7 @@
 // cannot change the security level or the size limits (Mermaid's "secure" keys). The page's CSP
 // lets it run its own bundle only and connect nowhere.
 import { type BrowserPool, BrowserUnavailable } from './browser-pool.ts';
-import { type BrowserSettings, settingsPool } from './browser-settings.ts';
+import { MAX_SVG } from './browser-settings.ts';
 import { browserBundle } from './bundles.ts';
 import { type PageKind, scriptPage } from './page-kind.ts';
 import type { RenderReply } from './render-job.ts';
@@ -61,6 +61,7 @@ function setupScript(maxTextSize: number, maxOutput: number): string {
 export function mermaidPage(bundle: string, o: { maxTextSize: number; maxOutput: number }): PageKind {
   // The bundle (3.5 MB) is read on the first page load, kept for the next ones.
   return scriptPage({
+    name: 'mermaid',
     origin: MERMAID_ORIGIN,
     html: PAGE,
     setup: setupScript(o.maxTextSize, o.maxOutput),
@@ -69,37 +70,21 @@ export function mermaidPage(bundle: string, o: { maxTextSize: number; maxOutput:
   });
 }
 
-export interface MermaidBrowserOptions extends BrowserSettings {
-  /** Largest source (Mermaid's maxTextSize). */
-  maxSource: number;
-}
-
 export interface MermaidBrowser {
   /** The version of Mermaid the pages run ('' when there is no bundle). */
   readonly version: string;
-  readonly pool: BrowserPool | null;
   render(source: string): Promise<RenderReply>;
-  close(): Promise<void>;
 }
 
-const MAX_SVG = 8 * 1024 * 1024;
-
-/** The Mermaid browser pool; it starts no browser before the first diagram that needs one. */
-export function mermaidBrowser(o: MermaidBrowserOptions): MermaidBrowser {
+/** Mermaid's pages in the server's browser pool; no browser starts before a diagram needs one. */
+export function mermaidBrowser(pool: BrowserPool, o: { maxSource: number }): MermaidBrowser {
   const bundle = browserBundle('mermaid');
   if (!bundle) {
     const err = new BrowserUnavailable(
       'the Mermaid bundle is missing: neither web/dist/vendor/ (npm run build:web) nor the mermaid package has it',
     );
-    return { version: '', pool: null, render: () => Promise.reject(err), close: async () => {} };
+    return { version: '', render: () => Promise.reject(err) };
   }
   const kind = mermaidPage(bundle.path, { maxTextSize: o.maxSource, maxOutput: MAX_SVG });
-  // A page opened for a waiting render is routine; the browser's start and exit are worth a line.
-  const pool = settingsPool(o, 'mermaid', kind, MAX_SVG, (event) => event !== 'page-new');
-  return {
-    version: bundle.version,
-    pool,
-    render: (source) => pool.run(source),
-    close: () => pool.close(),
-  };
+  return { version: bundle.version, render: (source) => pool.run(kind, source) };
 }

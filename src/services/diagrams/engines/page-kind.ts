@@ -1,11 +1,13 @@
 // What a browser pool's pages are: a page kind (the renderer's files, answered from memory under an
-// origin that is never resolved, its CSP and setup script) and the answer to each request a page
-// makes (its own files, or refused).
+// origin that is never resolved, its CSP and setup script; one pool holds pages of every kind) and
+// the answer to each request a page makes (its own files, or refused).
 import { readFileSync } from 'node:fs';
 import type { Cdp } from './cdp.ts';
 
 /** What a page serves and runs: the renderer's files, its CSP and the script that sets it up. */
 export interface PageKind {
+  /** What it draws ('mermaid', 'bpmn'): log lines and metrics of its pages are by this name. */
+  readonly name: string;
   /** The page's origin: never resolved, every request to it is answered from `files`. */
   readonly origin: string;
   /** Path -> file; "/" is the page. */
@@ -21,6 +23,7 @@ export interface PageKind {
  * memory under `origin`: the script is read from `scriptPath` on the first page load and kept.
  */
 export function scriptPage(o: {
+  name: string;
   origin: string;
   html: string;
   setup: string;
@@ -29,6 +32,7 @@ export function scriptPage(o: {
 }): PageKind {
   let files: Map<string, { type: string; body: Buffer }> | undefined;
   return {
+    name: o.name,
     origin: o.origin,
     csp: "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:",
     setup: o.setup,

@@ -1,12 +1,13 @@
 // BPMN through the Kroki API: drawn by bpmn-js in the headless-browser pool with the bpmn.io
 // watermark its licence requires kept visible (below the diagram, linking to bpmn.io); XML that is
 // not BPMN, or has no diagram to draw, answers 400; hostile XML (an external entity, a script in a
-// name) reads no file and runs nothing; with the pool off, 422 names the setting. Chromium is
-// required when CI=true.
+// name) reads no file and runs nothing; with the pool off, 422 names the setting. BPMN and the
+// Mermaid types drawn in a browser share one Chromium: a diagram of each leaves one browser process
+// (one process tree), not one per kind. Chromium is required when CI=true.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { profileRoot } from '../../../../test/helpers/chromium.ts';
+import { chromiumProcesses, profileRoot } from '../../../../test/helpers/chromium.ts';
 import { assertNoInternals } from '../../../../test/helpers/leaks.ts';
 import { buildTestServer } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
@@ -14,13 +15,16 @@ import { LANGUAGES } from './languages.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = toolSkip(CHROMIUM, ['--version']);
-process.env['TMPDIR'] = profileRoot();
+// The browsers' profiles go under the system temporary directory: a fresh one for this file lets
+// the tests find every process of its browsers, and only those.
+const root = profileRoot();
+process.env['TMPDIR'] = root;
 const SAMPLE = LANGUAGES.find((l) => l.type === 'bpmn')!.sample;
 
-function post(app: FastifyInstance, source: string) {
+function post(app: FastifyInstance, source: string, type = 'bpmn') {
   return app.inject({
     method: 'POST',
-    url: '/plantuml/bpmn/svg',
+    url: `/plantuml/${type}/svg`,
     payload: source,
     headers: { 'content-type': 'text/plain' },
   });
@@ -132,5 +136,47 @@ describe('BPMN in a browser', { skip, timeout: 180_000 }, () => {
     assert.equal(script.statusCode, 200, script.body.slice(0, 300));
     assert.doesNotMatch(script.body, /<script/);
     assert.match(script.body, /&lt;script&gt;/);
+  });
+});
+
+describe('BPMN and Mermaid in one browser', { skip, timeout: 240_000 }, () => {
+  it('draws a BPMN and a Mermaid pie at once with one Chromium (one browser process)', async () => {
+    const app = await buildTestServer({
+      overrides: {
+        diagrams: {
+          prestart: false,
+          mermaidChromium: CHROMIUM,
+          // Room for a browser per kind: one is used because the kinds share it, not for want of a second.
+          mermaidBrowsers: 2,
+          mermaidBrowserPages: 2,
+          mermaidBrowserIdleSec: 0,
+          timeoutMs: 60_000,
+        },
+      },
+    });
+    try {
+      const [bpmn, pie] = await Promise.all([
+        post(app, SAMPLE),
+        post(app, 'pie title Shared\n  "Apples" : 3\n  "Pears" : 5', 'mermaid'),
+      ]);
+      assert.equal(bpmn.statusCode, 200, bpmn.body.slice(0, 300));
+      assert.ok(bpmn.body.includes('>devutil<'), 'the BPMN labels');
+      assert.equal(pie.statusCode, 200, pie.body.slice(0, 300));
+      assert.ok(pie.body.includes('Apples'), 'the pie labels');
+      // The browser processes (no --type) that this server started: one, whatever the kinds drawn.
+      const browsers = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
+      assert.equal(browsers.length, 1, `browser processes: ${browsers.map((p) => p.pid).join(' ')}`);
+      // Both kinds' pages answer again from the same browser.
+      assert.equal((await post(app, SAMPLE)).statusCode, 200);
+      assert.equal((await post(app, 'pie title Again\n  "A" : 1', 'mermaid')).statusCode, 200);
+      const again = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
+      assert.deepEqual(
+        again.map((p) => p.pid),
+        browsers.map((p) => p.pid),
+      );
+    } finally {
+      await app.close();
+    }
+    assert.deepEqual(chromiumProcesses(root), [], 'a Chromium process outlived the server');
   });
 });

@@ -17,14 +17,11 @@ import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
 import type { RenderedMeta } from '../cache.ts';
 import { type BpmnBrowser, bpmnBrowser } from '../engines/bpmn-browser.ts';
-import { BrowserUnavailable } from '../engines/browser-pool.ts';
+import { type BrowserPool, BrowserUnavailable } from '../engines/browser-pool.ts';
+import { type BrowserSettings, settingsPool } from '../engines/browser-settings.ts';
 import { commandAvailability, runCommand } from '../engines/commands.ts';
 import { BROWSERLESS, mermaidType } from '../engines/mermaid.ts';
-import {
-  type MermaidBrowser,
-  type MermaidBrowserOptions,
-  mermaidBrowser,
-} from '../engines/mermaid-browser.ts';
+import { type MermaidBrowser, mermaidBrowser } from '../engines/mermaid-browser.ts';
 import { type PoolEvent, ProcessPool } from '../engines/process-pool.ts';
 import {
   QUARANTINE_NICE,
@@ -81,8 +78,11 @@ export interface RendererOptions {
   limitSize: number;
   cache: Cache<RenderedMeta>;
   log: Logger;
-  /** The headless-browser pool for the Mermaid types beautiful-mermaid does not draw; absent = off. */
-  browser?: Omit<MermaidBrowserOptions, 'timeoutMs' | 'log'>;
+  /** The headless-browser pool for the Mermaid types beautiful-mermaid does not draw and BPMN; absent = off. */
+  browser?: Omit<BrowserSettings, 'timeoutMs' | 'log'> & {
+    /** Largest Mermaid source (Mermaid's maxTextSize). */
+    maxSource: number;
+  };
   /** Without `browser`: why there is none and how to get one (the 422 of those types says it). */
   noBrowser?: string;
   /** Who goes to the quarantine lane (shared with the PlantUML engine); absent or off = no lane. */
@@ -120,17 +120,24 @@ export class DiagramRenderer {
   private readonly o: RendererOptions;
   private readonly versions = new Map<string, Availability>();
   private readonly detecting = new Map<string, Promise<void>>();
-  /** Off (null) unless configured; it starts no browser before a diagram needs one. */
+  /**
+   * The one browser pool (one Chromium) whose pages draw Mermaid and BPMN alike: off (null) unless
+   * configured; it starts no browser before a diagram needs one.
+   */
+  readonly browserPool: BrowserPool | null;
+  /** Mermaid's pages in it; null = off. */
   readonly browser: MermaidBrowser | null;
-  /** BPMN's pages (bpmn-js draws in a browser only), on the same Chromium setting; null = off. */
+  /** BPMN's pages in it (bpmn-js draws in a browser only); null = off. */
   private readonly bpmn: BpmnBrowser | null;
   /** Its slots, shared by Mermaid and BPMN: a client's share of them and of its queue, like the render threads'. */
   private readonly browserAdmission: FairQueue | null;
 
   constructor(o: RendererOptions) {
     this.o = o;
-    this.browser = o.browser ? mermaidBrowser({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
-    this.bpmn = o.browser ? bpmnBrowser({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
+    const browsers = o.browser ? settingsPool({ ...o.browser, timeoutMs: o.timeoutMs, log: o.log }) : null;
+    this.browserPool = browsers;
+    this.browser = browsers ? mermaidBrowser(browsers, { maxSource: o.browser!.maxSource }) : null;
+    this.bpmn = browsers ? bpmnBrowser(browsers) : null;
     this.browserAdmission = o.browser
       ? new FairQueue({
           concurrency: o.browser.browsers * o.browser.pages,
@@ -389,12 +396,7 @@ export class DiagramRenderer {
   }
 
   async close(): Promise<void> {
-    await Promise.all([
-      this.pool.close(),
-      this.quarantine?.pool.close(),
-      this.browser?.close(),
-      this.bpmn?.close(),
-    ]);
+    await Promise.all([this.pool.close(), this.quarantine?.pool.close(), this.browserPool?.close()]);
   }
 }
 
