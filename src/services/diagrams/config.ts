@@ -89,26 +89,26 @@ export const diagramsSection = {
   mermaidChromium: str('', {
     pattern: /^(?:off|\/.*)?$/,
     hint: 'an absolute path to a Chromium/Chrome executable, or off',
-    doc: 'Chromium executable of the headless-browser pool that draws the Mermaid types beautiful-mermaid does not (gantt, pie, mindmap, gitGraph...); empty = the first chromium/google-chrome on PATH or in the usual places, off = no pool (those types answer 422)',
+    doc: 'Chromium executable of the headless-browser pool that draws the Mermaid types beautiful-mermaid does not (gantt, pie, mindmap, gitGraph...) and BPMN; empty = the first chromium/google-chrome on PATH or in the usual places, off = no pool (those types answer 422)',
   }),
   mermaidBrowsers: int(2, {
     min: 1,
     max: 16,
-    doc: 'most Chromium processes the Mermaid browser pool runs at once (each with mermaidBrowserPages pages)',
+    doc: 'most Chromium processes the browser pool runs at once, for Mermaid and BPMN pages together (each with mermaidBrowserPages pages)',
   }),
   mermaidBrowserPages: int(2, {
     min: 1,
     max: 16,
-    doc: 'pages (one render each at a time, one renderer process each) per Chromium of the Mermaid browser pool',
+    doc: 'pages (one render each at a time, one renderer process each, of one kind: Mermaid or BPMN) per Chromium of the browser pool',
   }),
   mermaidBrowserIdleSec: duration(60, {
     unit: 's',
     min: 0,
-    doc: 'a Chromium of the Mermaid browser pool idle this long is closed (0 = kept until the server stops)',
+    doc: 'a Chromium of the browser pool with no page of either kind busy this long is closed (0 = kept until the server stops)',
   }),
   mermaidBrowserHeap: bytes(256 * 1024 ** 2, {
     min: 32 * 1024 ** 2,
-    doc: 'JavaScript heap cap of each Mermaid browser page; a diagram that needs more crashes its page and answers 422',
+    doc: 'JavaScript heap cap of each browser page (Mermaid and BPMN); a diagram that needs more crashes its page and answers 422',
   }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   clientShare: int(50, {

@@ -53,14 +53,14 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   ctx.metrics.caches.push(engine.cache);
   // Every other language (Kroki API): render processes and system programs, the same shared cache
   // and the same suspects as PlantUML's.
-  // The Mermaid browser pool: the named Chromium, else the first one found (a file check, once).
+  // The browser pool (Mermaid and BPMN): the named Chromium, else the first one found (a file check, once).
   const chromium = cfg.mermaidChromium === 'off' ? null : cfg.mermaidChromium || findChromium();
   if (cfg.mermaidChromium !== 'off')
     log[chromium ? 'debug' : 'info'](
       { chromium },
       chromium
-        ? 'Mermaid browser pool: started on the first diagram that needs it'
-        : 'no Chromium found: the Mermaid types drawn in a browser (gantt, pie...) answer 422',
+        ? 'browser pool (Mermaid and BPMN pages, one Chromium): started on the first diagram that needs it'
+        : 'no Chromium found: the Mermaid types drawn in a browser (gantt, pie...) and BPMN answer 422',
     );
   const renderer = new DiagramRenderer({
     processes: cfg.renderThreads,
