@@ -5,7 +5,10 @@
 // paths run every test file under them whatever its tier (a path to a file is taken whatever its
 // name); `--list` prints the selected files, longest first, and runs nothing. Each file is run by
 // node itself, its tests by node:test with the spec reporter, without a `node --test` parent (types
-// stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
+// stripped by Node 24/26 itself). On Node 20 the tree is first compiled once into test-output/compiled/
+// (scripts/test-compile.js) and each file runs as its .js there with plain node, reported by its .ts
+// name; RUN_WITH_LOADER (scripts/test-tiers.js) lists files run with tsx instead, and
+// DEVUTIL_TEST_COMPILED=0/1 turns the compiled mode off/on on any runtime. CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 //
 // Each file runs in a process group of its own, a few at a time, and has a time budget
