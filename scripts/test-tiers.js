@@ -102,3 +102,14 @@ export const HEAVY = {
   'test/e2e/image.test.ts': 'podman builds the container image from its base, then runs it',
   'test/e2e/production.test.ts': 'npm ci of a clean copy of the checkout, then the server',
 };
+
+/**
+ * Files that scripts/test.js runs with the TypeScript loader (tsx) on Node 20 although it runs the
+ * others compiled (scripts/test-compile.js): a file whose subject is the checkout as a user runs it
+ * there, or one that cannot run from the compiled copy.
+ */
+export const RUN_WITH_LOADER = {
+  'test/e2e/cli-npx.test.ts': "npx runs the checkout's own bin, which registers tsx on Node 20",
+  'test/e2e/production.test.ts':
+    "builds the page with web/build.ts, whose esbuild follows the compiled copy's links back to the checkout and finds web/src's modules outside it",
+};

@@ -5,7 +5,10 @@
 // paths run every test file under them whatever its tier (a path to a file is taken whatever its
 // name); `--list` prints the selected files, longest first, and runs nothing. Each file is run by
 // node itself, its tests by node:test with the spec reporter, without a `node --test` parent (types
-// stripped by Node 24/26 itself, by tsx on Node 20). CI=true makes tests that
+// stripped by Node 24/26 itself). On Node 20 the tree is first compiled once into test-output/compiled/
+// (scripts/test-compile.js) and each file runs as its .js there with plain node, reported by its .ts
+// name; RUN_WITH_LOADER (scripts/test-tiers.js) lists files run with tsx instead, and
+// DEVUTIL_TEST_COMPILED=0/1 turns the compiled mode off/on on any runtime. CI=true makes tests that
 // need a system tool (redis-server, git, java, syncthing, chromium...) fail instead of skipping.
 //
 // Each file runs in a process group of its own, a few at a time, and has a time budget
@@ -29,10 +32,10 @@ import {
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { countsOf, fileCounts, sumCounts } from './test-counts.js';
-import { cpuMeter } from './test-cpu.js';
+import { cpuMeter, reapedCpuMs } from './test-cpu.js';
 import { longestFirst, mayStart, takeNext } from './test-order.js';
-import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
-import { TS_EXEC_ARGV } from './ts-loader.js';
+import { HEAVY, RUN_WITH_LOADER, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
+import { COMPILED, NATIVE_TS } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const DEFAULT_FILE_TIMEOUT_SEC = 600;
@@ -146,9 +149,45 @@ mkdirSync(outDir, { recursive: true });
 // fresh PlantUML build directory: the first test server that renders compiles the worker and makes
 // its class-data archive there, every later one of the run reuses them (test/helpers/server.ts).
 const diagramsBuild = join(outDir, 'diagrams-build');
+function secs(ms) {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
 for (const d of ['logs', 'secrets', 'diagrams-build'])
   rmSync(join(outDir, d), { recursive: true, force: true });
 mkdirSync(diagramsBuild, { recursive: true });
+
+// Compiled mode (scripts/test-compile.js): on a runtime without type stripping, the tree compiled once
+// into test-output/compiled/, each file run there as plain JavaScript. DEVUTIL_TEST_COMPILED=1 forces
+// it (the runner's own test), =0 turns it off. A runner that itself runs from a compiled copy (the
+// runner's test, run compiled) runs its files in that copy.
+const compileWanted = (process.env.DEVUTIL_TEST_COMPILED ?? (NATIVE_TS ? '0' : '1')) === '1';
+let jsRoot;
+if (COMPILED) jsRoot = root;
+else if (compileWanted) {
+  const t0 = Date.now();
+  const cpu0 = reapedCpuMs() ?? 0;
+  jsRoot = join(outDir, 'compiled');
+  const r = spawnSync(process.execPath, [join(root, 'scripts/test-compile.js'), root, jsRoot], {
+    encoding: 'utf8',
+    env: { ...process.env, ESBUILD_WORKER_THREADS: '0', ESBUILD_MAX_BUFFER: String(256 << 20) },
+  });
+  if (r.status !== 0) {
+    console.error(
+      `compiling the tree for Node ${process.versions.node} failed:\n${r.stderr}${r.error ?? ''}`,
+    );
+    process.exit(1);
+  }
+  const cpu = (reapedCpuMs() ?? 0) - cpu0;
+  console.log(
+    `compiled ${r.stdout.trim()} .ts files into ${relative(root, jsRoot)}/ in ${secs(Date.now() - t0)} (CPU ${secs(cpu)})`,
+  );
+}
+/** How `file` (relative to the root) is run: node's arguments before it, its path, the directory. */
+function entryOf(file) {
+  if (jsRoot === undefined || file in RUN_WITH_LOADER || file.startsWith('..'))
+    return { argv: NATIVE_TS ? [] : ['--import', 'tsx'], path: file, cwd: root };
+  return { argv: [], path: join(jsRoot, file.replace(/\.ts$/, '.js')), cwd: jsRoot };
+}
 
 const started = Date.now();
 // Each file's CPU, read as its runner exits (scripts/test-cpu.js); a reading at any other child's
@@ -159,10 +198,6 @@ const running = new Map(); // file -> { child, t0 }
 const waiting = [];
 const fileEnded = () => new Promise((resolve) => waiting.push(resolve));
 const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
-
-function secs(ms) {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
 
 function killGroup(child, signal) {
   try {
@@ -209,11 +244,13 @@ function budgetSec(file) {
 let prebuild;
 if (tier !== 'paths') {
   const log = openSync(join(outDir, 'diagrams-build.log'), 'w');
-  prebuild = spawn(
-    process.execPath,
-    [...TS_EXEC_ARGV, join(root, 'test/helpers/diagrams-build.ts'), diagramsBuild],
-    { cwd: root, detached: true, stdio: ['ignore', log, log], env: childEnv },
-  );
+  const e = entryOf('test/helpers/diagrams-build.ts');
+  prebuild = spawn(process.execPath, [...e.argv, e.path, diagramsBuild], {
+    cwd: e.cwd,
+    detached: true,
+    stdio: ['ignore', log, log],
+    env: childEnv,
+  });
   closeSync(log);
   prebuild.on('exit', () => cpuSince());
 }
@@ -227,8 +264,9 @@ function runFile(file) {
     // it; it runs no --import, so tsx loads in the file's process only): measured on 15 fast-tier
     // files, 0.36 CPU-s per file on Node 26, 0.30 on Node 20. The exit code says the same: non-zero
     // on a failing test or hook, a top-level throw, an error after the tests.
-    const child = spawn(process.execPath, [...TS_EXEC_ARGV, '--test-reporter=spec', file], {
-      cwd: root,
+    const e = entryOf(file);
+    const child = spawn(process.execPath, [...e.argv, '--test-reporter=spec', e.path], {
+      cwd: e.cwd,
       detached: true, // its own process group: a timeout stops the file and everything it started
       stdio: ['ignore', 'pipe', 'pipe'],
       env: childEnv,

@@ -3,7 +3,7 @@
 // web/build.ts writes it, in a development install (`npm install` runs it) or in the build stage of
 // an image, before the production install.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,6 +31,9 @@ function listSources(dir: string, out: string[] = []): string[] {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
     if (e.isDirectory()) listSources(p, out);
+    // A .js (and its map) beside its .ts is the test runner's compiled copy of the tree on Node 20
+    // (scripts/test-compile.js), not a source of the page.
+    else if (/\.js(\.map)?$/.test(e.name) && existsSync(p.replace(/\.js(\.map)?$/, '.ts'))) continue;
     else if (!e.name.endsWith('.test.ts')) out.push(p);
   }
   return out.sort();

@@ -115,10 +115,14 @@ async function slowServe(
   env: Record<string, string> = {},
 ): Promise<{ p: ChildProcess; port: number; log: () => string }> {
   const port = await freePort();
-  const p = spawn(process.execPath, [...TS_EXEC_ARGV, join(ROOT, 'test/fixtures/core/slow-serve.ts')], {
-    env: { ...baseEnv(port), ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const p = spawn(
+    process.execPath,
+    [...TS_EXEC_ARGV, new URL('../fixtures/core/slow-serve.ts', import.meta.url).pathname],
+    {
+      env: { ...baseEnv(port), ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   p.stdout?.on('data', (c) => {
     out += c;

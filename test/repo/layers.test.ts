@@ -2,7 +2,7 @@
 // (services/), the composition (server.ts, main.ts, context.ts, ops.ts) or the config schema
 // (config.ts, config-sections.ts). Tests beside them may start a whole server through test helpers.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 
@@ -14,7 +14,10 @@ function modules(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) modules(p, out);
-    else if (/\.[cm]?[jt]s$/.test(name) && !/\.test\.ts$/.test(name) && !name.endsWith('.d.ts')) out.push(p);
+    else if (/\.[cm]?[jt]s$/.test(name) && !/\.test\.ts$/.test(name) && !name.endsWith('.d.ts')) {
+      // A .js beside its .ts is the test runner's compiled copy (Node 20), not a module of its own.
+      if (!(name.endsWith('.js') && existsSync(p.replace(/\.js$/, '.ts')))) out.push(p);
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // `npm test` itself (scripts/test.js): a file that hangs is stopped at the per-file timeout together
 // with what it started, the run goes on with the other files and fails, and failures are listed; a
 // file may declare a longer budget of its own; each file's CPU is measured and recorded; each file is
-// run by node itself (no `node --test` parent), and fails on whatever failed it under `--test`.
+// run by node itself (no `node --test` parent), and fails on whatever failed it under `--test`; on
+// Node 20 (or with DEVUTIL_TEST_COMPILED=1) each file runs compiled, still reported by its .ts name.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -128,6 +129,27 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.match(r.out, /\n3 tests: 2 passed, 0 failed, 1 skipped, 0 cancelled, 0 todo\n/);
     assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips\.ts 1\n/);
     assert.match(r.out, /2 slowest files:\n {2,}[\d.]+ s {2}test\/fixtures\/runner\/(passes|skips)\.ts\n/);
+  });
+
+  it('runs each file compiled to JavaScript where asked (Node 20), reports it by its .ts name and fails a failing one', async () => {
+    const where = join(tempDir(), 'where.json');
+    const r = await runner([`${FIX}/where.ts`, `${FIX}/fails.ts`], {
+      DEVUTIL_TEST_COMPILED: '1',
+      RUNNER_FIXTURE_WHERE_FILE: where,
+    });
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /✔ test\/fixtures\/runner\/where\.ts passed/);
+    assert.match(r.out, /2 test files .*: 1 passed, 1 failed, 0 timed out/);
+    const summary = r.out.slice(r.out.lastIndexOf('test files in'));
+    assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
+    const ran = JSON.parse(readFileSync(where, 'utf8'));
+    // The tree has no where.js: the runner compiled it (scripts/test-compile.js) and ran that.
+    assert.match(ran.url, /\/test\/fixtures\/runner\/where\.js$/, 'the compiled file ran');
+    assert.deepEqual(
+      ran.execArgv.filter((a: string) => a.includes('tsx')),
+      [],
+      'without a TypeScript loader',
+    );
   });
 
   it('charges each file with its own CPU and that of what it started, with files running at once', async () => {

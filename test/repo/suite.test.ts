@@ -11,7 +11,7 @@ import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { longestFirst, mayStart, takeNext } from '../../scripts/test-order.js';
-import { HEAVY, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
+import { HEAVY, RUN_WITH_LOADER, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -142,6 +142,7 @@ describe('the test suite', { timeout: 120_000 }, () => {
       ['WHOLE_SUITE_ONLY', WHOLE_SUITE_ONLY],
       ['RUNTIME_SENSITIVE', RUNTIME_SENSITIVE],
       ['HEAVY', HEAVY],
+      ['RUN_WITH_LOADER', RUN_WITH_LOADER],
     ] as const) {
       const wrong = Object.entries(list)
         .filter(([f, why]) => !f.endsWith('.test.ts') || !existsSync(join(ROOT, f)) || why.trim().length < 10)

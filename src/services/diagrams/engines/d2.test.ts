@@ -61,7 +61,8 @@ describe('D2 engine process', {
 
   it('lets a process that rendered D2 exit as soon as it is done', async () => {
     const dir = tempDir();
-    const script = join(dir, 'render-and-exit.mts');
+    // .mjs: plain JavaScript, which every runtime runs with or without a TypeScript loader.
+    const script = join(dir, 'render-and-exit.mjs');
     const poolUrl = new URL('./process-pool.ts', import.meta.url).href;
     writeFileSync(
       script,

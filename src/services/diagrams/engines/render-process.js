@@ -7,14 +7,15 @@
 // the kernel, and running out ends only this process.
 //
 // Plain JavaScript, so that it starts on Node 20 too, which runs TypeScript only once tsx is
-// registered (Node 24/26 strip types themselves). Each engine module (./<name>.ts) is imported on
+// registered (Node 24/26 strip types themselves; the test runner's compiled copy of the tree,
+// scripts/test-compile.js, needs neither). Each engine module (./<name>.ts) is imported on
 // its first job and exports warm() (loads its package and WebAssembly; the process says "started"
 // once it has, so the render deadline does not count a cold start) and render(source, format,
 // options) -> string | Uint8Array; what it throws is mapped by name (diagram-error.ts): the
 // source's mistake (400), a type this engine does not draw (422), a result too large (413), and
 // anything else is the engine failing (422).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import module from 'node:module';
 
 module.enableCompileCache?.();
@@ -22,7 +23,7 @@ module.enableCompileCache?.();
 try {
   writeFileSync('/proc/self/oom_score_adj', '1000');
 } catch {}
-if (!process.features.typescript) {
+if (!process.features.typescript && !existsSync(new URL('../../../../.devutil-compiled', import.meta.url))) {
   const { register } = await import('tsx/esm/api');
   register();
 }
