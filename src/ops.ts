@@ -1,9 +1,9 @@
 // Operations routes: liveness, readiness, Prometheus metrics, the OpenAPI document and its docs page.
 import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from './context.ts';
+import { docsPage } from './infra/http/docs-page.ts';
 import { unauthorized } from './infra/http/errors.ts';
 import { swaggerUiOptions } from './infra/http/openapi.ts';
 import { dependencyMetrics } from './infra/observe/dependencies.ts';
@@ -63,5 +63,5 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
 
   // The description itself and its page are not routes of the API they describe.
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(swaggerUi, swaggerUiOptions(readFileSync(FAVICON, 'utf8')));
+  docsPage(app, '/docs', () => swaggerUiOptions(readFileSync(FAVICON, 'utf8')));
 };

@@ -16,7 +16,8 @@ const OUT = join(import.meta.dirname, '..', '..', 'test-output');
 type Operation = {
   summary?: string;
   tags?: string[];
-  parameters?: { name: string; in: string; required?: boolean }[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: { enum?: string[] } }[];
+  description?: string;
   requestBody?: {
     required?: boolean;
     content: Record<
@@ -79,6 +80,20 @@ describe('API reference', () => {
     assert.deepEqual(doc.paths['/api/file/{key}']?.['post']?.tags, ['files']);
     assert.deepEqual(doc.paths['/proxy/{target}']?.['get']?.tags, ['proxy']);
     assert.deepEqual(doc.paths['/healthz']?.['get']?.tags, ['ops']);
+  });
+
+  it("names Kroki's diagram types and their formats on its one route per shape", () => {
+    for (const [path, method] of [
+      ['/plantuml/{type}/{fmt}/{encoded}', 'get'],
+      ['/plantuml/{type}/{fmt}', 'post'],
+      ['/plantuml/{type}', 'post'],
+    ] as const) {
+      const op = doc.paths[path]?.[method];
+      const types = op?.parameters?.find((p) => p.in === 'path' && p.name === 'type')?.schema?.enum ?? [];
+      for (const t of ['plantuml', 'graphviz', 'vegalite'])
+        assert.ok(types.includes(t), `${method} ${path} lists the type ${t}`);
+      assert.match(op?.description ?? '', /graphviz: svg png jpeg/, `${method} ${path} gives the formats`);
+    }
   });
 
   it('uploads a file using nothing but the OpenAPI description of POST /api/file/{key}', async () => {

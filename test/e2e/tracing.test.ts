@@ -155,7 +155,7 @@ describe('traces over OTLP', { timeout: 120_000, skip: toolSkip('openssl', ['ver
     assert.equal(res.status, 200, await res.clone().text());
     assert.match(await res.text(), /<svg/);
     const post = await recv!.waitFor('render request span', serverSpan('/plantuml/nomnoml/svg'));
-    assert.equal(post.name, 'POST /plantuml/nomnoml/:fmt');
+    assert.equal(post.name, 'POST /plantuml/:type/:fmt');
     const render = await recv!.waitFor('render span', childOf(post, 'render nomnoml'));
     assert.equal(render.attributes['devutil.render.language'], 'nomnoml');
     assert.equal(render.attributes['devutil.render.format'], 'svg');

@@ -203,8 +203,10 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   });
 
   // The fast lane's repeats of cached diagrams skip the onResponse hook above: counted as they go.
-  await plantumlRoutes(app, ctx, engine, (status) => diagrams.inc({ cache: 'hit', status: String(status) }));
-  await krokiRoutes(app, ctx, engine, renderer);
+  const server = await plantumlRoutes(app, ctx, engine, (status) =>
+    diagrams.inc({ cache: 'hit', status: String(status) }),
+  );
+  await krokiRoutes(app, ctx, engine, renderer, server);
   await proxyRoute(app, ctx, engine);
   await editorRoutes(app, ctx);
 };

@@ -1,28 +1,41 @@
 // Kroki's HTTP API beside plantuml-server's, under the diagram utility's prefix (or at the root of
 // its own host): GET /{type}/{format}/{encoded}, POST /{type}/{format} and POST /{type} (format
 // from Accept) with the source as the body (or Kroki's JSON), POST / with
-// {diagram_source, diagram_type, output_format, diagram_options}, and GET /health. A type is a
-// static first segment, so these never shadow plantuml-server's /{format}/... routes.
+// {diagram_source, diagram_type, output_format, diagram_options}, and GET /health.
+// One route per shape, the type looked up by its handler (not one route per type and shape: 24
+// types x 3 shapes cost start-up and every test server build 72 routes with their schemas). Three
+// of plantuml-server's routes have the same shapes (/{fmt}/{index}/{encoded}, POST /{fmt}/{index},
+// POST /{fmt}): a first segment that is not a Kroki type goes to them, as a type was a static
+// segment that won over their parameter before. Static routes (/health, /coder, /uml...) still win.
 // This is the route table; the handlers are in handlers.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { docOnly } from '../../../infra/http/openapi.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
 import type { PlantumlEngine } from '../plantuml/engine.ts';
+import { ENCODED, type PlantumlServerRoutes, SERVER_FORMATS } from '../plantuml/routes.ts';
 import { type KrokiDeps, type KrokiReq, renderEncoded, renderJson, renderPosted } from './handlers.ts';
 import { health } from './health.ts';
-import { LANGUAGES, languageOf } from './languages.ts';
+import { LANGUAGES, type Language } from './languages.ts';
 import type { DiagramRenderer } from './renderer.ts';
 import { krokiStatus, sendKrokiError } from './reply.ts';
 import { httpOf } from './request.ts';
 
-type Params = { fmt?: string; encoded?: string };
+type Params = { type: string; fmt?: string; encoded?: string };
+type Req = FastifyRequest<{ Params: Params }>;
+
+// Exactly the type as written: the router matched a type's static segment case-sensitively before.
+const byType = new Map<string, Language>(LANGUAGES.map((l) => [l.type, l]));
+const krokiType = (type: string) => byType.get(type);
 
 /** Every failure in Kroki's shape (the route family's own envelope), chosen by Accept. */
 const guard =
-  <R extends FastifyRequest>(fn: (req: R, reply: FastifyReply) => Promise<FastifyReply>) =>
-  async (req: R, reply: FastifyReply) => {
+  <R extends FastifyRequest, A extends unknown[]>(
+    fn: (req: R, reply: FastifyReply, ...a: A) => Promise<FastifyReply>,
+  ) =>
+  async (req: R, reply: FastifyReply, ...a: A) => {
     try {
-      return await fn(req, reply);
+      return await fn(req, reply, ...a);
     } catch (err) {
       const e = krokiStatus(httpOf(err));
       if (!e) throw err;
@@ -30,10 +43,28 @@ const guard =
     }
   };
 
-const doc = (summary: string, type: string) => ({
-  summary: `Kroki: ${summary}`,
-  tags: ['diagrams'],
-  description: `${type}: formats ${languageOf(type)?.formats.join(', ')}. See docs/diagrams.md.`,
+const TYPES = LANGUAGES.map((l) => l.type);
+const FORMATS_BY_TYPE = LANGUAGES.map((l) => `${l.type}: ${l.formats.join(' ')}`).join('; ');
+
+/** The documentation of a shared shape: which types and formats exist, and the server's route. */
+const doc = (summary: string, server: string, names: Record<string, string>) => ({
+  schema: {
+    summary: `Kroki: ${summary}`,
+    tags: ['diagrams'],
+    description: `Formats by type: ${FORMATS_BY_TYPE}. A first segment that is not a diagram type is plantuml-server's ${server} (fmt: ${SERVER_FORMATS}). See docs/diagrams.md.`,
+  },
+  config: docOnly({
+    params: {
+      type: 'object',
+      required: Object.keys(names),
+      properties: Object.fromEntries(
+        Object.entries(names).map(([n, description]) => [
+          n,
+          n === 'type' ? { type: 'string', enum: TYPES, description } : { type: 'string', description },
+        ]),
+      ),
+    },
+  }),
 });
 
 export async function krokiRoutes(
@@ -41,6 +72,7 @@ export async function krokiRoutes(
   ctx: ServiceContext,
   engine: PlantumlEngine,
   renderer: DiagramRenderer,
+  server: PlantumlServerRoutes,
 ): Promise<void> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
@@ -53,25 +85,43 @@ export async function krokiRoutes(
     lane: ctx.lane,
   };
 
-  for (const lang of LANGUAGES) {
-    const base = `/plantuml/${lang.type}`;
-    app.get<{ Params: Params }>(
-      `${base}/:fmt/:encoded`,
-      { onRequest, schema: doc(`render an encoded ${lang.type} diagram`, lang.type) },
-      guard((req: KrokiReq, reply) => renderEncoded(d, lang, req, reply)),
-    );
-    const post = guard((req: KrokiReq, reply) => renderPosted(d, lang, req, reply));
-    app.post<{ Params: Params }>(
-      `${base}/:fmt`,
-      { onRequest, schema: doc(`render the ${lang.type} source in the body`, lang.type) },
-      post,
-    );
-    app.post<{ Params: Params }>(
-      base,
-      { onRequest, schema: doc(`render the ${lang.type} source in the body, format from Accept`, lang.type) },
-      post,
-    );
-  }
+  // plantuml-server's routes answer their errors in their own envelope: only Kroki's are guarded.
+  const krokiEncoded = guard((req: KrokiReq, reply, lang: Language) => renderEncoded(d, lang, req, reply));
+  const krokiPosted = guard((req: KrokiReq, reply, lang: Language) => renderPosted(d, lang, req, reply));
+  const encoded = (req: Req, reply: FastifyReply) => {
+    const { type, fmt, encoded } = req.params;
+    const lang = krokiType(type);
+    return lang ? krokiEncoded(req, reply, lang) : server.encoded(req, reply, type, fmt, encoded ?? '');
+  };
+  const posted = (req: Req, reply: FastifyReply) => {
+    const { type, fmt } = req.params;
+    const lang = krokiType(type);
+    return lang ? krokiPosted(req, reply, lang) : server.posted(req, reply, type, fmt);
+  };
+  const type = 'the diagram type';
+  const fmt = "the output format (by type below); plantuml-server's route: the image number";
+  app.get<{ Params: Params }>(
+    '/plantuml/:type/:fmt/:encoded',
+    {
+      onRequest,
+      ...doc('render an encoded diagram', '/{fmt}/{index}/{encoded}', {
+        type,
+        fmt,
+        encoded: `the source, deflated in base64url (${ENCODED})`,
+      }),
+    },
+    encoded,
+  );
+  app.post<{ Params: Params }>(
+    '/plantuml/:type/:fmt',
+    { onRequest, ...doc('render the source in the body', 'POST /{fmt}/{index}', { type, fmt }) },
+    posted,
+  );
+  app.post<{ Params: Params }>(
+    '/plantuml/:type',
+    { onRequest, ...doc('render the source in the body, format from Accept', 'POST /{fmt}', { type }) },
+    posted,
+  );
 
   app.post(
     '/plantuml/',

@@ -1,5 +1,8 @@
-// plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), plus Kroki's
-// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply.
+// plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), beside
+// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply. Kroki's routes have the same
+// shapes as three of the server's (a first segment, then one or two more): one route serves both, so
+// those three are registered by kroki/routes.ts, which hands a first segment that is not a Kroki
+// type to the handlers returned here.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { badRequest } from '../../../infra/http/errors.ts';
@@ -14,7 +17,31 @@ import { formatOf } from './formats.ts';
 
 type Params = { fmt: string; index?: string; encoded?: string };
 
+/** plantuml-server's handlers for the routes Kroki's share: the path segments are passed in. */
+export interface PlantumlServerRoutes {
+  /** GET /{fmt}/{index}/{encoded} (and /{fmt}/{encoded} with index undefined). */
+  encoded(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    fmt: string,
+    index: string | undefined,
+    encoded: string,
+  ): Promise<FastifyReply>;
+  /** POST /{fmt} and POST /{fmt}/{index}: the diagram text as the body. */
+  posted(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    fmt: string,
+    index: string | undefined,
+  ): Promise<FastifyReply>;
+}
+
 const MAX_INDEX = 10_000;
+
+/** The server's format words, for the route documentation (/docs). */
+export const SERVER_FORMATS = 'png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt';
+/** What an encoded path segment may be, for the route documentation. */
+export const ENCODED = 'PlantUML DEFLATE, ~h hex or Kroki base64url';
 
 function bodyText(body: unknown, maxBytes: number): string {
   if (!Buffer.isBuffer(body) || body.length === 0)
@@ -37,7 +64,7 @@ export async function plantumlRoutes(
   ctx: ServiceContext,
   engine: PlantumlEngine,
   laneHit?: (status: number) => void,
-) {
+): Promise<PlantumlServerRoutes> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const memos = ctx.local(DIAGRAM_MEMOS);
@@ -52,8 +79,13 @@ export async function plantumlRoutes(
   );
 
   // The source is read once the route is known to name a format: a wrong path is told before the body.
-  async function diagram(req: FastifyRequest<{ Params: Params }>, reply: FastifyReply, read: () => string) {
-    const { fmt: word, index } = req.params;
+  async function diagram(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    word: string,
+    index: string | undefined,
+    read: () => string,
+  ) {
     const mapper = req.headers['x-preferred-color-mapper'];
     const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
     // An unknown first segment is most often a mistyped Kroki diagram type (POST /plantuml/nosuch/svg):
@@ -87,37 +119,25 @@ export async function plantumlRoutes(
     return sendDiagram(req, reply, engine, fmt, idx, source, opts);
   }
 
-  const get = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
-    diagram(req, reply, () => decodeOrThrow(memos.decoded, req.params.encoded ?? '', cfg.maxSourceBytes));
-  const post = async (req: FastifyRequest<{ Params: Params }>, reply: FastifyReply) =>
-    diagram(req, reply, () => normalizeSource(bodyText(req.body, cfg.maxSourceBytes)));
+  const server: PlantumlServerRoutes = {
+    encoded: (req, reply, fmt, index, encoded) =>
+      diagram(req, reply, fmt, index, () => decodeOrThrow(memos.decoded, encoded, cfg.maxSourceBytes)),
+    posted: (req, reply, fmt, index) =>
+      diagram(req, reply, fmt, index, () => normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
+  };
 
   // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
-  const doc = (summary: string) => ({
-    summary,
-    tags: ['diagrams'],
-    description:
-      'fmt: png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt; encoded: PlantUML DEFLATE, ~h hex or Kroki base64url. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/diagrams.md.',
-  });
   app.get<{ Params: Params }>(
     '/plantuml/:fmt/:encoded',
-    { onRequest, schema: doc('Render an encoded diagram') },
-    get,
-  );
-  app.get<{ Params: Params }>(
-    '/plantuml/:fmt/:index/:encoded',
-    { onRequest, schema: doc('Render image number index of an encoded diagram') },
-    get,
-  );
-  app.post<{ Params: Params }>(
-    '/plantuml/:fmt',
-    { onRequest, schema: doc('Render the diagram text in the body') },
-    post,
-  );
-  app.post<{ Params: Params }>(
-    '/plantuml/:fmt/:index',
-    { onRequest, schema: doc('Render image number index of the diagram text in the body') },
-    post,
+    {
+      onRequest,
+      schema: {
+        summary: 'Render an encoded diagram',
+        tags: ['diagrams'],
+        description: `fmt: ${SERVER_FORMATS}; encoded: ${ENCODED}. 400 + error image and X-PlantUML-Diagram-Error on a syntax error. See docs/diagrams.md.`,
+      },
+    },
+    (req, reply) => server.encoded(req, reply, req.params.fmt, undefined, req.params.encoded ?? ''),
   );
   const brief = (summary: string) => ({ summary, tags: ['diagrams'] });
 
@@ -151,4 +171,5 @@ export async function plantumlRoutes(
     // [quirk] the server's content type for /language.
     return reply.header('access-control-allow-origin', '*').type('text/text').send(text);
   });
+  return server;
 }
