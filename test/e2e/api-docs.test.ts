@@ -39,7 +39,7 @@ const NOT_DOCUMENTED: Record<string, string> = {
 // A parameter's constraint (:topic(^tgr_.*$)) belongs to its name.
 const shape = (path: string) => path.replace(/\{[^}]+\}|:[A-Za-z_]\w*(?:\([^/]*\))?|\*$/g, '{}');
 
-describe('API reference', () => {
+describe('API reference', { timeout: 180_000 }, () => {
   let srv: Running;
   let doc: OpenApi;
   before(async () => {
