@@ -1,8 +1,8 @@
 // The headless-browser pool with real Chromium and a page of our own: a render past the deadline
 // (an endless loop) is answered by a timeout and its page's renderer process is gone, the pool goes
 // on; a page's requests go nowhere (a loopback server of the test sees none); a browser killed
-// under a render is replaced and the render goes once more; idle browsers exit; close() leaves no
-// process. Chromium is required when CI=true.
+// under a render is replaced and the render goes once more; idle browsers exit (the page's files
+// released with the last); close() leaves no process. Chromium is required when CI=true.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
@@ -120,10 +120,16 @@ describe('browser pool (real Chromium)', { skip, timeout: 180_000 }, () => {
 
   it('closes a browser idle for idleMs and starts one again on demand', async () => {
     const root = profileRoot();
-    const pool = make({ idleMs: 300, profileRoot: root });
+    // The page's files (a drawing library's bundle) are released with the last browser.
+    const kind = testPage();
+    let released = 0;
+    kind.release = () => released++;
+    const pool = make({ idleMs: 300, profileRoot: root, kind });
     await pool.run('one');
     assert.equal(pool.stats().browsers, 1);
+    assert.equal(released, 0);
     await waitFor(() => pool.stats().browsers === 0, 'the idle browser to close');
+    assert.equal(released, 1);
     await waitFor(() => chromiumProcesses(root).length === 0, 'its processes to exit');
     assert.deepEqual(await pool.run('two'), { ok: true, body: '<svg><text>two</text></svg>' });
     await pool.close();

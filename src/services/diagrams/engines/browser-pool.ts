@@ -214,6 +214,8 @@ export class BrowserPool {
     this.o.onEvent?.('browser-exit', { pid: c.pid });
     for (const p of [...browser.pages]) this.lost(p, 'browser');
     this.dispatch();
+    // No browser came back for a render put back: what pages load is not needed until one does.
+    if (this.browsers.size === 0) this.o.kind.release?.();
   }
 
   /** Opens a page in a browser context of its own, loads the renderer, intercepting every request. */
