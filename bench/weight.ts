@@ -9,6 +9,7 @@
 //   BENCH_IDLE_SEC (20): the idle settings the server gets (render processes, browser pool)
 //   BENCH_JVM_IDLE_SEC (unset: the JVM is kept, as by default, and weighs in the idle tree)
 //   BENCH_JVM_INITIAL_HEAP (unset: the default; 0 = Java's own)
+//   MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: passed on to the server (deploy/devutil.service sets them)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,6 +108,9 @@ async function main(): Promise<void> {
     DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
     DEVUTIL_DIAGRAMS_RENDER_THREAD_IDLE_SEC: idle,
     DEVUTIL_DIAGRAMS_MERMAID_BROWSER_IDLE_SEC: idle,
+    ...Object.fromEntries(
+      Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('MALLOC_') && !!e[1]),
+    ),
     ...(process.env['BENCH_JVM_IDLE_SEC']
       ? { DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC: process.env['BENCH_JVM_IDLE_SEC'] }
       : {}),
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
   };
   console.log(
     `# idle settings: ${Object.entries(env)
-      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL'))
+      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL') || k.startsWith('MALLOC_'))
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );
