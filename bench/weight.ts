@@ -9,6 +9,7 @@
 //   BENCH_IDLE_SEC (20): the idle settings the server gets (render processes, browser pool)
 //   BENCH_JVM_IDLE_SEC (unset: the JVM is kept, as by default, and weighs in the idle tree)
 //   BENCH_JVM_INITIAL_HEAP (unset: the default; 0 = Java's own)
+//   MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: passed on to the server (deploy/devutil.service sets them)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,9 +22,15 @@ const IDLE_SEC = Number(process.env['BENCH_IDLE_SEC'] ?? 20);
 const MiB = 2 ** 20;
 const enc = (s: string) => deflateSync(s, { level: 9 }).toString('base64url');
 
-function pssOf(pid: number): number {
-  const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : Number.NaN;
+/** PSS and the private part of it (bytes; NaN once the process is gone). */
+function pssOf(pid: number): { pss: number; priv: number } {
+  let text = '';
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  } catch {}
+  const kb = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { pss: kb('Pss') * 1024, priv: (kb('Private_Clean') + kb('Private_Dirty')) * 1024 };
 }
 
 /** What a process of the tree is, from its command line. */
@@ -42,21 +49,25 @@ function role(pid: number, root: number): string {
 interface Weight {
   rss: number;
   pss: number;
-  /** PSS by role, MiB, with the process count. */
-  by: Map<string, { pss: number; n: number }>;
+  /**
+   * PSS by role with the process count, and the private part: a process's share of the pages it
+   * shares (the node or java binary, the class archive) moves with how many other processes map
+   * them, on this machine too, so PSS can grow or shrink while the process itself does not.
+   */
+  by: Map<string, { pss: number; priv: number; n: number }>;
 }
 
 function weigh(root: number): Weight {
-  const by = new Map<string, { pss: number; n: number }>();
+  const by = new Map<string, { pss: number; priv: number; n: number }>();
   const rss = treeSum(root, rssOf);
   const pss = treeSum(root, (p) => {
     const v = pssOf(p);
-    if (Number.isFinite(v)) {
+    if (Number.isFinite(v.pss)) {
       const r = role(p, root);
-      const e = by.get(r) ?? { pss: 0, n: 0 };
-      by.set(r, { pss: e.pss + v, n: e.n + 1 });
+      const e = by.get(r) ?? { pss: 0, priv: 0, n: 0 };
+      by.set(r, { pss: e.pss + v.pss, priv: e.priv + v.priv, n: e.n + 1 });
     }
-    return v;
+    return v.pss;
   });
   return { rss, pss, by };
 }
@@ -64,7 +75,9 @@ function weigh(root: number): Weight {
 const withoutChromium = (w: Weight) => w.pss - (w.by.get('chromium')?.pss ?? 0);
 
 function print(label: string, w: Weight): void {
-  const parts = [...w.by].map(([r, v]) => `${r} x${v.n} ${(v.pss / MiB).toFixed(0)}`).join(', ');
+  const parts = [...w.by]
+    .map(([r, v]) => `${r} x${v.n} ${(v.pss / MiB).toFixed(0)} (private ${(v.priv / MiB).toFixed(0)})`)
+    .join(', ');
   console.log(
     `# ${label}: RSS ${(w.rss / MiB).toFixed(0)} MiB, PSS ${(w.pss / MiB).toFixed(0)} MiB (${parts})`,
   );
@@ -95,6 +108,9 @@ async function main(): Promise<void> {
     DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
     DEVUTIL_DIAGRAMS_RENDER_THREAD_IDLE_SEC: idle,
     DEVUTIL_DIAGRAMS_MERMAID_BROWSER_IDLE_SEC: idle,
+    ...Object.fromEntries(
+      Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('MALLOC_') && !!e[1]),
+    ),
     ...(process.env['BENCH_JVM_IDLE_SEC']
       ? { DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC: process.env['BENCH_JVM_IDLE_SEC'] }
       : {}),
@@ -104,7 +120,7 @@ async function main(): Promise<void> {
   };
   console.log(
     `# idle settings: ${Object.entries(env)
-      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL'))
+      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL') || k.startsWith('MALLOC_'))
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );

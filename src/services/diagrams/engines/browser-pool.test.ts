@@ -1,9 +1,10 @@
 // The headless-browser pool with real Chromium and pages of our own: a render past the deadline
 // (an endless loop) is answered by a timeout and its page's renderer process is gone, the pool goes
 // on; two page kinds share one browser (at the page cap, an idle page of one kind gives way to the
-// other) and a runaway page of one kind holds up no render of the other; a page's requests go nowhere (a loopback server of the test sees none); a browser killed
-// under a render is replaced and the render goes once more; idle browsers exit; close() leaves no
-// process. Chromium is required when CI=true.
+// other) and a runaway page of one kind holds up no render of the other; a page's requests go
+// nowhere (a loopback server of the test sees none); a browser killed under a render is replaced and
+// the render goes once more; idle browsers exit (the pages' files released with the last); close()
+// leaves no process. Chromium is required when CI=true.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
@@ -125,12 +126,18 @@ describe('browser pool (real Chromium)', { skip, timeout: 240_000 }, () => {
 
   it('closes a browser idle for idleMs and starts one again on demand', async () => {
     const root = profileRoot();
+    // The page's files (a drawing library's bundle) are released with the last browser.
+    const kind = testPage();
+    let released = 0;
+    kind.release = () => released++;
     const pool = make({ idleMs: 300, profileRoot: root });
-    await pool.run(A, 'one');
+    await pool.run(kind, 'one');
     assert.equal(pool.stats().browsers, 1);
+    assert.equal(released, 0);
     await waitFor(() => pool.stats().browsers === 0, 'the idle browser to close');
+    assert.equal(released, 1);
     await waitFor(() => chromiumProcesses(root).length === 0, 'its processes to exit');
-    assert.deepEqual(await pool.run(A, 'two'), drawn(A, 'two'));
+    assert.deepEqual(await pool.run(kind, 'two'), drawn(kind, 'two'));
     await pool.close();
   });
 

@@ -110,6 +110,8 @@ export class BrowserPool {
   private readonly o: BrowserPoolOptions;
   private readonly browsers = new Set<Browser>();
   private readonly waiting: Pending[] = [];
+  /** The kinds drawn since the last browser exited: their files are released with it. */
+  private readonly used = new Set<PageKind>();
   private closed = false;
   /** Browsers started since the pool was made (tests look at restarts). */
   started = 0;
@@ -152,6 +154,7 @@ export class BrowserPool {
   run(kind: PageKind, source: string, options: Record<string, string> = {}): Promise<RenderReply> {
     if (this.closed) return Promise.reject(new RenderPoolClosed('the diagram renderer is shutting down'));
     return new Promise<RenderReply>((resolve, reject) => {
+      this.used.add(kind);
       this.waiting.push({ kind, source, options, resolve, reject, retried: false });
       this.dispatch();
     });
@@ -289,6 +292,10 @@ export class BrowserPool {
     this.event('browser-exit', null, { pid: c.pid });
     for (const p of [...browser.pages]) this.lost(p, 'browser');
     this.dispatch();
+    // No browser came back for a render put back: what pages load is not needed until one does.
+    if (this.browsers.size > 0 || this.waiting.length > 0) return;
+    for (const kind of this.used) kind.release?.();
+    this.used.clear();
   }
 
   /** Opens a page in a browser context of its own, loads the renderer, intercepting every request. */

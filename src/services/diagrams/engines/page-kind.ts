@@ -16,11 +16,17 @@ export interface PageKind {
   readonly csp: string;
   /** Evaluated once the page has loaded; defines globalThis.__devutilRender(source, options). */
   readonly setup: string;
+  /**
+   * The pool has no browser left (idle, closed): files read from disk are dropped, and read again
+   * when a browser loads a page next. Mermaid's bundle is 3.5 MiB, kept by the server otherwise.
+   */
+  release?(): void;
 }
 
 /**
  * A page kind of one HTML page and one script file (a drawing library's bundle), both answered from
- * memory under `origin`: the script is read from `scriptPath` on the first page load and kept.
+ * memory under `origin`: the script is read from `scriptPath` on the first page load and kept until
+ * the pool's last browser is gone.
  */
 export function scriptPage(o: {
   name: string;
@@ -42,6 +48,9 @@ export function scriptPage(o: {
         [o.scriptUrl, { type: 'text/javascript; charset=utf-8', body: readFileSync(o.scriptPath) }],
       ]);
       return files;
+    },
+    release: () => {
+      files = undefined;
     },
   };
 }
