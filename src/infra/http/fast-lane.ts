@@ -14,6 +14,7 @@
 // that took byte ranges (Accept-Ranges: bytes) is repeated as a 206 for a single range too, as
 // range.ts decides it; several ranges and a 416 are the router's.
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Rate } from '../config/schema.ts';
@@ -75,6 +76,7 @@ export interface FastLaneOptions {
 }
 
 const kRemember = Symbol('fast-lane remember');
+const kPeer = Symbol('fast-lane peer');
 type Marked = FastifyRequest & { [kRemember]?: { prepared: PreparedResponse; o: RememberOptions } };
 
 export class FastLane {
@@ -85,6 +87,8 @@ export class FastLane {
   /** Expires values by max-age, made once a second. */
   private expiresAt = 0;
   private readonly expiresText = new Map<number, string>();
+  private lastMaxAge = -1;
+  private lastExpires = '';
   private warned = false;
   private installed = false;
   /** Answers the lane sent itself (status pages, tests). */
@@ -193,7 +197,7 @@ export class FastLane {
   ): boolean {
     const started = performance.now();
     const h = req.headers;
-    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    const ip = this.callerOf(req);
     const a = route.answer({
       method,
       url,
@@ -242,7 +246,7 @@ export class FastLane {
     const size = prepared.body.length;
     const range = pre === 'pass' && e.ranges ? rangeOf(method, h, prepared.validators, size) : null;
     if (range && range.kind !== 'whole' && range.kind !== 'single') return false;
-    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    const ip = this.callerOf(req);
     if (o.admit && !o.admit(ip)) return false;
     let d: Decision | null = null;
     let rate: Rate | null = null;
@@ -280,6 +284,21 @@ export class FastLane {
     return true;
   }
 
+  /**
+   * The caller (client-ip.ts). Without trusted proxies it is the socket's peer, the same for every
+   * request on the connection: worked out once per connection.
+   */
+  private callerOf(req: IncomingMessage): string {
+    if (this.o.ip.trusted !== null) return clientIp(req.socket.remoteAddress, req.headers, this.o.ip);
+    const sock = req.socket as Socket & { [kPeer]?: string };
+    let ip = sock[kPeer];
+    if (ip === undefined) {
+      ip = clientIp(sock.remoteAddress, req.headers, this.o.ip);
+      sock[kPeer] = ip;
+    }
+    return ip;
+  }
+
   /** The headers made per request, first (as Fastify's hooks set them first). */
   private headers(id: string, d: Decision | null, rate: Rate | null, expiresIn: number | null): string[] {
     const out = ['x-request-id', id];
@@ -305,12 +324,17 @@ export class FastLane {
     if (now !== this.expiresAt) {
       this.expiresAt = now;
       this.expiresText.clear();
+      this.lastMaxAge = -1;
     }
+    // Most answers share one max-age: that one is answered without the map.
+    if (maxAge === this.lastMaxAge) return this.lastExpires;
     let t = this.expiresText.get(maxAge);
     if (t === undefined) {
       t = new Date((now + maxAge) * 1000).toUTCString();
       this.expiresText.set(maxAge, t);
     }
+    this.lastMaxAge = maxAge;
+    this.lastExpires = t;
     return t;
   }
 
