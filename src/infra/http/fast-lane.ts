@@ -258,11 +258,15 @@ export class FastLane {
     const id = this.o.ids(h['x-request-id']);
     const part = range?.kind === 'single' ? range : null;
     const status = pre === 'not-modified' ? 304 : part ? 206 : 200;
-    const out = this.headers(id, d, rate, e.expiresIn);
-    const fixed =
-      status === 304 ? e.notModified : part ? partialHead(e.head, part.start, part.end, size) : e.head;
-    for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
-    res.writeHead(status, out);
+    if (d === null && !part && !this.o.drain.draining)
+      res.writeHead(status, this.reused(e, status === 304, id));
+    else {
+      const out = this.headers(id, d, rate, e.expiresIn);
+      const fixed =
+        status === 304 ? e.notModified : part ? partialHead(e.head, part.start, part.end, size) : e.head;
+      for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
+      res.writeHead(status, out);
+    }
     const body = part ? prepared.body.subarray(part.start, part.end + 1) : prepared.body;
     const bytes = status === 304 || method === 'HEAD' ? 0 : body.length;
     if (bytes) res.end(body);
@@ -297,6 +301,23 @@ export class FastLane {
       sock[kPeer] = ip;
     }
     return ip;
+  }
+
+  /**
+   * headers() and the entry's own for a 200 or 304 that has no rate-limit headers: one array per
+   * entry, reused (writeHead has read it when it returns), the per-request values written in.
+   */
+  private reused(e: Entry, notModified: boolean, id: string): string[] {
+    let t = notModified ? e.sent304 : e.sent200;
+    if (!t) {
+      const expires = e.expiresIn !== null ? ['expires', ''] : [];
+      t = ['x-request-id', '', ...expires, ...(notModified ? e.notModified : e.head)];
+      if (notModified) e.sent304 = t;
+      else e.sent200 = t;
+    }
+    t[1] = id;
+    if (e.expiresIn !== null) t[3] = this.expires(e.expiresIn);
+    return t;
   }
 
   /** The headers made per request, first (as Fastify's hooks set them first). */
