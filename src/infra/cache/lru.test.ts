@@ -17,6 +17,24 @@ describe('ByteLru', () => {
     assert.equal(c.bytes, 80);
   });
 
+  it('counts a hit on the most recent entry and on each entry touched after it', () => {
+    const c = lru();
+    c.set('a', Buffer.alloc(40));
+    c.set('b', Buffer.alloc(40));
+    assert.ok(c.get('a'));
+    assert.ok(c.get('b')); // b again the most recent, a the least
+    assert.ok(c.get('b'));
+    c.set('c', Buffer.alloc(40));
+    assert.equal(c.get('a'), undefined);
+    assert.ok(c.get('b'));
+    c.delete('c');
+    c.set('d', Buffer.alloc(40));
+    c.set('e', Buffer.alloc(40)); // b, d, e: 120 bytes, b goes
+    assert.equal(c.get('b'), undefined);
+    assert.ok(c.get('d'));
+    assert.ok(c.get('e'));
+  });
+
   it('keeps no entry larger than the item cap and accounts replacements', () => {
     const c = lru();
     c.set('big', Buffer.alloc(41));

@@ -4,6 +4,8 @@
 export class ByteLru<V> {
   private map = new Map<string, V>();
   private used = 0;
+  /** The most recently used key: a hit on it leaves the order as it is (the lane's hot repeats). */
+  private newest: string | undefined;
   /** Entries larger than this are not kept: one huge entry must not flush everything else. */
   readonly maxItemBytes: number;
 
@@ -17,9 +19,10 @@ export class ByteLru<V> {
 
   get(key: string): V | undefined {
     const v = this.map.get(key);
-    if (v !== undefined) {
+    if (v !== undefined && key !== this.newest) {
       this.map.delete(key);
       this.map.set(key, v);
+      this.newest = key;
     }
     return v;
   }
@@ -30,6 +33,7 @@ export class ByteLru<V> {
     this.delete(key);
     if (size > this.maxItemBytes) return;
     this.map.set(key, v);
+    this.newest = key;
     this.used += size;
     for (const [k] of this.map) {
       if (this.used <= this.maxBytes) break;
@@ -41,6 +45,7 @@ export class ByteLru<V> {
     const old = this.map.get(key);
     if (old === undefined) return;
     this.map.delete(key);
+    if (key === this.newest) this.newest = undefined;
     this.used -= this.sizeOf(old);
   }
 

@@ -50,6 +50,9 @@ export interface Entry {
   readonly ranges: boolean;
   /** Another variant of the same URL (other values of the Vary headers). */
   next: Entry | null;
+  /** The 200's and the 304's whole header arrays, reused by the lane for answers without per-client headers. */
+  sent200?: string[];
+  sent304?: string[];
 }
 
 /** Made anew for every answer: never repeated. */

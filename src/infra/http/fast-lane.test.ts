@@ -223,3 +223,55 @@ describe('the fast lane', { timeout: 120_000 }, () => {
     assert.equal(answered(), before + 1, "an option header is the router's");
   });
 });
+
+describe('the fast lane without rate limits', { timeout: 120_000 }, () => {
+  let lane: Running;
+  let plain: Running | undefined;
+  before(async () => {
+    const overrides = (fastLane: boolean) => ({ server: { fastLane }, diagrams: { rateLimit: 'off' } });
+    lane = await startTestServer({ overrides: overrides(true) });
+    try {
+      plain = await startTestServer({ overrides: overrides(false) });
+    } catch (err) {
+      await lane.close();
+      throw err;
+    }
+  });
+  after(async () => {
+    await lane?.close();
+    await plain?.close();
+  });
+
+  // The lane reuses one header array per remembered answer when there are no rate-limit headers.
+  it("repeats 200s and 304s alike with each request's own id and the router's headers", async () => {
+    const path = `/plantuml/graphviz/svg/${deflateSync('digraph { reused -> headers }').toString('base64url')}`;
+    await get(plain!.url + path, '127.0.0.31');
+    const hit = await get(plain!.url + path, '127.0.0.31');
+    const etag = String(hit.headers['etag']);
+    for (let i = 0; i < 2; i++) await get(lane.url + path, '127.0.0.32');
+    const before = lane.app.ctx.lane.answered;
+    const ids = new Set<string>();
+    let first304: ReturnType<typeof stable> | undefined;
+    for (const conditional of [false, false, true, false, true, false]) {
+      const a = await get(lane.url + path, '127.0.0.32', conditional ? { 'if-none-match': etag } : {});
+      if (conditional) {
+        // (The router answers a conditional Kroki GET before it looks the diagram up, with fewer
+        // headers: the lane's 304 is the prepared answer's, compared with itself here.)
+        assert.equal(a.status, 304);
+        assert.equal(a.body, '');
+        assert.equal(a.headers['etag'], etag);
+        assert.equal(a.headers['content-type'], undefined);
+        first304 ??= stable(a.headers);
+        assert.deepEqual(stable(a.headers), first304);
+      } else {
+        assert.equal(a.status, 200);
+        assert.deepEqual(stable(a.headers), stable(hit.headers));
+        assert.equal(a.body, hit.body);
+      }
+      assert.ok(Date.parse(String(a.headers['expires'])) > Date.now(), 'an Expires ahead');
+      ids.add(String(a.headers['x-request-id']));
+    }
+    assert.equal(lane.app.ctx.lane.answered - before, 6, 'all six from the lane');
+    assert.equal(ids.size, 6, 'each answer has its own request id');
+  });
+});

@@ -14,6 +14,7 @@
 // that took byte ranges (Accept-Ranges: bytes) is repeated as a 206 for a single range too, as
 // range.ts decides it; several ranges and a 416 are the router's.
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Rate } from '../config/schema.ts';
@@ -75,6 +76,7 @@ export interface FastLaneOptions {
 }
 
 const kRemember = Symbol('fast-lane remember');
+const kPeer = Symbol('fast-lane peer');
 type Marked = FastifyRequest & { [kRemember]?: { prepared: PreparedResponse; o: RememberOptions } };
 
 export class FastLane {
@@ -85,6 +87,8 @@ export class FastLane {
   /** Expires values by max-age, made once a second. */
   private expiresAt = 0;
   private readonly expiresText = new Map<number, string>();
+  private lastMaxAge = -1;
+  private lastExpires = '';
   private warned = false;
   private installed = false;
   /** Answers the lane sent itself (status pages, tests). */
@@ -193,7 +197,7 @@ export class FastLane {
   ): boolean {
     const started = performance.now();
     const h = req.headers;
-    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    const ip = this.callerOf(req);
     const a = route.answer({
       method,
       url,
@@ -242,7 +246,7 @@ export class FastLane {
     const size = prepared.body.length;
     const range = pre === 'pass' && e.ranges ? rangeOf(method, h, prepared.validators, size) : null;
     if (range && range.kind !== 'whole' && range.kind !== 'single') return false;
-    const ip = clientIp(req.socket.remoteAddress, h, this.o.ip);
+    const ip = this.callerOf(req);
     if (o.admit && !o.admit(ip)) return false;
     let d: Decision | null = null;
     let rate: Rate | null = null;
@@ -254,11 +258,15 @@ export class FastLane {
     const id = this.o.ids(h['x-request-id']);
     const part = range?.kind === 'single' ? range : null;
     const status = pre === 'not-modified' ? 304 : part ? 206 : 200;
-    const out = this.headers(id, d, rate, e.expiresIn);
-    const fixed =
-      status === 304 ? e.notModified : part ? partialHead(e.head, part.start, part.end, size) : e.head;
-    for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
-    res.writeHead(status, out);
+    if (d === null && !part && !this.o.drain.draining)
+      res.writeHead(status, this.reused(e, status === 304, id));
+    else {
+      const out = this.headers(id, d, rate, e.expiresIn);
+      const fixed =
+        status === 304 ? e.notModified : part ? partialHead(e.head, part.start, part.end, size) : e.head;
+      for (let i = 0; i < fixed.length; i++) out.push(fixed[i]!);
+      res.writeHead(status, out);
+    }
     const body = part ? prepared.body.subarray(part.start, part.end + 1) : prepared.body;
     const bytes = status === 304 || method === 'HEAD' ? 0 : body.length;
     if (bytes) res.end(body);
@@ -278,6 +286,38 @@ export class FastLane {
       status === 304 ? null : body.length,
     );
     return true;
+  }
+
+  /**
+   * The caller (client-ip.ts). Without trusted proxies it is the socket's peer, the same for every
+   * request on the connection: worked out once per connection.
+   */
+  private callerOf(req: IncomingMessage): string {
+    if (this.o.ip.trusted !== null) return clientIp(req.socket.remoteAddress, req.headers, this.o.ip);
+    const sock = req.socket as Socket & { [kPeer]?: string };
+    let ip = sock[kPeer];
+    if (ip === undefined) {
+      ip = clientIp(sock.remoteAddress, req.headers, this.o.ip);
+      sock[kPeer] = ip;
+    }
+    return ip;
+  }
+
+  /**
+   * headers() and the entry's own for a 200 or 304 that has no rate-limit headers: one array per
+   * entry, reused (writeHead has read it when it returns), the per-request values written in.
+   */
+  private reused(e: Entry, notModified: boolean, id: string): string[] {
+    let t = notModified ? e.sent304 : e.sent200;
+    if (!t) {
+      const expires = e.expiresIn !== null ? ['expires', ''] : [];
+      t = ['x-request-id', '', ...expires, ...(notModified ? e.notModified : e.head)];
+      if (notModified) e.sent304 = t;
+      else e.sent200 = t;
+    }
+    t[1] = id;
+    if (e.expiresIn !== null) t[3] = this.expires(e.expiresIn);
+    return t;
   }
 
   /** The headers made per request, first (as Fastify's hooks set them first). */
@@ -305,12 +345,17 @@ export class FastLane {
     if (now !== this.expiresAt) {
       this.expiresAt = now;
       this.expiresText.clear();
+      this.lastMaxAge = -1;
     }
+    // Most answers share one max-age: that one is answered without the map.
+    if (maxAge === this.lastMaxAge) return this.lastExpires;
     let t = this.expiresText.get(maxAge);
     if (t === undefined) {
       t = new Date((now + maxAge) * 1000).toUTCString();
       this.expiresText.set(maxAge, t);
     }
+    this.lastMaxAge = maxAge;
+    this.lastExpires = t;
     return t;
   }
 

@@ -169,6 +169,21 @@ describe('byte budget counting (memory)', () => {
     await b.close();
   });
 
+  it('charges each window its own bytes, whatever order the times come in', async () => {
+    const b = counter(new MemoryState(), '1000/day', 'off');
+    const day2 = Date.parse('2026-11-22T12:00:00Z');
+    const day1 = day2 - 86_400_000;
+    b.charge('127.0.0.1', 1000, day2);
+    assert.equal((await b.check('127.0.0.1', day2)).allowed, false);
+    assert.equal((await b.check('127.0.0.1', day1)).allowed, true, 'the day before is not charged');
+    assert.equal(b.admitsNow('127.0.0.1', day1), true);
+    b.charge('127.0.0.1', 1000, day1);
+    assert.equal(b.admitsNow('127.0.0.1', day1), false);
+    assert.equal((await b.check('127.0.0.1', day2 + 3600_000)).allowed, false, 'later the same day');
+    assert.equal((await b.check('127.0.0.1', day2 + 86_400_000)).allowed, true, 'the next day');
+    await b.close();
+  });
+
   it('counts an IPv6 /64 as one client', async () => {
     const b = counter(new MemoryState(), '1000/day', 'off');
     b.charge('2001:db8:1:2::1', 1000);

@@ -55,6 +55,38 @@ export class Metrics {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 
+  /**
+   * A counter of one label counted in plain numbers and reported when scraped: for counts made on
+   * every cache hit, where a prom-client child's inc() (a label hash per call) is measurable.
+   */
+  tally<V extends string>(
+    name: string,
+    help: string,
+    label: string,
+    values: readonly V[],
+  ): Record<V, { inc(n?: number): void }> {
+    const counts = values.map((v) => ({
+      v,
+      n: 0,
+      inc(by = 1) {
+        this.n += by;
+      },
+    }));
+    new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const c of counts) if (c.n > 0) this.inc({ [label]: c.v }, c.n);
+      },
+    });
+    const out = {} as Record<V, { inc(n?: number): void }>;
+    for (const c of counts) out[c.v] = c;
+    return out;
+  }
+
   /** `collect`, when given, sets the value at scrape time (for values too costly to keep current). */
   gauge<L extends string>(
     name: string,

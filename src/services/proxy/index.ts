@@ -49,21 +49,17 @@ async function serveProxy(
   app.addHook('onClose', async () => {
     await agent.close();
   });
-  const results = ctx.metrics.counter('devutil_proxy_cache_requests_total', 'proxy cache lookups by result', [
+  // Counted on every proxied request (and every lane repeat): plain numbers, reported when scraped.
+  const byResult = ctx.metrics.tally(
+    'devutil_proxy_cache_requests_total',
+    'proxy cache lookups by result',
     'result',
-  ]);
-  const bytes = ctx.metrics.counter('devutil_proxy_bytes_total', 'proxied body bytes by source', ['source']);
-  // Label children bound once: these count on every proxied request.
-  const bySource = {
-    cache: bytes.labels({ source: 'cache' }),
-    upstream: bytes.labels({ source: 'upstream' }),
-  };
-  const byResult = Object.fromEntries(
-    (['hit', 'miss', 'revalidated', 'stale', 'bypass'] as const).map((r) => [
-      r,
-      results.labels({ result: r }),
-    ]),
-  ) as Record<Parameters<CacheStats['onResult']>[0], { inc(): void }>;
+    ['hit', 'miss', 'revalidated', 'stale', 'bypass'] as const,
+  ) satisfies Record<Parameters<CacheStats['onResult']>[0], { inc(): void }>;
+  const bySource = ctx.metrics.tally('devutil_proxy_bytes_total', 'proxied body bytes by source', 'source', [
+    'cache',
+    'upstream',
+  ] as const);
   const store =
     cfg.cacheMaxBytes > 0
       ? createStore(
