@@ -15,9 +15,10 @@
 // most `browsers` x `pages` renders at once (renderer.ts), so a waiting render always finds a page
 // of its kind, room to open one, or an idle page of another kind to give way: a free page going to
 // a newer render of its own kind never starves an older render of another kind.
+import { CLOSE_WAIT_MS, callRender, closePage, openPage, within } from './browser-page.ts';
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
-import { type PageKind, servePageRequest } from './page-kind.ts';
+import type { PageKind } from './page-kind.ts';
 import { RenderCrashed, RenderPoolClosed, type RenderReply, RenderTimeout } from './render-job.ts';
 
 export interface BrowserPoolOptions {
@@ -102,9 +103,6 @@ interface Page {
   timer: NodeJS.Timeout | null;
   off?: () => void;
 }
-
-const CALL = 'function (source, options) { return this.__devutilRender(source, options); }';
-const CLOSE_WAIT_MS = 3000;
 
 export class BrowserPool {
   private readonly o: BrowserPoolOptions;
@@ -301,63 +299,10 @@ export class BrowserPool {
   /** Opens a page in a browser context of its own, loads the renderer, intercepting every request. */
   private async prepare(page: Page): Promise<void> {
     const c = await page.browser.starting;
-    const cdp = c.cdp;
-    page.cdp = cdp;
-    const deadline = this.o.startTimeoutMs;
-    await within(deadline, 'opening a page', async () => {
-      const { browserContextId } = await cdp.send<{ browserContextId: string }>(
-        'Target.createBrowserContext',
-      );
-      page.contextId = browserContextId;
-      const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', {
-        url: 'about:blank',
-        browserContextId,
-      });
-      page.targetId = targetId;
-      const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', {
-        targetId,
-        flatten: true,
-      });
-      page.sessionId = sessionId;
-      if (page.dead) throw new Error('closed');
-      let loaded: () => void = () => {};
-      const load = new Promise<void>((r) => {
-        loaded = r;
-      });
-      page.off = cdp.on((method, params, sid) => {
-        if (method === 'Target.detachedFromTarget' && params['sessionId'] === sessionId)
-          return this.lost(page, 'page');
-        if (sid !== sessionId) return;
-        if (method === 'Fetch.requestPaused')
-          return servePageRequest(page.kind, cdp, sessionId, params, (url) =>
-            this.event('blocked', page.kind, { url }),
-          );
-        if (method === 'Inspector.targetCrashed') return this.lost(page, 'page');
-        if (method === 'Page.loadEventFired') loaded();
-      });
-      await cdp.send('Inspector.enable', {}, sessionId);
-      await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*' }] }, sessionId);
-      await cdp.send('Page.enable', {}, sessionId);
-      const nav = await cdp.send<{ errorText?: string }>(
-        'Page.navigate',
-        { url: `${page.kind.origin}/` },
-        sessionId,
-      );
-      if (nav.errorText) throw new Error(`the renderer page did not load: ${nav.errorText}`);
-      await load;
-      const setup = await cdp.send<{ exceptionDetails?: unknown }>(
-        'Runtime.evaluate',
-        { expression: page.kind.setup, awaitPromise: true, returnByValue: true },
-        sessionId,
-      );
-      if (setup.exceptionDetails)
-        throw new Error(`the renderer did not start: ${describe(setup.exceptionDetails)}`);
-      const g = await cdp.send<{ result: { objectId?: string } }>(
-        'Runtime.evaluate',
-        { expression: 'globalThis' },
-        sessionId,
-      );
-      page.global = g.result.objectId;
+    page.cdp = c.cdp;
+    await openPage(page, c.cdp, this.o.startTimeoutMs, {
+      lost: () => this.lost(page, 'page'),
+      blocked: (url) => this.event('blocked', page.kind, { url }),
     });
   }
 
@@ -368,35 +313,19 @@ export class BrowserPool {
     page.busy = p;
     page.renders++;
     page.timer = setTimeout(() => this.timeout(page), this.o.timeoutMs);
-    page
-      .cdp!.send<{ result?: { value?: unknown }; exceptionDetails?: unknown }>(
-        'Runtime.callFunctionOn',
-        {
-          functionDeclaration: CALL,
-          objectId: page.global,
-          arguments: [{ value: p.source }, { value: p.options }],
-          awaitPromise: true,
-          returnByValue: true,
-        },
-        page.sessionId,
-      )
-      .then(
-        (r) => {
-          if (page.busy !== p) return;
-          this.settle(page);
-          p.resolve(
-            r.exceptionDetails
-              ? { ok: false, kind: 'failed', message: describe(r.exceptionDetails) }
-              : replyOf(r.result?.value, this.o.maxOutput),
-          );
-          if (page.renders >= this.o.recycleAfter) this.retire(page);
-          this.dispatch();
-          this.armIdle(b);
-        },
-        () => {
-          if (page.busy === p) this.lost(page, page.cdp?.closed ? 'browser' : 'page');
-        },
-      );
+    callRender(page, p.source, p.options, this.o.maxOutput).then(
+      (reply) => {
+        if (page.busy !== p) return;
+        this.settle(page);
+        p.resolve(reply);
+        if (page.renders >= this.o.recycleAfter) this.retire(page);
+        this.dispatch();
+        this.armIdle(b);
+      },
+      () => {
+        if (page.busy === p) this.lost(page, page.cdp?.closed ? 'browser' : 'page');
+      },
+    );
   }
 
   private settle(page: Page): void {
@@ -453,11 +382,7 @@ export class BrowserPool {
     const c = page.browser.chromium;
     if (!c || c.cdp.closed || !page.targetId) return;
     const cdp = c.cdp;
-    void within(CLOSE_WAIT_MS, 'closing a page', async () => {
-      await cdp.send('Target.closeTarget', { targetId: page.targetId });
-      if (page.contextId)
-        await cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId });
-    }).catch(() => {
+    closePage(cdp, page).catch(() => {
       if (!cdp.closed) {
         this.event('crash', page.kind, { pid: c.pid, why: 'the browser did not close a page' });
         c.kill();
@@ -510,41 +435,5 @@ export class BrowserPool {
       }
     }
     await Promise.all(all.map((b) => this.stopBrowser(b)));
-  }
-}
-
-function replyOf(v: unknown, maxOutput: number): RenderReply {
-  const r = (v ?? {}) as { ok?: boolean; svg?: unknown; kind?: unknown; message?: unknown; line?: unknown };
-  if (r.ok === true && typeof r.svg === 'string') {
-    if (r.svg.length > maxOutput) return { ok: false, kind: 'failed', message: 'the diagram is too large' };
-    return { ok: true, body: r.svg };
-  }
-  const kind = r.kind === 'syntax' ? 'syntax' : r.kind === 'unsupported' ? 'unsupported' : 'failed';
-  return {
-    ok: false,
-    kind,
-    message: String(r.message ?? 'the renderer failed').slice(0, 2000),
-    ...(typeof r.line === 'number' ? { line: r.line } : {}),
-  };
-}
-
-function describe(details: unknown): string {
-  const d = details as { exception?: { description?: string }; text?: string };
-  return String(d.exception?.description ?? d.text ?? 'exception')
-    .split('\n')[0]!
-    .slice(0, 500);
-}
-
-async function within<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      fn(),
-      new Promise<never>((_r, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }
