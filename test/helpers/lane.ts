@@ -2,6 +2,7 @@
 // lane, and each address has a rate-limit window of its own), and an answer's headers without the
 // ones made per request, to compare a lane answer with the router's.
 import { request } from 'node:http';
+import { type LogCapture, type Overrides, type Running, startTestServer } from './server.ts';
 
 export interface Answer {
   status: number;
@@ -46,4 +47,21 @@ export function stableHeaders(h: Answer['headers'], perRequest: readonly string[
       .filter(([k]) => !perRequest.includes(k))
       .sort(([a], [b]) => a.localeCompare(b)),
   );
+}
+
+/**
+ * A server with the fast lane and one without, from `overrides(fastLane)` (`logs` captures the
+ * lane's); the first is stopped if the second does not start.
+ */
+export async function startLanePair(
+  overrides: (fastLane: boolean) => Overrides,
+  logs?: LogCapture,
+): Promise<{ lane: Running; plain: Running }> {
+  const lane = await startTestServer({ overrides: overrides(true), ...(logs ? { logs } : {}) });
+  try {
+    return { lane, plain: await startTestServer({ overrides: overrides(false) }) };
+  } catch (err) {
+    await lane.close();
+    throw err;
+  }
 }

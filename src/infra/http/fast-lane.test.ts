@@ -8,8 +8,8 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
-import { type Answer, getFrom, stableHeaders } from '../../../test/helpers/lane.ts';
-import { LogCapture, type Running, startTestServer } from '../../../test/helpers/server.ts';
+import { type Answer, getFrom, stableHeaders, startLanePair } from '../../../test/helpers/lane.ts';
+import { LogCapture, type Running } from '../../../test/helpers/server.ts';
 
 /** The answer with its body as text. */
 async function get(url: string, from: string, headers: Record<string, string> = {}, method = 'GET') {
@@ -33,13 +33,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
       admin: { token: 'lane-admin-token-0123456789abcdef' },
       log: { level: 'info' },
     });
-    lane = await startTestServer({ overrides: overrides(true), logs });
-    try {
-      plain = await startTestServer({ overrides: overrides(false) });
-    } catch (err) {
-      await lane.close();
-      throw err;
-    }
+    ({ lane, plain } = await startLanePair(overrides, logs));
   });
   after(async () => {
     await lane?.close();
@@ -229,13 +223,7 @@ describe('the fast lane without rate limits', { timeout: 120_000 }, () => {
   let plain: Running | undefined;
   before(async () => {
     const overrides = (fastLane: boolean) => ({ server: { fastLane }, diagrams: { rateLimit: 'off' } });
-    lane = await startTestServer({ overrides: overrides(true) });
-    try {
-      plain = await startTestServer({ overrides: overrides(false) });
-    } catch (err) {
-      await lane.close();
-      throw err;
-    }
+    ({ lane, plain } = await startLanePair(overrides));
   });
   after(async () => {
     await lane?.close();
