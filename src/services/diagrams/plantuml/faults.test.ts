@@ -300,40 +300,78 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
     );
   });
 
-  /** devutil_plantuml_worker_events_total of the quarantine pool, by event. */
-  const quarantineEvents = async (): Promise<Record<string, number>> => {
+  /** devutil_plantuml_worker_events_total of one pool, by event. */
+  const poolEvents = async (pool: 'main' | 'quarantine'): Promise<Record<string, number>> => {
     const text = (await app.inject({ url: '/metrics' })).body;
     const out: Record<string, number> = {};
     for (const m of text.matchAll(/^devutil_plantuml_worker_events_total\{([^}]*)\} (\d+)/gm))
-      if (m[1]!.includes('pool="quarantine"')) out[/event="(\w+)"/.exec(m[1]!)![1]!] = Number(m[2]);
+      if (m[1]!.includes(`pool="${pool}"`)) out[/event="(\w+)"/.exec(m[1]!)![1]!] = Number(m[2]);
     return out;
   };
+  /** This process's worker JVMs at nice 19 (the quarantine's) and the others. */
+  const jvmsByNice = () => {
+    const nice = (p: number) => {
+      try {
+        return niceOf(p);
+      } catch {
+        return Number.NaN; // ended meanwhile
+      }
+    };
+    const pids = workerJvmPids().map((p) => [p, nice(p)] as const);
+    return {
+      low: pids.filter(([, n]) => n === 19).map(([p]) => p),
+      /** The others' nice values. */
+      normal: pids.filter(([, n]) => n !== 19 && !Number.isNaN(n)).map(([, n]) => n),
+    };
+  };
+  /** What a failed assertion prints: the answer and both pools' events. */
+  const seen = async (r: { statusCode: number; body: string }) =>
+    `${r.statusCode} ${r.body.slice(0, 200)} main=${JSON.stringify(await poolEvents('main'))} quarantine=${JSON.stringify(await poolEvents('quarantine'))}`;
 
+  // Which JVM served is read from the pools' own events and the JVMs' nice values, not from the
+  // main JVM's pid: on a loaded machine the main pool may replace its JVM (a ping left unanswered
+  // behind the earlier test's abandoned renders), which is not what this test is about.
   it('renders a diagram that timed out, and a client whose renders timed out twice, in a low-priority JVM of its own', async () => {
-    assert.equal((await post('A -> B : up', '198.51.100.1')).statusCode, 200);
-    const [main] = workerJvmPids();
-    assert.ok(main);
+    const up = await post('A -> B : up', '198.51.100.1');
+    assert.equal(up.statusCode, 200, await seen(up));
     const bomb = runaway(true, 'suspect');
-    assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
-    // One strike: the client's other diagrams stay on the main JVM.
+    const first = await post(bomb, '198.51.100.2');
+    assert.equal(first.statusCode, 504, await seen(first));
+    // One strike: the client's other diagrams stay on the main JVM; no quarantine JVM starts.
     const once = await post('A -> B : after one strike', '198.51.100.2');
-    assert.equal(once.statusCode, 200);
-    assert.deepEqual(workerJvmPids(), [main]);
+    assert.equal(once.statusCode, 200, await seen(once));
+    assert.equal((await poolEvents('quarantine'))['spawn'], undefined, await seen(once));
+    assert.deepEqual(jvmsByNice().low, []);
     // The same diagram again: rendered (and timed out) in quarantine, whose JVM is killed for it.
-    assert.equal((await post(bomb, '198.51.100.2')).statusCode, 504);
-    const q = await quarantineEvents();
-    assert.equal(q['timeout'], 1, JSON.stringify(q));
-    await waitFor(() => workerJvmPids().length === 1, 'the quarantine JVM to be killed', 10_000, 250);
+    const second = await post(bomb, '198.51.100.2');
+    assert.equal(second.statusCode, 504, await seen(second));
+    const q = await poolEvents('quarantine');
+    assert.equal(q['timeout'], 1, await seen(second));
+    // One start, or two when its first start refused the shared class archive.
+    const spawned = q['spawn'] ?? 0;
+    assert.ok(spawned >= 1, await seen(second));
+    await waitFor(
+      async () => (await poolEvents('quarantine'))['exit'] === spawned && jvmsByNice().low.length === 0,
+      'the quarantine JVM to be killed',
+      10_000,
+      250,
+    );
     // Two strikes: the client's next diagram is served by a quarantine JVM at the lowest priority.
     const again = await post('A -> B : from the suspect', '198.51.100.2');
-    assert.equal(again.statusCode, 200);
+    assert.equal(again.statusCode, 200, await seen(again));
     assert.match(again.body, /from the suspect/);
-    const quarantine = workerJvmPids().filter((p) => p !== main);
-    assert.equal(quarantine.length, 1);
-    assert.equal(niceOf(quarantine[0]!), 19);
-    assert.equal(niceOf(main), 0);
+    assert.ok(((await poolEvents('quarantine'))['spawn'] ?? 0) > spawned, await seen(again));
+    const jvms = jvmsByNice();
+    assert.equal(jvms.low.length, 1, JSON.stringify(jvms));
+    assert.ok(jvms.normal.length >= 1, JSON.stringify(jvms));
+    assert.ok(
+      jvms.normal.every((n) => n === 0),
+      JSON.stringify(jvms),
+    );
+    // Someone else's diagram is served beside the suspect, by a JVM at normal priority.
     const other = await post('A -> B : someone else', '198.51.100.1');
-    assert.equal(other.statusCode, 200);
-    assert.ok(workerJvmPids().includes(main));
+    assert.equal(other.statusCode, 200, await seen(other));
+    assert.match(other.body, /someone else/);
+    assert.ok(jvmsByNice().normal.length >= 1);
   });
 });
