@@ -1,17 +1,51 @@
 // Free loopback ports for servers that cannot take port 0 themselves (redis-server, syncthing).
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-export function freePort(): Promise<number> {
+/**
+ * The first port of the kernel's ephemeral range (the ports port-0 listeners and outgoing
+ * connections get). A port below it is never handed out by the kernel on its own.
+ */
+function ephemeralStart(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low > 24_000) return low;
+  } catch {} // not Linux: the IANA range's start
+  return 49_152;
+}
+
+/** Binds `port` (0: any) on loopback and closes it again; the port it got, or null if taken. */
+function probe(port: number): Promise<number | null> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.on('error', (err: NodeJS.ErrnoException) =>
+      err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolve(null) : reject(err),
+    );
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
+      const got = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(got));
     });
   });
+}
+
+/**
+ * A loopback port free now, taken from below the ephemeral range: between this call and the
+ * caller's own bind, a server of another test file that listens on port 0 (the kernel's pick, from
+ * the ephemeral range) cannot take it. Only another `freePort()` picking the same random port in
+ * that moment could (about one chance in ten thousand).
+ */
+export async function freePort(): Promise<number> {
+  const top = ephemeralStart() - 1;
+  const bottom = 23_000; // above Syncthing's and the relay's own defaults (21027, 22000, 22067, 22070)
+  for (let i = 0; i < 20; i++) {
+    const got = await probe(bottom + Math.floor(Math.random() * (top - bottom + 1)));
+    if (got) return got;
+  }
+  const got = await probe(0);
+  if (!got) throw new Error('no free loopback port');
+  return got;
 }
 
 /**
