@@ -52,16 +52,19 @@ describe('BPMN, browser pool off', { timeout: 60_000 }, () => {
   });
 });
 
-describe('BPMN in a browser', { skip, timeout: 180_000 }, () => {
+// One server (one browser pool) for every case below: it starts cold with both kinds at once.
+describe('BPMN in a browser', { skip, timeout: 240_000 }, () => {
   let app: FastifyInstance;
+  let closed = false;
   before(async () => {
     app = await buildTestServer({
       overrides: {
         diagrams: {
           prestart: false,
           mermaidChromium: CHROMIUM,
-          mermaidBrowsers: 1,
-          mermaidBrowserPages: 1,
+          // Room for a browser per kind: one is used because the kinds share it, not for want of a second.
+          mermaidBrowsers: 2,
+          mermaidBrowserPages: 2,
           mermaidBrowserIdleSec: 0,
           timeoutMs: 60_000,
         },
@@ -69,7 +72,32 @@ describe('BPMN in a browser', { skip, timeout: 180_000 }, () => {
     });
   });
   after(async () => {
-    await app?.close();
+    if (!closed) await app?.close();
+  });
+
+  it('draws a BPMN and a Mermaid pie at once with one Chromium (one browser process)', async () => {
+    assert.deepEqual(chromiumProcesses(root), [], 'no browser before the first diagram');
+    const [bpmn, pie] = await Promise.all([
+      post(app, SAMPLE),
+      post(app, 'pie title Shared\n  "Apples" : 3\n  "Pears" : 5', 'mermaid'),
+    ]);
+    assert.equal(bpmn.statusCode, 200, bpmn.body.slice(0, 300));
+    assert.ok(bpmn.body.includes('>devutil<'), 'the BPMN labels');
+    assert.equal(pie.statusCode, 200, pie.body.slice(0, 300));
+    assert.ok(pie.body.includes('Apples'), 'the pie labels');
+    // The browser processes (no --type) that this server started: one, whatever the kinds drawn.
+    const browsers = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
+    assert.equal(browsers.length, 1, `browser processes: ${browsers.map((p) => p.pid).join(' ')}`);
+    // Both kinds' pages answer again from the same browser (a source not drawn yet: no cache hit).
+    const second = await post(app, SAMPLE.replace('name="devutil"', 'name="again"'));
+    assert.equal(second.statusCode, 200, second.body.slice(0, 300));
+    assert.ok(second.body.includes('>again<'));
+    assert.equal((await post(app, 'pie title Again\n  "A" : 1', 'mermaid')).statusCode, 200);
+    const again = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
+    assert.deepEqual(
+      again.map((p) => p.pid),
+      browsers.map((p) => p.pid),
+    );
   });
 
   it('draws the diagram with its labels and the bpmn.io watermark below it', async () => {
@@ -137,46 +165,10 @@ describe('BPMN in a browser', { skip, timeout: 180_000 }, () => {
     assert.doesNotMatch(script.body, /<script/);
     assert.match(script.body, /&lt;script&gt;/);
   });
-});
 
-describe('BPMN and Mermaid in one browser', { skip, timeout: 240_000 }, () => {
-  it('draws a BPMN and a Mermaid pie at once with one Chromium (one browser process)', async () => {
-    const app = await buildTestServer({
-      overrides: {
-        diagrams: {
-          prestart: false,
-          mermaidChromium: CHROMIUM,
-          // Room for a browser per kind: one is used because the kinds share it, not for want of a second.
-          mermaidBrowsers: 2,
-          mermaidBrowserPages: 2,
-          mermaidBrowserIdleSec: 0,
-          timeoutMs: 60_000,
-        },
-      },
-    });
-    try {
-      const [bpmn, pie] = await Promise.all([
-        post(app, SAMPLE),
-        post(app, 'pie title Shared\n  "Apples" : 3\n  "Pears" : 5', 'mermaid'),
-      ]);
-      assert.equal(bpmn.statusCode, 200, bpmn.body.slice(0, 300));
-      assert.ok(bpmn.body.includes('>devutil<'), 'the BPMN labels');
-      assert.equal(pie.statusCode, 200, pie.body.slice(0, 300));
-      assert.ok(pie.body.includes('Apples'), 'the pie labels');
-      // The browser processes (no --type) that this server started: one, whatever the kinds drawn.
-      const browsers = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
-      assert.equal(browsers.length, 1, `browser processes: ${browsers.map((p) => p.pid).join(' ')}`);
-      // Both kinds' pages answer again from the same browser.
-      assert.equal((await post(app, SAMPLE)).statusCode, 200);
-      assert.equal((await post(app, 'pie title Again\n  "A" : 1', 'mermaid')).statusCode, 200);
-      const again = chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
-      assert.deepEqual(
-        again.map((p) => p.pid),
-        browsers.map((p) => p.pid),
-      );
-    } finally {
-      await app.close();
-    }
+  it('leaves no Chromium process once the server has stopped', async () => {
+    closed = true;
+    await app.close();
     assert.deepEqual(chromiumProcesses(root), [], 'a Chromium process outlived the server');
   });
 });

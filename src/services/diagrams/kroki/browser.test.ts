@@ -1,9 +1,10 @@
-// The Mermaid types that need a browser, through the Kroki API: refused with a 422 naming the
-// setting while the pool is turned off; with it on (real Chromium), the browserless types still start no
-// browser, a burst of 12 cold requests starts at most the configured number of browsers (counted
-// as Chromium processes that are children of this, the server's, process) and every answer shows
-// its labels; hostile sources reach no network and run no script of theirs; a render past the
-// timeout answers 504, the idle browser exits, and nothing is left after the server stops.
+// The Mermaid types that need a browser, through the Kroki API (their 422 naming the setting while
+// the pool is turned off is mermaid-kinds.test.ts's): with the pool on (real Chromium), the
+// browserless types still start no browser, a burst of 12 cold requests starts at most the
+// configured number of browsers (counted as Chromium processes that are children of this, the
+// server's, process) and every answer shows its labels; hostile sources reach no network and run
+// no script of theirs; a render past the timeout answers 504, the idle browser exits, and nothing
+// is left after the server stops.
 // Chromium is required when CI=true.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -56,24 +57,6 @@ const on = (o: Record<string, unknown> = {}, logs?: LogCapture) =>
       },
     },
   });
-
-// A cold render process loads beautiful-mermaid and Mermaid's parser: a minute on a loaded machine.
-describe('Mermaid in a browser, pool off', { skip, timeout: 180_000 }, () => {
-  it('answers 422 naming the type and the setting, and starts no browser', async () => {
-    const app = await buildTestServer({
-      overrides: { diagrams: { prestart: false, mermaidChromium: 'off' } },
-    });
-    try {
-      const r = await post(app, 'pie title Pets\n  "Dogs" : 3');
-      assert.equal(r.statusCode, 422);
-      assert.match(r.body, /"pie"/);
-      assert.match(r.body, /DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM/);
-      assert.deepEqual(chromiumProcesses(root), []);
-    } finally {
-      await app.close();
-    }
-  });
-});
 
 describe('Mermaid in a browser, pool on', { skip, timeout: 240_000 }, () => {
   let app: FastifyInstance;
