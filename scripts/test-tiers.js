@@ -49,7 +49,7 @@ export const WHOLE_SUITE_ONLY = {
   'src/services/diagrams/kroki/mermaid-kinds.test.ts':
     'every Mermaid kind drawn through the Chromium pool the default configuration finds',
   'test/e2e/diagram-isolation.test.ts':
-    'the bomb corpus: 29 memory, CPU and output bombs in render processes, then four at once from four addresses',
+    'the bomb corpus: 28 memory, CPU and output bombs in render processes, then four at once from four addresses',
   'test/e2e/proxy-maven.test.ts': "real Maven resolving a project's dependencies through devutil",
   'src/services/diagrams/kroki/corpus.test.ts':
     "Kroki's 67 sample diagrams in three request shapes each, PlantUML and blockdiag included (minutes)",

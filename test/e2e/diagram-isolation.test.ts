@@ -62,15 +62,8 @@ const ANY = [200, ...FAILS];
 const ROWS: Row[] = [
   { type: 'vega', kind: 'memory', what: "issue 33's 93-byte sequence", source: VEGA_93, status: FAILS },
   { type: 'vega', kind: 'memory', what: 'the same as a GET URL', source: VEGA_93, get: true, status: FAILS },
+  // Not as a GET URL as well: the Vega row above proves the URL form, this one the Vega-Lite engine.
   { type: 'vegalite', kind: 'memory', what: 'its Vega-Lite cousin', source: VEGALITE_93, status: FAILS },
-  {
-    type: 'vegalite',
-    kind: 'memory',
-    what: 'the cousin as a GET URL',
-    source: VEGALITE_93,
-    get: true,
-    status: FAILS,
-  },
   {
     type: 'vega',
     kind: 'memory',
@@ -240,7 +233,9 @@ describe('the diagram bomb corpus', { skip: toolSkip('java', ['-version']), time
         // An allocation bomb meets the memory bound well before the render deadline.
         DEVUTIL_DIAGRAMS_RENDER_MEMORY: '64MiB',
         DEVUTIL_DIAGRAMS_MAX_OUTPUT: '4MiB',
-        DEVUTIL_DIAGRAMS_WORKER_HEAP: '256MiB',
+        // The least heap a worker may have: this file's PlantUML rows are a memory bomb, which fills
+        // it sooner (less CPU), a layout that runs in dot and a URL refused before it reaches the JVM.
+        DEVUTIL_DIAGRAMS_WORKER_HEAP: '64MiB',
         DEVUTIL_DIAGRAMS_QUEUE_SIZE: '256',
         DEVUTIL_DIAGRAMS_CACHE_MEMORY: '0',
         DEVUTIL_DIAGRAMS_CACHE_DISK: '0',

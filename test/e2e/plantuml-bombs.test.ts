@@ -44,17 +44,24 @@ describe('PlantUML bombs from one client, small diagrams for another', {
   const victim = new Agent({ localAddress: '127.0.0.1' });
   before(async () => {
     srv = await startTestServer({
-      overrides: { diagrams: { timeoutMs: 8000, workers: 1, cacheMemory: 0, cacheDisk: 0 } },
+      overrides: {
+        // A small heap: the memory bombs meet it sooner, so they burn less CPU (512 MiB took past
+        // the 8 s deadline at load 26); the victims' small diagrams need far less.
+        diagrams: { timeoutMs: 8000, workers: 1, workerHeap: 128 * 1024 ** 2, cacheMemory: 0, cacheDisk: 0 },
+      },
     });
-    // The JVM up and warm first: the measurement is about bombs, not the cold start.
-    for (let i = 0; i < 3; i++) {
+    // The JVM up and warm first: the measurement is about bombs, not the cold start. A cold JVM's
+    // first render passed the 8 s deadline at load 33 (504): asked again, once (a second timeout
+    // would make the victim a suspect, rendered in quarantine).
+    for (let i = 0, ok = 0; ok < 3; i++) {
       const r = await request(`${srv.url}/plantuml/svg`, {
         method: 'POST',
         body: `Alice -> Bob : warm ${i}`,
         dispatcher: victim,
       });
-      assert.equal(r.statusCode, 200, await r.body.text());
-      await r.body.dump();
+      const text = await r.body.text();
+      if (r.statusCode === 200) ok++;
+      else assert.ok(r.statusCode === 504 && i === ok, `warm-up ${i}: ${r.statusCode} ${text.slice(0, 200)}`);
     }
   });
   after(async () => {

@@ -88,25 +88,6 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
   const post = (url: string, payload: string) =>
     app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'text/plain' } });
 
-  it('answers 504 for a render past the timeout, kills its dot and serves the next diagram on the same JVM', async () => {
-    const warm = await post('/plantuml/txt', 'A -> B : warm');
-    assert.equal(warm.statusCode, 200);
-    const [pid] = workerJvmPids();
-    assert.ok(pid);
-    const r = await post('/plantuml/svg', runaway());
-    assert.equal(r.statusCode, 504);
-    assert.match(r.body, /timed out/);
-    // The one thread was abandoned and replaced: the next diagram needs no new JVM.
-    const next = await post('/plantuml/txt', 'A -> B : after the timeout');
-    assert.equal(next.statusCode, 200);
-    assert.match(next.body, /after the timeout/);
-    assert.deepEqual(workerJvmPids(), [pid]);
-    // The abandoned render's dot is killed once it is older than the timeout (+2 s).
-    // Every 250 ms: each look spawns ps, and the dot lives two seconds past the deadline.
-    await waitFor(() => children(pid, 'dot').length === 0, 'the runaway dot to be gone', 15_000, 250);
-    assert.ok(groupAlive(pid));
-  });
-
   it('lowers an abandoned render thread to the least CPU priority', async () => {
     await post('/plantuml/txt', 'A -> B : up');
     const [pid] = workerJvmPids();
@@ -122,16 +103,7 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.deepEqual(workerJvmPids(), [pid]);
   });
 
-  it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
-    await post('/plantuml/txt', 'A -> B : up');
-    const r = await post('/plantuml/svg', memoryBomb());
-    assert.equal(r.statusCode, 422, r.body.slice(0, 200));
-    assert.match(r.body, /more memory/);
-    const next = await post('/plantuml/txt', 'A -> B : after the memory bomb');
-    assert.equal(next.statusCode, 200);
-    assert.match(next.body, /after the memory bomb/);
-  });
-
+  // Right after the abandoned Smetana render: the kill also ends that render's CPU use.
   it('retries a request whose worker was killed mid-render on a fresh worker', async () => {
     await post('/plantuml/txt', 'A -> B : make sure a worker is up');
     const [pid] = workerJvmPids();
@@ -149,6 +121,16 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.equal(inc.hits.get('/slow-kill.puml'), 1);
     const [next] = workerJvmPids();
     assert.ok(next && next !== pid);
+  });
+
+  it('answers 422 for a diagram that needs more than the heap, and goes on serving', async () => {
+    await post('/plantuml/txt', 'A -> B : up');
+    const r = await post('/plantuml/svg', memoryBomb());
+    assert.equal(r.statusCode, 422, r.body.slice(0, 200));
+    assert.match(r.body, /more memory/);
+    const next = await post('/plantuml/txt', 'A -> B : after the memory bomb');
+    assert.equal(next.statusCode, 200);
+    assert.match(next.body, /after the memory bomb/);
   });
 
   it('answers 503 with Retry-After when the queue is full, and serves the queued work after', async () => {
@@ -170,7 +152,8 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
     assert.match(b.body, /queued behind/);
   });
 
-  it('leaves the other renders of a worker alone when one times out', async () => {
+  // One runaway layout (in dot) proves both: it costs its deadline and two seconds more of CPU.
+  it('answers 504 for a render past the timeout, leaves the other renders of its worker alone, kills its dot and serves the next diagram on the same JVM', async () => {
     // The first server's JVMs (one may still be stopping after the memory bomb replaced it).
     const others = workerJvmPids();
     const two = await buildTestServer({
@@ -193,28 +176,49 @@ describe('PlantUML worker faults', { skip: toolSkip('java', ['-version']), timeo
         payload,
         headers: { 'content-type': 'text/plain' },
       });
-    // A cold JVM's first render can pass this server's short deadline on a loaded machine (504 at
-    // load 30): asked again, on the JVM that is up by then.
-    let up = 504;
-    for (let i = 0; i < 3 && up === 504; i++) up = (await send('A -> B : up')).statusCode;
-    assert.equal(up, 200);
+    // A small render can pass this server's short deadline on a loaded machine (a cold JVM's first
+    // one gave 504 at load 30): asked again (on the JVM that is up by then). `label` is in a 200.
+    const small = async (label: string) => {
+      let r = await send(`A -> B : ${label}`);
+      for (let i = 1; i < 3 && r.statusCode === 504; i++) r = await send(`A -> B : ${label} ${i}`);
+      assert.equal(r.statusCode, 200, r.body.slice(0, 200));
+      assert.match(r.body, new RegExp(label));
+    };
+    await small('up');
     const mine = () => workerJvmPids().filter((p) => !others.includes(p));
     const pids = mine();
     assert.equal(pids.length, 1);
+    const pid = pids[0]!;
     // The runaway starts first, so its deadline passes while the sibling waits for its include.
-    const runner = send(runaway());
-    await new Promise((r) => setTimeout(r, 1000));
+    // Three seconds first, not one: the sibling's own deadline runs while it is held, and once
+    // released it has what is left to render (one second was little at load 40).
+    const runner = two.inject({
+      method: 'POST',
+      url: '/plantuml/svg',
+      payload: runaway(),
+      headers: { 'content-type': 'text/plain' },
+    });
+    await new Promise((r) => setTimeout(r, 3000));
     inc.hold = true;
     const held = inc.nextHeld();
     const sibling = send(`@startuml\n!include ${INC}/slow-sibling.puml\n@enduml`);
     await held; // both renders are now in flight on the one worker
-    assert.equal((await runner).statusCode, 504);
+    const timedOut = await runner;
+    assert.equal(timedOut.statusCode, 504, timedOut.body.slice(0, 300));
+    assert.match(timedOut.body, /timed out/);
     inc.release();
     const r = await sibling;
     assert.equal(r.statusCode, 200, r.body.slice(0, 200));
     assert.match(r.body, /Carol/);
     assert.equal(inc.hits.get('/slow-sibling.puml'), 1);
+    // The next diagram on the same JVM ('lowers an abandoned render thread...' shows it on a worker
+    // of one thread, which has to be replaced).
+    await small('after the timeout');
     assert.deepEqual(mine(), pids, 'no worker was replaced');
+    // The abandoned render's dot is killed once it is older than the timeout (+2 s).
+    // Every 250 ms: each look spawns ps, and the dot lives two seconds past the deadline.
+    await waitFor(() => children(pid, 'dot').length === 0, 'the runaway dot to be gone', 15_000, 250);
+    assert.ok(groupAlive(pid));
   });
 
   it('leaves no worker JVM behind when the app closes', async () => {
