@@ -35,6 +35,9 @@ interface Client {
   where(): string;
   /** Target forms this client can be configured with (some configs accept no IP literal or bare name). */
   forms: ('literal' | 'localhost')[];
+  /** Its config ignores the target and names every target and override of this file, so the cases
+   * with the same egress settings share one server (for a client whose every probe starts a JVM). */
+  oneServer?: boolean;
 }
 
 describe('the address guard covers every outbound client', () => {
@@ -53,7 +56,10 @@ describe('the address guard covers every outbound client', () => {
     bot = await FakeBotApi.start();
     if (!noTinyproxy) tiny = await startTinyproxy({ auth: { user: 'ops', password: 'guard-proxy-pw' } });
   });
+  /** The servers of `oneServer` clients, by client and egress settings. */
+  const shared = new Map<string, { logs: LogCapture; app: Promise<FastifyInstance> }>();
   after(async () => {
+    await Promise.allSettled([...shared.values()].map(async (s) => (await s.app).close()));
     await picsum.close();
     await gravatar.stop();
     await inc.close();
@@ -119,11 +125,24 @@ describe('the address guard covers every outbound client', () => {
       // The engine asks the server for URL includes, so an allow-listed prefix pointing inward is
       // still refused (with the engine's own "cannot open URL" error image).
       name: 'PlantUML !include',
-      config: (target, resolve) => ({
-        ...ALL_OFF,
-        egress: { resolve },
-        diagrams: { enabled: true, workers: 1, urlAllowlist: [`${target}/`] },
-      }),
+      // Every target of the cases below is allow-listed, and the overrides are those of the control
+      // and the private-name case: each refusal is still of a target no override maps to a public
+      // address, and the control still reaches the fixture only through its override.
+      config: () => {
+        const port = new URL(inc.url).port;
+        const targets = [
+          'http://fixture.test',
+          `http://127.0.0.1:${port}`,
+          `http://localhost:${port}`,
+          'http://inside.test',
+        ];
+        return {
+          ...ALL_OFF,
+          egress: { resolve: [`fixture.test=${new URL(inc.url).host}`, PRIVATE] },
+          diagrams: { enabled: true, workers: 1, urlAllowlist: targets.map((t) => `${t}/`) },
+        };
+      },
+      oneServer: true,
       probe: async (app, target) => {
         const r = await app.inject({
           method: 'POST',
@@ -164,17 +183,26 @@ describe('the address guard covers every outbound client', () => {
     resolve: string[],
     egress: Overrides['egress'] = {},
   ): Promise<boolean> {
-    const logs = new LogCapture();
-    const overrides = c.config(target, resolve);
-    overrides.egress = { ...overrides.egress, ...egress };
-    const app = await buildTestServer({ logs, overrides });
+    const key = c.oneServer ? `${c.name} ${JSON.stringify(egress)}` : undefined;
+    let built = key ? shared.get(key) : undefined;
+    if (!built) {
+      const logs = new LogCapture();
+      const overrides = c.config(target, resolve);
+      overrides.egress = { ...overrides.egress, ...egress };
+      built = { logs, app: buildTestServer({ logs, overrides }) };
+      if (key) shared.set(key, built);
+    }
+    const { logs } = built;
+    const app = await built.app;
+    const from = logs.lines.length;
     try {
       const r = await c.probe(app, target);
-      // A refusal must be the guard's: its reason reaches the answer or the log, whatever the client.
-      if (!r.ok) assert.match(`${r.body}\n${logs.text()}`, /non-public/);
+      // A refusal must be the guard's: its reason reaches the answer or this probe's log lines,
+      // whatever the client.
+      if (!r.ok) assert.match(`${r.body}\n${logs.lines.slice(from).join('\n')}`, /non-public/);
       return r.ok;
     } finally {
-      await app.close();
+      if (!key) await app.close();
     }
   }
 

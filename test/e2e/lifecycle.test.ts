@@ -199,7 +199,11 @@ describe('devutil process', () => {
     assert.ok(!cfg.stdout.includes('topsecret'));
   });
 
-  it('starts from its own printed config: devutil config > cfg.json; devutil serve --config cfg.json', async () => {
+  // One `devutil serve` for two proofs: it starts from the config it printed, and serves curl the
+  // exact IP shapes once up.
+  it('starts from its own printed config (devutil config > cfg.json; devutil serve --config cfg.json) and serves the exact IP shapes to curl', {
+    skip: toolSkip('curl'),
+  }, async () => {
     const port = await freePort();
     const printed = await run(process.execPath, [BIN, 'config'], { env: baseEnv(port, true) });
     assert.equal(printed.stderr, '');
@@ -221,18 +225,6 @@ describe('devutil process', () => {
     try {
       await waitUp(port);
       assert.equal((await get(port, '/rest/api/v1/ip')).status, 200);
-    } finally {
-      p.kill('SIGTERM');
-      assert.equal(await exitOf(p), 0, out);
-    }
-    assert.doesNotMatch(out, /"level":40|problem|deprecated/);
-  });
-
-  it('serves the exact IP shapes to curl after start', { skip: toolSkip('curl') }, async () => {
-    const port = await freePort();
-    const p = spawn(process.execPath, [BIN, 'serve'], { env: baseEnv(port), stdio: 'ignore' });
-    try {
-      await waitUp(port);
       const v1 = await run('curl', ['-s', `http://127.0.0.1:${port}/rest/api/v1/ip`]);
       assert.deepEqual(JSON.parse(v1.stdout), { status: 1, message: 'success', data: { ip: '127.0.0.1' } });
       const legacy = JSON.parse((await run('curl', ['-s', `http://127.0.0.1:${port}/api/ip`])).stdout);
@@ -241,8 +233,9 @@ describe('devutil process', () => {
       assert.equal(text.stdout, '127.0.0.1\n');
     } finally {
       p.kill('SIGTERM');
-      assert.equal(await exitOf(p), 0);
+      assert.equal(await exitOf(p), 0, out);
     }
+    assert.doesNotMatch(out, /"level":40|problem|deprecated/);
   });
 
   it('lets an in-flight request finish on SIGTERM, refuses new ones, and exits 0', async () => {

@@ -1,12 +1,13 @@
 // Proxy byte budgets with real clients: once 127.0.0.1 has pulled its budget, its next request gets
 // 429 with Retry-After (the seconds until its window ends) in the proxy's text envelope while
-// 127.0.0.2 is still served; two devutil processes on one Redis share the budget.
+// 127.0.0.2 is still served; two devutil instances (one a process of its own) on one Redis share it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { startWorld, type World } from '../fixtures/proxy/world.ts';
-import { type DevutilProcess, startAll, startDevutilProcess } from '../helpers/process.ts';
+import { type DevutilProcess, startDevutilProcess } from '../helpers/process.ts';
 import { type RedisHandle, startRedis } from '../helpers/redis.ts';
+import type { Running } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
 
 const BUDGET = '500KiB/day'; // the 300 000-byte asset fits once, and the second download crosses it
@@ -94,29 +95,35 @@ describe('proxy byte budget against an endless upstream', { skip: toolSkip('curl
   });
 });
 
+// Instance A runs in this process and B is a `devutil serve` process of its own: B can only know
+// what A charged through Redis (one child process fewer than two, the same proof).
 describe('proxy byte budget shared by two instances through Redis', {
   skip: toolSkip('curl') || toolSkip('redis-server'),
 }, () => {
   let w: World;
   let redis: RedisHandle;
-  let a: DevutilProcess;
+  let a: Running;
   let b: DevutilProcess;
+  // after() stops whatever came up when a later start fails.
   before(async () => {
-    w = await startWorld({ git: false });
     redis = await startRedis();
-    const env = {
+    w = await startWorld({
+      git: false,
+      overrides: { redis: { url: redis.url }, proxy: { clientBytes: BUDGET, totalBytes: '1GiB/month' } },
+    });
+    a = w.proxy;
+    b = await startDevutilProcess({
       DEVUTIL_REDIS_URL: redis.url,
       DEVUTIL_PROXY_RESOLVE: w.net.resolve.join(','),
       DEVUTIL_PROXY_UPSTREAM_CA: w.net.caFile,
       DEVUTIL_PROXY_CLIENT_BYTES: BUDGET,
       DEVUTIL_PROXY_TOTAL_BYTES: '1GiB/month',
-    };
-    [a, b] = await startAll([startDevutilProcess(env), startDevutilProcess(env)]);
+    });
   });
   after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await redis?.stop();
+    await b?.stop();
     await w?.close();
+    await redis?.stop();
   });
 
   it('refuses on one instance the client that spent its budget on the other', async () => {

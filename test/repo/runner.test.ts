@@ -76,15 +76,6 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.equal(alive(pid), false, 'the child the hung file started was stopped with it');
   });
 
-  it('fails the run when a test fails and lists the failing test at the end', async () => {
-    const r = await runner([`${FIX}/fails.ts`, `${FIX}/passes.ts`]);
-    assert.equal(r.code, 1, r.out);
-    assert.match(r.out, /✔ test\/fixtures\/runner\/passes\.ts passed/);
-    assert.match(r.out, /1 passed, 1 failed, 0 timed out/);
-    const summary = r.out.slice(r.out.lastIndexOf('test files in'));
-    assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
-  });
-
   it('gives a file the longer budget its opening lines declare, and no other file', async () => {
     const r = await runner([
       '--file-timeout=3',
@@ -103,11 +94,11 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.match(r.out, /3 test files .*: 1 passed, 0 failed, 2 timed out/);
   });
 
-  it('runs each file as its own child and fails a file that throws, fails late or fails a hook', async () => {
+  it('runs each file as its own child, fails the run on a file that fails a test, throws, fails late or fails a hook, and lists the failing test at the end', async () => {
     const pidFile = join(tempDir(), 'pid');
     const failing = ['fails', 'throws', 'rejects-late', 'throws-late', 'before-fails'];
     const r = await runner(
-      [...failing, 'skips-all', 'parent'].map((f) => `${FIX}/${f}.ts`),
+      [...failing, 'skips-all', 'parent', 'passes'].map((f) => `${FIX}/${f}.ts`),
       { RUNNER_FIXTURE_PID_FILE: pidFile },
     );
     assert.equal(r.code, 1, r.out);
@@ -115,10 +106,12 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     assert.equal(Number(readFileSync(pidFile, 'utf8')), r.pid, 'the file is a child of the runner');
     const summary = r.out.slice(r.out.lastIndexOf('test files in'));
     for (const f of failing) assert.match(summary, new RegExp(`✖ test/fixtures/runner/${f}\\.ts: failed\n`));
-    assert.match(r.out, /7 test files .*: 2 passed, 5 failed, 0 timed out/);
+    assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
+    assert.match(r.out, /✔ test\/fixtures\/runner\/passes\.ts passed/);
+    assert.match(r.out, /8 test files .*: 3 passed, 5 failed, 0 timed out/);
     // A file that failed outside its tests (throws, rejects-late, throws-late) counts as one failing test, as
     // under `node --test`; the hook's test is cancelled; the skipped file's two skips count.
-    assert.match(r.out, /\n10 tests: 3 passed, 4 failed, 2 skipped, 1 cancelled, 0 todo\n/);
+    assert.match(r.out, /\n11 tests: 4 passed, 4 failed, 2 skipped, 1 cancelled, 0 todo\n/);
     assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips-all\.ts 2\n/);
   });
 
