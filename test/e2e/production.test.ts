@@ -4,7 +4,9 @@
 // runtime that strips types itself (Node 24/26) the install holds no TypeScript loader or bundler
 // (tsx, esbuild, typescript), no such module is loaded and no esbuild process runs; on Node 20 the
 // install is the one README names for it (`npm ci`, development dependencies and tsx included).
-// Either way the server builds nothing: it serves the prebuilt web/dist/ untouched.
+// Either way the server builds nothing: it serves the prebuilt web/dist/ untouched. On Node 20 that
+// install's prepare step builds the page itself (the bundler is there), as README's Node 20 install
+// does, so no page is built beforehand there: it would be built twice, and only the second one served.
 // The production install carries no heavy extra (src/infra/config/extras.ts): its size is printed and held
 // to MAX_MIB, every utility still answers, the browser pool draws Mermaid from the page build's copy
 // of the bundle, and a feature whose extra is missing answers 503 naming its install line.
@@ -15,7 +17,6 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NATIVE_TS } from '../../scripts/ts-loader.js';
-import { buildAssets, writeDist } from '../../web/build.ts';
 import type { Manifest } from '../../web/dist.ts';
 import { copyCheckout } from '../helpers/checkout.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -77,8 +78,12 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
   before(async () => {
     dir = tempDir('devutil-prod-');
     copyCheckout(dir);
-    // The build stage: the page's assets are made here, where the bundler is installed.
-    writeDist(await buildAssets(), join(dir, 'web/dist'));
+    // The build stage: the page's assets are made here, where the bundler is installed. The full
+    // install (Node 20) builds them in its prepare step instead.
+    if (LEAN) {
+      const { buildAssets, writeDist } = await import('../../web/build.ts');
+      writeDist(await buildAssets(), join(dir, 'web/dist'));
+    }
     // The runtime under test runs npm too: its bin directory first on PATH.
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -331,6 +336,12 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
     // The install's own packages are there, so an empty node_modules cannot pass.
     assert.ok(existsSync(join(dir, 'node_modules/fastify/package.json')));
     assert.match(installLog, /using the page assets in web\/dist\//, 'prepare used the prebuilt assets');
+  });
+
+  it("builds the page in the full install's prepare step", {
+    skip: LEAN && 'the production install has no bundler: the page is built beforehand',
+  }, () => {
+    assert.match(installLog, /web: built app-[0-9a-f]+\.js/, 'prepare built the page');
   });
 
   it('serves the page assets built beforehand, without building anything', async () => {

@@ -22,7 +22,7 @@ import { type RedisHandle, startRedis } from '../helpers/redis.ts';
 import { onlyOnNode, toolSkip } from '../helpers/tools.ts';
 
 const CLIENTS = 8;
-/** Traffic before and after each restart (the drain itself adds DEVUTIL_DRAIN_DELAY_MS, 5 s). */
+/** Traffic before the first restart and after each (the drain itself adds DEVUTIL_DRAIN_DELAY_MS, 5 s). */
 // Three nodes coming up at once beside another heavy file took longer than the 45 s default on a
 // loaded machine (CI, load 20): how fast a node starts is not what this file is about.
 const START = { startTimeoutMs: 180_000 };
@@ -86,6 +86,13 @@ function clients(base: string, name: string, until: Promise<void>, t: Tally, fre
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How often HAProxy has logged node `i` (its server devutil<i+1>) UP so far. */
+const upLines = (h: Haproxy, i: number) =>
+  h
+    .output()
+    .split('\n')
+    .filter((l) => l.includes(`devutil/devutil${i + 1} is UP`)).length;
+
 /** The open HTTP connections a node reports (its own scrape's included). */
 async function openConnections(node: DevutilProcess): Promise<number> {
   const text = await fetch(`${node.url}/metrics`).then((r) => r.text());
@@ -146,19 +153,26 @@ describe('rolling restarts behind the shipped nginx and HAProxy configs', {
     ];
     const codes: (number | null)[] = [];
     try {
+      await sleep(SETTLE_MS);
       for (let i = 0; i < nodes.length; i++) {
-        await sleep(SETTLE_MS);
         // Out of nginx's rotation first: it would keep opening connections to the node until its
         // listener closes, and one the kernel completed but the process had not taken yet is reset
         // with the request on it (a 502 for a POST nginx cannot repeat).
         await nginx.reload(shippedUpstream(ports, [ports[i] as number]));
         const old = nodes[i] as DevutilProcess;
+        const ups = upLines(haproxy, i);
         codes.push(await old.stop());
         nodes[i] = await startDevutilProcess(envs[i], [], START);
-        // Back in rotation (HAProxy: two good checks a second apart) before the next one goes.
+        // Back in rotation before the next one goes: nginx when the node is ready, HAProxy when its
+        // own checks (two good ones a second apart) logged the server UP again.
         while ((await fetch(`${(nodes[i] as DevutilProcess).url}/readyz`)).status !== 200) await sleep(200);
         await nginx.reload(shippedUpstream(ports));
-        await sleep(SETTLE_MS + 2000);
+        const back = Date.now() + 60_000;
+        while (upLines(haproxy, i) <= ups) {
+          if (Date.now() > back) assert.fail(`HAProxy never took node ${i + 1} back:\n${haproxy.output()}`);
+          await sleep(100);
+        }
+        await sleep(SETTLE_MS);
       }
     } finally {
       finish();

@@ -174,7 +174,7 @@ describe('a plain restart behind the shipped nginx config, with socket activatio
       node.proc.kill('SIGUSR2');
       gapStatus = await gap.answer;
       await waitReady(node.url, 120_000);
-      await sleep(SETTLE_MS + 2000);
+      await sleep(SETTLE_MS);
     } finally {
       stop = true;
       await Promise.all(loops);
