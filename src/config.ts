@@ -2,8 +2,8 @@
 // services/index.ts). Sources, highest first: CLI flags > DEVUTIL_* env > config file (JSON or
 // YAML) > defaults. Nothing else reads process.env.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import {
   egressSection,
   logSection,
@@ -91,6 +91,11 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+// Loaded when a YAML file is read: the parser is 70-odd modules that a start from env alone (or a
+// JSON file) never needs.
+const parseYaml = (text: string): unknown =>
+  (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text);
 
 function readFile(path: string, problems: string[]): Record<string, unknown> {
   try {

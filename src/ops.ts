@@ -62,6 +62,9 @@ export const opsPlugin: FastifyPluginAsync<ServiceContext> = async (app, ctx) =>
   }
 
   // The description itself and its page are not routes of the API they describe.
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, async () => {
+    await app.openapiReady();
+    return app.swagger();
+  });
   docsPage(app, '/docs', () => swaggerUiOptions(readFileSync(FAVICON, 'utf8')));
 };

@@ -3,7 +3,6 @@
 import { mkdirSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
-import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -16,6 +15,7 @@ import { FastLane } from './infra/http/fast-lane.ts';
 import { hostRewriter, hostRoutes, publicUrls } from './infra/http/hosts.ts';
 import { installJsonParser } from './infra/http/json-body.ts';
 import { openapiOptions } from './infra/http/openapi.ts';
+import { lazySwagger } from './infra/http/openapi-lazy.ts';
 import { pipelineGate } from './infra/http/pipelining.ts';
 import { bodyDeadline, lingerUnreadBody } from './infra/http/request-bodies.ts';
 import { type RequestIds, requestIds } from './infra/http/request-id.ts';
@@ -263,7 +263,7 @@ async function registerPlugins(
   const { config, services } = ctx;
   installErrorHandling(app, { preParsing: deadline });
   installJsonParser(app, config.server.jsonMaxDepth);
-  await app.register(swagger, openapiOptions(ctx.urls, VERSION));
+  await app.register(lazySwagger(openapiOptions(ctx.urls, VERSION)));
   await app.register(opsPlugin, ctx);
 
   for (const svc of services) {

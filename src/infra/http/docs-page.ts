@@ -17,6 +17,7 @@ export function docsPage(app: FastifyInstance, prefix: string, options: () => Fa
     const [{ default: Fastify }, { default: swaggerUi }] = await Promise.all([
       import('fastify'),
       import('@fastify/swagger-ui'),
+      app.openapiReady(),
     ]);
     const side = Fastify({ logger: false });
     // Swagger UI needs a plugin named @fastify/swagger before it (what fastify-plugin's metadata

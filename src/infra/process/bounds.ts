@@ -10,7 +10,7 @@
 // committed (heaps, malloc, a WebAssembly memory's used part), while AS counts address space, and
 // V8 reserves several GiB of it (unusable, PROT_NONE) for every WebAssembly memory, so an AS limit
 // low enough to matter stops WebAssembly from loading at all.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
@@ -40,16 +40,39 @@ function onPath(name: string): boolean {
  * used here since they exist; setpriv gained --pdeathsig in util-linux 2.33, so it is asked.
  */
 export function boundTools(): { prlimit: boolean; setpriv: boolean; nice: boolean } {
-  tools ??= {
-    prlimit: onPath('prlimit'),
-    setpriv:
-      onPath('setpriv') &&
-      (spawnSync('setpriv', ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '').includes(
-        '--pdeathsig',
-      ),
-    nice: onPath('nice'),
-  };
+  tools ??= found(
+    onPath('setpriv') &&
+      (spawnSync('setpriv', SETPRIV_ASK, { encoding: 'utf8', timeout: 5000 }).stdout ?? ''),
+  );
   return tools;
+}
+
+const SETPRIV_ASK = ['--help'];
+
+function found(setprivHelp: string | false): { prlimit: boolean; setpriv: boolean; nice: boolean } {
+  const setpriv = setprivHelp !== false && setprivHelp.includes('--pdeathsig');
+  return { prlimit: onPath('prlimit'), setpriv, nice: onPath('nice') };
+}
+
+let probing: Promise<{ prlimit: boolean; setpriv: boolean; nice: boolean }> | undefined;
+
+/**
+ * boundTools() without blocking: setpriv is asked by a child the event loop does not wait for. A
+ * serving process calls it first (the PlantUML engine's start runs while Node loads the server's
+ * modules, and the blocking question held that loading up: 20-300 ms, more on a loaded machine).
+ */
+export function probeBoundTools(): Promise<{ prlimit: boolean; setpriv: boolean; nice: boolean }> {
+  if (tools) return Promise.resolve(tools);
+  probing ??= new Promise<string | false>((resolve) => {
+    if (!onPath('setpriv')) return resolve(false);
+    execFile('setpriv', SETPRIV_ASK, { encoding: 'utf8', timeout: 5000 }, (_err, stdout) =>
+      resolve(stdout ?? ''),
+    );
+  }).then((help) => {
+    tools ??= found(help);
+    return tools;
+  });
+  return probing;
 }
 
 /** `argv` prefixed with the programs that apply `b` (those this system has). */

@@ -9,6 +9,7 @@ import { SingleFlight } from '../../../infra/cache/single-flight.ts';
 import { FairQueue } from '../../../infra/limits/fair-queue.ts';
 import { Suspects } from '../../../infra/limits/suspects.ts';
 import { inSpan } from '../../../infra/observe/tracing.ts';
+import { probeBoundTools } from '../../../infra/process/bounds.ts';
 import { fromHit, type Rendered, type RenderedMeta, renderCache, store } from '../cache.ts';
 import { ClassArchive } from './cds.ts';
 import { boundedDot } from './dot.ts';
@@ -212,7 +213,8 @@ export class PlantumlEngine {
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
   prepare(): Promise<WorkerPool> {
     this.prepared ??= (async () => {
-      const info = await this.java();
+      // The bound programs are asked about now, off the event loop: boundedDot() below would ask synchronously.
+      const [info] = await Promise.all([this.java(), probeBoundTools()]);
       if (!info.ok) throw new EngineUnavailable(info.reason ?? 'diagram rendering needs Java 17+');
       let classDir: string;
       try {
