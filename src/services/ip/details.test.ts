@@ -215,8 +215,19 @@ describe('caller IP details from operator databases', { timeout: 120_000 }, () =
         '1.0.1.0,1.0.1.255,ZZ,,,,,0,0,not a zone!',
       ].join('\n'),
     );
+    // One-row country and network tables: the city fields are the subject, and the packaged tables
+    // (opened by the first describe) take seconds of CPU to open.
+    writeFileSync(join(dir, 'cc.csv'), '198.18.0.0,198.18.255.255,ZZ\n');
+    writeFileSync(join(dir, 'asn.csv'), '198.18.0.0,198.18.255.255,64500,Bench Org\n');
     const app = await buildTestServer({
-      overrides: { server: { trustProxy: ['loopback'] }, ip: { cityDb: [join(dir, 'city.csv')] } },
+      overrides: {
+        server: { trustProxy: ['loopback'] },
+        ip: {
+          cityDb: [join(dir, 'city.csv')],
+          countryDb: [join(dir, 'cc.csv')],
+          asnDb: [join(dir, 'asn.csv')],
+        },
+      },
     });
     try {
       const get = async (ip: string) =>
