@@ -18,7 +18,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/plantuml', 'text');
   const events = ctx.metrics.counter(
     'devutil_plantuml_worker_events_total',
-    'worker JVM events: spawn, exit, timeout (a render abandoned or, in quarantine, killed), crash (renders retried after their JVM died), retire (replaced while serving), unresponsive (killed), cold_wait (a render that waited for a JVM start)',
+    'worker JVM events: spawn, exit, timeout (a render abandoned or, in quarantine, killed), crash (renders retried after their JVM died), retire (replaced while serving), unresponsive (killed), broken (a render found its class state broken: killed unless 3 were within a minute), cold_wait (a render that waited for a JVM start)',
     ['event', 'pool'],
   );
   const log = ctx.logger.child({ svc: 'diagrams' });

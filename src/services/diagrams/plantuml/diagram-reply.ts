@@ -8,7 +8,14 @@ import type { FastLane } from '../../../infra/http/fast-lane.ts';
 import type { PreparedMemo } from '../../../infra/http/prepared-response.ts';
 import { QueueFull } from '../../../infra/limits/fair-queue.ts';
 import { sendKrokiError } from '../kroki/reply.ts';
-import { BadDiagram, EngineUnavailable, NotSupported, type PlantumlEngine, RenderFailed } from './engine.ts';
+import {
+  BadDiagram,
+  EngineBroken,
+  EngineUnavailable,
+  NotSupported,
+  type PlantumlEngine,
+  RenderFailed,
+} from './engine.ts';
 import type { FormatSpec } from './formats.ts';
 import { PoolClosed, RenderTimeout, WorkerCrashed } from './pool.ts';
 
@@ -38,6 +45,7 @@ export function httpError(err: unknown): unknown {
   if (err instanceof NotSupported) return new AppError('NOT_IMPLEMENTED', 501, err.message);
   // plantuml-server answers 500 here; the request is well formed but this engine cannot render the
   // diagram in this format (e.g. txt of a class diagram without Graphviz): 422, not a server fault.
+  if (err instanceof EngineBroken) return new AppError('ENGINE_BROKEN', 422, err.message);
   if (err instanceof RenderFailed) return new AppError('RENDER_FAILED', 422, err.message);
   return err;
 }

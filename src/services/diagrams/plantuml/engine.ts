@@ -57,6 +57,9 @@ export interface EngineConfig {
   renderMemory?: number;
 }
 
+const BROKE_TWICE =
+  'the PlantUML engine failed to load or initialize one of its classes on this diagram, on two JVMs (see the server log)';
+
 /** The pool a worker event comes from (a label of the events metric). */
 export type PoolName = 'main' | 'quarantine';
 
@@ -88,6 +91,8 @@ export class RenderFailed extends Error {}
 export class NotSupported extends Error {}
 /** The diagram needs more memory than a worker's heap (422). */
 export class TooMuchMemory extends RenderFailed {}
+/** The render broke the class state of a JVM, and of another one it was tried again on (422). */
+export class EngineBroken extends RenderFailed {}
 
 export interface EngineFacts {
   version: string;
@@ -202,7 +207,10 @@ export class PlantumlEngine {
       : [this.admission, pool];
     try {
       const reply = await admission.run(client, () => target.run(req));
-      if (reply.status === 'exception' && reply.oom !== undefined) this.suspects.strike(client, source());
+      // A render that broke a JVM even on its retry (pool.ts) counts like a runaway: a client that
+      // does it twice, and the diagram, are rendered in quarantine for a while.
+      if (reply.status === 'exception' && (reply.oom !== undefined || reply.broken !== undefined))
+        this.suspects.strike(client, source());
       return reply;
     } catch (err) {
       if (err instanceof RenderTimeout) this.suspects.strike(client, source());
@@ -441,6 +449,10 @@ export class PlantumlEngine {
       case 'badindex':
         throw new BadDiagram('No image at this index');
       default:
+        if (reply.broken !== undefined) {
+          this.log.warn({ exception: reply.broken }, 'plantuml render broke a fresh JVM too');
+          throw new EngineBroken(BROKE_TWICE);
+        }
         if (reply.oom !== undefined)
           throw new TooMuchMemory(
             'the diagram needs more memory than a PlantUML worker may use (DEVUTIL_DIAGRAMS_WORKER_HEAP)',
@@ -456,6 +468,7 @@ export class PlantumlEngine {
   async check(source: string, client: string): Promise<string> {
     const reply = await this.run(client, { op: 'check', source });
     if (reply.status === 'nodiagram') return '(Error)';
+    if (reply.broken !== undefined) throw new EngineBroken(BROKE_TWICE);
     if (reply.status === 'exception') throw new RenderFailed('the PlantUML engine failed on this diagram');
     return reply.description ?? '';
   }

@@ -14,7 +14,15 @@ export class RenderTimeout extends Error {}
 export class PoolClosed extends Error {}
 export class WorkerCrashed extends Error {}
 
-export type PoolEvent = 'spawn' | 'exit' | 'timeout' | 'crash' | 'retire' | 'unresponsive' | 'cold_wait';
+export type PoolEvent =
+  | 'spawn'
+  | 'exit'
+  | 'timeout'
+  | 'crash'
+  | 'retire'
+  | 'unresponsive'
+  | 'cold_wait'
+  | 'broken';
 
 export interface PoolOptions {
   size: number;
@@ -59,6 +67,15 @@ interface Job {
  */
 const MAX_ABANDONED = 4;
 
+/**
+ * JVMs killed for a broken class state (a LinkageError, worker.ts `brokenBy`) per window. Past it a
+ * broken JVM keeps serving (its other classes still work) and its renders are not retried: an
+ * environment that breaks every fresh JVM (a missing native library) or a stream of diagrams that
+ * break them must not make the pool start JVMs in a loop.
+ */
+const MAX_BROKEN = 3;
+const BROKEN_WINDOW_MS = 60_000;
+
 export class WorkerPool {
   private workers = new Set<JavaWorker>();
   /** Workers that said hello, with the tick of their last dispatch. */
@@ -73,6 +90,10 @@ export class WorkerPool {
   /** warm() was called: keep starting workers, one at a time, up to the pool size. */
   private warming = false;
   private idleTimer: NodeJS.Timeout | null = null;
+  /** Workers found broken: true when killed for it, false when kept (MAX_BROKEN). */
+  private brokenSeen = new WeakMap<JavaWorker, boolean>();
+  /** When the kills for a broken class state within the window were (performance.now()). */
+  private brokenKills: number[] = [];
 
   private readonly o: PoolOptions;
   constructor(o: PoolOptions) {
@@ -172,7 +193,7 @@ export class WorkerPool {
     let bestRank = 0;
     let bestTick = -1;
     for (const [w, tick] of this.ready) {
-      if (w.inflight >= this.o.threads) continue;
+      if (w.inflight >= this.o.threads || this.brokenSeen.get(w)) continue;
       const rank = this.retiring.has(w) ? 1 : replacing && !w.warm ? -1 : 2;
       if (rank < 0) continue;
       if (
@@ -215,8 +236,29 @@ export class WorkerPool {
     this.settle();
   }
 
+  /**
+   * Kills a worker whose class state is broken (its renders in flight are retried like a crash's)
+   * unless MAX_BROKEN were killed within the window. True when `w` is (being) killed for it.
+   */
+  private breakWorker(w: JavaWorker): boolean {
+    const seen = this.brokenSeen.get(w);
+    if (seen !== undefined) return seen;
+    if (this.closed || !w.alive || w.brokenBy === null) return false;
+    const now = performance.now();
+    this.brokenKills = this.brokenKills.filter((t) => now - t < BROKEN_WINDOW_MS);
+    const kill = this.brokenKills.length < MAX_BROKEN;
+    // Reported once per worker: a kept one is not reported again by each render it fails.
+    this.brokenSeen.set(w, kill);
+    this.o.onEvent?.('broken', { pid: w.pid, exception: w.brokenBy, killed: kill });
+    if (!kill) return false;
+    this.brokenKills.push(now);
+    w.kill();
+    return true;
+  }
+
   /** Stops the retiring workers whose renders are answered, once a warm successor serves. */
   private settle(): void {
+    for (const w of this.workers) if (w.brokenBy !== null) this.breakWorker(w);
     const successor = [...this.ready.keys()].some((w) => !this.retiring.has(w) && w.warm);
     for (const w of this.retiring) if (w.inflight === 0 && (successor || !this.ready.has(w))) w.kill();
     for (const w of this.ready.keys())
@@ -258,6 +300,13 @@ export class WorkerPool {
     w.request(job.req, giveUp.signal).then(
       (reply) => {
         clearTimeout(timer);
+        // The JVM's class state is broken: it is killed and the render tried once more on another.
+        if (reply.broken !== undefined && this.breakWorker(w) && !job.retried) {
+          job.retried = true;
+          this.queue.unshift(job);
+          this.pump();
+          return;
+        }
         if (reply.oom !== undefined) {
           // The heap ran out while this render ran: the JVM goes on, but is replaced (a class
           // whose initializer ran out of memory stays broken). A render that allocated little was

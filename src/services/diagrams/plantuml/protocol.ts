@@ -43,6 +43,11 @@ export interface WorkerReply {
   exception?: string;
   /** Out of memory: the bytes this render had allocated when it failed. */
   oom?: number;
+  /**
+   * The render failed with a LinkageError ("class: message"): the JVM's class state is broken
+   * (a class whose initializer failed stays unusable), not the diagram. The pool retires the JVM.
+   */
+  broken?: string;
   /** The kernel thread id of an abandoned render's thread. */
   tid?: number;
   /** Engine facts (hello and info replies). */
@@ -114,6 +119,7 @@ export function parseReply(frame: Buffer): WorkerReply {
       case 'description':
       case 'url':
       case 'exception':
+      case 'broken':
       case 'version':
       case 'java':
         reply[key] = value;

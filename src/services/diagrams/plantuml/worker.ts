@@ -154,8 +154,10 @@ export class JavaWorker {
     this.warmedResolve = r;
   });
   private isWarm = false;
-  /** Called when an abandoned render's thread ends, or a render ran out of memory. */
+  /** Called when an abandoned render's thread ends, or a render found the JVM broken. */
   onChange: () => void = () => {};
+  /** The LinkageError of the first render that found this JVM's class state broken (protocol.ts). */
+  brokenBy: string | null = null;
   private exited: WorkerExited | null = null;
   private exitListeners: ((e: WorkerExited) => void)[] = [];
   private helloed = false;
@@ -219,6 +221,11 @@ export class JavaWorker {
             lowerPriority(reply.tid);
           }
           continue;
+        }
+        // An abandoned render too: its thread may have been interrupted inside a class initializer.
+        if (reply.broken !== undefined && this.brokenBy === null) {
+          this.brokenBy = reply.broken;
+          this.onChange();
         }
         if (this.abandonedRenders.delete(reply.id)) {
           this.onChange(); // an abandoned render ended: its answer goes nowhere

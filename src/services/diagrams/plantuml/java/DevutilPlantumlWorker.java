@@ -234,6 +234,8 @@ public final class DevutilPlantumlWorker {
                     exception(reply, e);
                 } catch (Throwable t) {
                     exception(reply, t);
+                    final String broken = linkage(t);
+                    if (broken != null) reply.put("broken", broken);
                 }
                 synchronized (task) {
                     running.remove(task.id);
@@ -299,6 +301,49 @@ public final class DevutilPlantumlWorker {
         reply.put("status", "exception");
         reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
     }
+
+    /**
+     * The LinkageError in `t`'s cause chain, as "class: message"; null when there is none. A
+     * LinkageError (NoClassDefFoundError, ExceptionInInitializerError, UnsatisfiedLinkError ...)
+     * means this JVM's class state is broken, not the diagram: a class whose initializer failed
+     * (e.g. a thread interrupted inside it, or stopped: see Renders) fails every later use with
+     * "Could not initialize class". The server retires this JVM and renders the request again on
+     * another (docs/diagrams.md, "Broken JVMs").
+     */
+    private static String linkage(Throwable t) {
+        for (int i = 0; t != null && i < 16; i++, t = t.getCause())
+            if (t instanceof LinkageError) return t.getClass().getName() + ": " + t.getMessage();
+        return null;
+    }
+
+    /**
+     * The engine turns a Throwable thrown while parsing into an error diagram whose text names it
+     * ("... java.lang.NoClassDefFoundError: ..."), without the Throwable itself: the LinkageError
+     * class named in `text`, else null. Only java.lang classes are looked up (no class is loaded).
+     */
+    private static String linkageNamed(String text) {
+        final java.util.regex.Matcher m = LINKAGE_NAME.matcher(text);
+        while (m.find()) {
+            try {
+                final Class<?> c = Class.forName(m.group(), false, null);
+                if (LinkageError.class.isAssignableFrom(c)) return text.substring(m.start());
+            } catch (ClassNotFoundException e) {
+                // not a JDK class: go on
+            }
+        }
+        return null;
+    }
+
+    /** The answer for a render that found this JVM broken (see linkage). */
+    private static void broken(Reply r, String linkage) {
+        r.meta.setLength(0);
+        r.body = new byte[0];
+        r.put("status", "exception");
+        r.put("exception", linkage);
+        r.put("broken", linkage);
+    }
+
+    private static final java.util.regex.Pattern LINKAGE_NAME = java.util.regex.Pattern.compile("java\\.lang\\.[A-Za-z]+Error");
 
     private static void halt(Throwable t) {
         System.err.println("devutil worker: " + t);
@@ -625,6 +670,11 @@ public final class DevutilPlantumlWorker {
         if (error) {
             for (ErrorUml e : ((PSystemError) diagram).getErrorsUml()) {
                 r.put("error", e.getLineLocation().getPosition() + " " + e.getError());
+                final String broken = linkageNamed(e.getError());
+                if (broken != null) {
+                    broken(r, broken);
+                    return;
+                }
             }
         }
         if (op.equals("check")) return;
@@ -634,6 +684,13 @@ public final class DevutilPlantumlWorker {
         if (dark) option = option.withColorMapper(ColorMapper.DARK_MODE);
         final ByteArrayOutputStream bos = new ByteArrayOutputStream(16 * 1024);
         final ImageData data = diagram.exportDiagram(bos, local, option);
+        // The engine draws a crash report for a Throwable it caught while exporting; a LinkageError
+        // among its causes is no fault of the diagram's.
+        final String broken = data == null ? null : linkage(data.getRootCause());
+        if (broken != null) {
+            broken(r, broken);
+            return;
+        }
         if (data != null) {
             r.put("width", data.getWidth());
             r.put("height", data.getHeight());
