@@ -4,7 +4,9 @@
 // waiting for a JVM start when it carries too many abandoned renders or ran out of memory: a
 // successor starts and warms up while the old worker keeps serving, then takes over, and the old one
 // is stopped once its own renders are answered. Only a worker that stops answering (a ping
-// unanswered) is killed at once, its renders retried on a fresh one. Who gets a thread, and who is
+// unanswered) is killed at once, its renders retried on a fresh one, and so is one whose class state
+// broke (a render failed with a LinkageError), the render that found it tried once more on another
+// (at most MAX_BROKEN such kills a minute). Who gets a thread, and who is
 // refused, is decided before this pool by the engine's fair queue (infra/limits/fair-queue.ts), so
 // the hand-off queue here holds at most size x threads renders waiting for a worker to come up.
 import type { WorkerReply, WorkerRequest } from './protocol.ts';

@@ -181,7 +181,9 @@ public final class DevutilPlantumlWorker {
      * at once, and ends when its render does instead of going back to work at that priority.
      * Stopping the thread is not an option: Thread.stop throws on Java 20+, and on 17 a thread
      * stopped inside a class initializer breaks that class for every later render (measured:
-     * NoClassDefFoundError "Could not initialize class ...CommandCreoleBuilder").
+     * NoClassDefFoundError "Could not initialize class ...CommandCreoleBuilder"). An interrupt that
+     * reaches an initializer doing interruptible I/O can do the same: such a render is answered as
+     * "broken" (see linkage), and the server retires the JVM.
      */
     private static final class Renders {
         final LinkedBlockingQueue<Task> queue = new LinkedBlockingQueue<>();
