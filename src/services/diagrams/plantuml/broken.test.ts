@@ -86,6 +86,17 @@ describe('PlantUML JVMs with a broken class state', {
     });
   }
 
+  it("does not take a diagram's own text naming a LinkageError for a broken JVM", async () => {
+    const { p, events, of } = pool(() => base.jar);
+    const source =
+      '@startuml\n!assert 1 == 2 : "java.lang.NoClassDefFoundError: Could not initialize class X"\n@enduml';
+    const r = await p.run({ op: 'render', format: 'txt', source });
+    assert.equal(r.status, 'error', `${r.status} ${r.exception}`);
+    assert.match(JSON.stringify(r.errors), /NoClassDefFoundError/, 'the engine quotes the text');
+    assert.equal(r.broken, undefined);
+    assert.deepEqual(of('broken'), [], JSON.stringify(events));
+  });
+
   it('kills at most three broken JVMs a minute: a diagram that breaks every JVM does not restart them in a loop', async () => {
     const { p, events, of } = pool(() => broken);
     const first = await p.run({ op: 'render', format: 'txt', source: SALT });

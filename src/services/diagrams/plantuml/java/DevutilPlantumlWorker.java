@@ -319,21 +319,29 @@ public final class DevutilPlantumlWorker {
     }
 
     /**
-     * The engine turns a Throwable thrown while parsing into an error diagram whose text names it
-     * ("... java.lang.NoClassDefFoundError: ..."), without the Throwable itself: the LinkageError
-     * class named in `text`, else null. Only java.lang classes are looked up (no class is loaded).
+     * The engine turns a Throwable thrown by a command while parsing into an error diagram that only
+     * names it in its text (which a diagram's own text, an !assert message, could imitate); the
+     * Throwable itself goes to its java.util.logging logger "com.plantuml", on the parsing thread.
+     * This handler keeps the LinkageError among those, per thread, for render() to find.
      */
-    private static String linkageNamed(String text) {
-        final java.util.regex.Matcher m = LINKAGE_NAME.matcher(text);
-        while (m.find()) {
-            try {
-                final Class<?> c = Class.forName(m.group(), false, null);
-                if (LinkageError.class.isAssignableFrom(c)) return text.substring(m.start());
-            } catch (ClassNotFoundException e) {
-                // not a JDK class: go on
+    private static final ThreadLocal<String> LOGGED_LINKAGE = new ThreadLocal<>();
+    /** Held here: the logging framework keeps loggers weakly, and the handler must stay on this one. */
+    private static final java.util.logging.Logger ENGINE_LOG = java.util.logging.Logger.getLogger("com.plantuml");
+
+    static {
+        ENGINE_LOG.addHandler(new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                final String broken = linkage(record.getThrown());
+                if (broken != null) LOGGED_LINKAGE.set(broken);
             }
-        }
-        return null;
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        });
     }
 
     /** The answer for a render that found this JVM broken (see linkage). */
@@ -344,8 +352,6 @@ public final class DevutilPlantumlWorker {
         r.put("exception", linkage);
         r.put("broken", linkage);
     }
-
-    private static final java.util.regex.Pattern LINKAGE_NAME = java.util.regex.Pattern.compile("java\\.lang\\.[A-Za-z]+Error");
 
     private static void halt(Throwable t) {
         System.err.println("devutil worker: " + t);
@@ -639,6 +645,7 @@ public final class DevutilPlantumlWorker {
 
     private static void render(String op, String fmt, int index, boolean dark, String source, Reply r)
             throws Exception {
+        LOGGED_LINKAGE.remove();
         SourceStringReader reader = new SourceStringReader(source);
         List<BlockUml> blocks = reader.getBlocks();
         if (blocks.isEmpty()) {
@@ -672,11 +679,11 @@ public final class DevutilPlantumlWorker {
         if (error) {
             for (ErrorUml e : ((PSystemError) diagram).getErrorsUml()) {
                 r.put("error", e.getLineLocation().getPosition() + " " + e.getError());
-                final String broken = linkageNamed(e.getError());
-                if (broken != null) {
-                    broken(r, broken);
-                    return;
-                }
+            }
+            final String broken = LOGGED_LINKAGE.get();
+            if (broken != null) {
+                broken(r, broken);
+                return;
             }
         }
         if (op.equals("check")) return;
