@@ -39,6 +39,8 @@ export interface PoolOptions {
   onTimeout?: 'abandon' | 'kill';
   /** The worker's heap: a render that ran out of memory after allocating a quarter of it caused it. */
   heapBytes?: number;
+  /** The window within which at most MAX_BROKEN JVMs are killed for a broken class state (default a minute). */
+  brokenWindowMs?: number;
   /** Stop the workers after this long without work (0 = keep them). */
   idleExitMs?: number;
   /** Starts a new worker process. */
@@ -240,18 +242,21 @@ export class WorkerPool {
 
   /**
    * Kills a worker whose class state is broken (its renders in flight are retried like a crash's)
-   * unless MAX_BROKEN were killed within the window. True when `w` is (being) killed for it.
+   * unless MAX_BROKEN were killed within the window; a worker kept for that is killed once the
+   * window has room. True when `w` is (being) killed for it.
    */
   private breakWorker(w: JavaWorker): boolean {
     const seen = this.brokenSeen.get(w);
-    if (seen !== undefined) return seen;
+    if (seen) return true;
     if (this.closed || !w.alive || w.brokenBy === null) return false;
     const now = performance.now();
-    this.brokenKills = this.brokenKills.filter((t) => now - t < BROKEN_WINDOW_MS);
+    const windowMs = this.o.brokenWindowMs ?? BROKEN_WINDOW_MS;
+    this.brokenKills = this.brokenKills.filter((t) => now - t < windowMs);
     const kill = this.brokenKills.length < MAX_BROKEN;
-    // Reported once per worker: a kept one is not reported again by each render it fails.
     this.brokenSeen.set(w, kill);
-    this.o.onEvent?.('broken', { pid: w.pid, exception: w.brokenBy, killed: kill });
+    // Reported when found and when killed: a kept one is not reported again by each render it fails.
+    if (seen === undefined || kill)
+      this.o.onEvent?.('broken', { pid: w.pid, exception: w.brokenBy, killed: kill });
     if (!kill) return false;
     this.brokenKills.push(now);
     w.kill();
