@@ -43,6 +43,8 @@ export const WHOLE_SUITE_ONLY = {
     'waits for class-archive training runs at the lowest CPU priority (minutes on a busy machine)',
   'src/services/diagrams/plantuml/faults.test.ts':
     'PlantUML JVMs timed out, out of heap and killed, one JVM start each',
+  'src/services/diagrams/plantuml/broken.test.ts':
+    'PlantUML JVMs broken on purpose (a jar with classes removed, its own worker build), up to five JVM starts',
   'src/services/diagrams/kroki/browser.test.ts':
     'the Mermaid Chromium pool: browsers started, crashed, idled out',
   'src/services/diagrams/engines/browser-pool.test.ts': 'the Chromium pool itself: launches, crashes, caps',
