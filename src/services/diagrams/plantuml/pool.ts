@@ -39,8 +39,10 @@ export interface PoolOptions {
   onTimeout?: 'abandon' | 'kill';
   /** The worker's heap: a render that ran out of memory after allocating a quarter of it caused it. */
   heapBytes?: number;
-  /** The window within which at most MAX_BROKEN JVMs are killed for a broken class state (default a minute). */
+  /** The window within which at most `maxBroken` JVMs are killed for a broken class state (default a minute). */
   brokenWindowMs?: number;
+  /** JVMs killed for a broken class state per window (default MAX_BROKEN). */
+  maxBroken?: number;
   /** Stop the workers after this long without work (0 = keep them). */
   idleExitMs?: number;
   /** Starts a new worker process. */
@@ -252,7 +254,7 @@ export class WorkerPool {
     const now = performance.now();
     const windowMs = this.o.brokenWindowMs ?? BROKEN_WINDOW_MS;
     this.brokenKills = this.brokenKills.filter((t) => now - t < windowMs);
-    const kill = this.brokenKills.length < MAX_BROKEN;
+    const kill = this.brokenKills.length < (this.o.maxBroken ?? MAX_BROKEN);
     this.brokenSeen.set(w, kill);
     // Reported when found and when killed: a kept one is not reported again by each render it fails.
     if (seen === undefined || kill)
