@@ -14,8 +14,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
+const kServed = Symbol('drain: served');
+
 /** Node's http.Server keeps the answer a socket is serving here (public since Node 0.x, untyped). */
-type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null; [kServed]?: true };
 
 /**
  * How long after its accept a connection that has sent no request yet is kept once the server
@@ -31,19 +33,23 @@ export class Drain {
   firstRequestGraceMs = FIRST_REQUEST_GRACE_MS;
   /** Open connections and when each was accepted (ms). */
   private readonly sockets = new Map<HttpSocket, number>();
-  /** Connections that have sent at least one request. */
-  private readonly served = new WeakSet<Socket>();
-
   /**
    * Follows the server's connections (one Map entry and one close listener per connection), and
-   * takes over what server.close() does to idle ones (closeIdle()).
+   * takes over what server.close() does to idle ones (closeIdle()). A connection that has sent a
+   * request is marked on its socket by the server's one request listener, which this wraps around
+   * those already there: an emitter with two listeners copies its listener array on every emit.
    */
   track(server: Server): void {
     server.on('connection', (sock: HttpSocket) => {
       this.sockets.set(sock, Date.now());
       sock.once('close', () => this.sockets.delete(sock));
     });
-    server.on('request', (req: IncomingMessage) => this.served.add(req.socket));
+    const listeners = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+    server.removeAllListeners('request');
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      (req.socket as HttpSocket)[kServed] = true;
+      for (let i = 0; i < listeners.length; i++) listeners[i]!.call(server, req, res);
+    });
     // server.close() (and Fastify's close) call this on the instance.
     server.closeIdleConnections = () => void this.closeIdle();
   }
@@ -61,14 +67,14 @@ export class Drain {
     for (const [sock, acceptedAt] of this.sockets) {
       const res = sock._httpMessage;
       if (res && !res.writableFinished) continue; // busy: it closes after its answer
-      const wait = this.served.has(sock) ? 0 : acceptedAt + this.firstRequestGraceMs - now;
+      const wait = sock[kServed] ? 0 : acceptedAt + this.firstRequestGraceMs - now;
       if (wait <= 0) {
         sock.destroy();
         closed++;
         continue;
       }
       const t = setTimeout(() => {
-        if (!this.served.has(sock)) sock.destroy();
+        if (!sock[kServed]) sock.destroy();
       }, wait);
       t.unref();
       sock.once('close', () => clearTimeout(t));

@@ -24,10 +24,16 @@ export interface RememberOptions {
    * name (a family of headers by prefix); false leaves the request to Fastify.
    */
   accepts?: (headers: IncomingHttpHeaders) => boolean;
-  /** Whether this client may have the answer now; false leaves the request to Fastify. */
-  admit?: (clientIp: string) => boolean;
-  /** Told of every repeat: its status, the client and the body bytes sent (counters, budgets). */
-  onHit?: (status: number, clientIp: string, bytes: number) => void;
+  /**
+   * Whether this client may have the answer now (`now`: the lane's clock for this answer, epoch
+   * ms); false leaves the request to Fastify.
+   */
+  admit?: (clientIp: string, now: number) => boolean;
+  /**
+   * Told of every repeat: its status, the client, the body bytes sent (counters, budgets) and the
+   * lane's clock for this answer (epoch ms, the one admit() was given).
+   */
+  onHit?: (status: number, clientIp: string, bytes: number, now: number) => void;
 }
 
 export interface Entry {

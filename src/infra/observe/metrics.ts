@@ -51,8 +51,26 @@ export class Metrics {
     });
   }
 
-  counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
-    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  /** `collect`, when given, runs before each read (to add counts kept in plain numbers meanwhile). */
+  counter<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[] = [],
+    collect?: (c: Counter<L>) => void,
+  ): Counter<L> {
+    return new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(collect
+        ? {
+            collect(this: Counter<L>) {
+              collect(this);
+            },
+          }
+        : {}),
+    });
   }
 
   /**

@@ -195,10 +195,10 @@ export class ProxyGate {
     const allowed = this.deps.clientAllowed;
     this.ctx.lane.remember(req, hit.prepared, {
       ...o,
-      admit: (ip) => (!listed || allowed(ip)) && (!budget || budget.admitsNow(ip)),
-      onHit: (status, ip, bytes) => {
-        o.onHit?.(status, ip, bytes);
-        budget?.charge(ip, bytes);
+      admit: (ip, now) => (!listed || allowed(ip)) && (!budget || budget.admitsNow(ip, now)),
+      onHit: (status, ip, bytes, now) => {
+        o.onHit?.(status, ip, bytes, now);
+        budget?.charge(ip, bytes, now);
       },
     });
   }
