@@ -67,13 +67,13 @@ function assertsItself(source: string): string {
 }
 
 /**
- * The test legs of a CI script (`[PATH="$NODE26_BIN:$PATH"] run_leg [--checks] npm ...` lines): on
+ * The test legs of a CI script (`[PATH="$NODE26_BIN:$PATH"] run_leg [--checks|--reuse] npm ...` lines): on
  * which Node (`26`, or '' for the machine's) and with which arguments scripts/test.js runs.
  */
 export function ciLegs(script: string, scripts: Record<string, string>): { node: string; args: string[] }[] {
   const legs = [];
   for (const m of script.matchAll(
-    /^(?:PATH="\$NODE(\d+)_BIN:\$PATH"\s+)?run_leg\s+(?:--checks\s+)?npm\s+(.+)$/gm,
+    /^(?:PATH="\$NODE(\d+)_BIN:\$PATH"\s+)?run_leg\s+(?:--(?:checks|reuse)\s+)?npm\s+(.+)$/gm,
   )) {
     const words = (m[2] ?? '').trim().split(/\s+/);
     const dash = words.indexOf('--');
@@ -239,7 +239,7 @@ describe('the test suite', { timeout: 120_000 }, () => {
   });
 
   it('reads the legs out of a CI script as the runner would get them', () => {
-    const script = `PATH="$NODE26_BIN:$PATH" run_leg --checks npm run test:all\nrun_leg npm test -- --runtime-sensitive\n# run_leg npm test\n`;
+    const script = `PATH="$NODE26_BIN:$PATH" run_leg --checks npm run test:all\nrun_leg --reuse npm test -- --runtime-sensitive\n# run_leg npm test\n`;
     const scripts = { test: 'node scripts/test.js', 'test:all': 'node scripts/test.js --all' };
     assert.deepEqual(ciLegs(script, scripts), [
       { node: '26', args: ['--all'] },
