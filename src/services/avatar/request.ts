@@ -4,7 +4,7 @@
 
 import { type DicebearStyle, dicebearStyle } from './gen/dicebear.ts';
 import { deriveInitials } from './gen/font.ts';
-import { type GeneratorName, isGenerator } from './gen/index.ts';
+import { type GeneratorName, isGenerator } from './gen/names.ts';
 import type { Format } from './render.ts';
 import { type HashKind, parseHash } from './seed.ts';
 

@@ -6,15 +6,18 @@
 import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache/cache.ts';
 import { SingleFlight } from '../../infra/cache/single-flight.ts';
+import { lazyImpl } from '../../infra/http/lazy.ts';
 import { FairQueue } from '../../infra/limits/fair-queue.ts';
 import { dicebearSvg, dicebearVersion } from './gen/dicebear.ts';
-import { GENERATORS } from './gen/index.ts';
 import type { Mirror } from './mirror.ts';
 import { allowedRedirect, type parseAllowList } from './redirect.ts';
 import { MIME, renderArt, resizeImage } from './render.ts';
 import { type AvatarQuery, ratingAllows } from './request.ts';
 import { Seed } from './seed.ts';
 import type { Uploads } from './uploads.ts';
+
+// The generators load on the first generated avatar, not at start (infra/http/lazy.ts).
+const GENERATORS = lazyImpl('the avatar generators', async () => (await import('./gen/index.ts')).GENERATORS);
 
 /** Bump when any generator or encoder changes its output: it is part of every ETag and cache key. */
 export const RENDER_REV = 2;
@@ -131,14 +134,14 @@ export class AvatarService {
     }
     // An off-list d=<url> gets the configured default, never a fetch or a redirect.
     const name = def.kind === 'generate' ? def.name : q.fallback;
-    const gen = GENERATORS[name];
     const extra = name === 'initials' ? `:${q.initials}` : '';
     // mp and blank look the same for everyone: one cache entry (and ETag) for all hashes.
     const seedPart = name === 'mp' || name === 'blank' ? '' : q.seedText;
     const key = `gen:${name}:${seedPart}${extra}`;
-    return this.cached(q, client, 'generated', key, null, () =>
-      renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format),
-    );
+    return this.cached(q, client, 'generated', key, null, async () => {
+      const gen = (await GENERATORS.get())[name];
+      return renderArt(gen(new Seed(q.seedText), q.size, { initials: q.initials }), q.size, q.format);
+    });
   }
 
   /**

@@ -1,11 +1,10 @@
-// Process wiring for the relay: settings from config, the persistent identity, Prometheus metrics
+// Process wiring for the relay: its settings (settings.ts), the persistent identity, Prometheus metrics
 // through ctx.metrics, the start-up log line with the relay URI, and the listener the relay's
 // definition starts (definition.ts); it records itself on the relay's handle (handle.ts).
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { Counter, Gauge } from 'prom-client';
 import { type BackgroundDef, ListenError } from '../../background.ts';
-import type { Config } from '../../config.ts';
 import type { ServiceContext } from '../../context.ts';
 import { createEgress } from '../../infra/egress/client.ts';
 import { budgetMetrics, createByteBudget } from '../../infra/limits/byte-budget.ts';
@@ -13,41 +12,10 @@ import type { Metrics } from '../../infra/observe/metrics.ts';
 import { RELAY, SESSIONS_METRIC } from './handle.ts';
 import { loadOrCreateIdentity } from './identity.ts';
 import { PoolMembership, poolHost, poolRelayUrl } from './pool.ts';
-import { Relay, type RelayEvents, type RelaySettings } from './relay.ts';
+import { Relay, type RelayEvents } from './relay.ts';
+import { relaySettings } from './settings.ts';
 
-/** Splits "host", "host:port", "[v6]:port" or "[v6]". */
-export function splitHostPort(s: string): { host: string; port: number } {
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(s) ?? /^([^:]*)(?::(\d+))?$/.exec(s);
-  if (!m) return { host: s, port: 0 };
-  return { host: m[1] ?? '', port: m[2] ? Number(m[2]) : 0 };
-}
-
-export function relaySettings(config: Config, baseUrl: string, version: string): RelaySettings {
-  const c = config.relay;
-  const ext = splitHostPort(c.extAddress);
-  const publicHost = ext.host || new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
-  return {
-    host: c.host,
-    port: c.port,
-    statusPort: c.statusPort,
-    publicHost,
-    publicPort: ext.port,
-    messageTimeoutMs: c.messageTimeout,
-    networkTimeoutMs: c.networkTimeout,
-    pingIntervalMs: c.pingInterval,
-    perSessionRate: c.perSessionRate,
-    globalRate: c.globalRate,
-    maxSessions: c.maxSessions,
-    maxConnections: c.maxConnections,
-    maxMessageBytes: c.maxMessageBytes,
-    networkBufferBytes: c.networkBuffer,
-    token: c.token,
-    providedBy: c.providedBy,
-    version,
-    // strelaysrv joins no pool while a token makes the relay private; neither does this one.
-    pools: c.token ? [] : c.pools,
-  };
-}
+export { relaySettings, splitHostPort } from './settings.ts';
 
 /**
  * Joins the configured pools with the relay's own certificate (pool.ts); null when none is

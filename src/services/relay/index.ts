@@ -7,10 +7,9 @@ import type { ServiceContext } from '../../context.ts';
 import { readCapped } from '../../infra/egress/capped-body.ts';
 import { createEgress, type Egress } from '../../infra/egress/client.ts';
 import { unavailable } from '../../infra/http/errors.ts';
-import { relaySettings } from './background.ts';
 import { RELAY } from './handle.ts';
 import { readIdentity } from './identity.ts';
-import { relayUri } from './relay.ts';
+import { relaySettings, relayUri } from './settings.ts';
 
 const STAT_KEYS = [
   'numConnections',

@@ -4,9 +4,8 @@
 import { resolve } from 'node:path';
 import { copyField, example, html } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
-import { relaySettings } from './background.ts';
 import { readIdentity } from './identity.ts';
-import { relayUri } from './relay.ts';
+import { relaySettings, relayUri } from './settings.ts';
 
 const LOCAL = /^(localhost|127(\.\d{1,3}){3}|::1|0\.0\.0\.0|::)$/i;
 

@@ -13,32 +13,10 @@ import { RateLimits } from './limits.ts';
 import { createListener, type Listener } from './listener.ts';
 import { type Hub, ProtocolConn } from './protocol-conn.ts';
 import { SessionTable } from './sessions.ts';
+import { type RelaySettings, relayUri } from './settings.ts';
 import { createStatusServer, RateSampler } from './status.ts';
 
-export interface RelaySettings {
-  host: string;
-  port: number;
-  /** 0 = no status server. */
-  statusPort: number;
-  /** Host (and optional port) advertised in the URI; invitations carry it only when it is an IP. */
-  publicHost: string;
-  publicPort: number;
-  messageTimeoutMs: number;
-  networkTimeoutMs: number;
-  pingIntervalMs: number;
-  perSessionRate: number;
-  globalRate: number;
-  maxSessions: number;
-  maxConnections: number;
-  maxMessageBytes: number;
-  /** Read buffer per session direction (default PUMP_BUFFER_BYTES). */
-  networkBufferBytes?: number;
-  token: string;
-  providedBy: string;
-  version: string;
-  /** Relay pools joined (pool.ts), shown in /status as strelaysrv shows them. */
-  pools?: readonly string[];
-}
+export { type RelaySettings, relayUri } from './settings.ts';
 
 export interface RelayEvents {
   onSessionStart?(): void;
@@ -63,11 +41,6 @@ function invitationAddress(host: string): Buffer {
   const h = host.replace(/^\[|\]$/g, '');
   if (isIP(h) === 4) return Buffer.from(h.split('.').map(Number));
   return Buffer.alloc(0);
-}
-
-/** relay://<host>:<port>/?id=<DEVICE_ID> (IPv6 hosts bracketed). */
-export function relayUri(host: string, port: number, deviceId: string): string {
-  return `relay://${isIP(host) === 6 ? `[${host}]` : host}:${port}/?id=${deviceId}`;
 }
 
 export class Relay implements Hub {

@@ -1,7 +1,9 @@
-// The d= keyword registry: one line per generator (docs/protocols/gravatar.md §4).
+// The d= keyword registry: one line per generator (docs/protocols/gravatar.md §4); their names
+// are in names.ts, which requests read without loading the generators.
 import type { Generator } from './art.ts';
 import { identicon } from './identicon.ts';
 import { monsterid } from './monsterid.ts';
+import type { GeneratorName } from './names.ts';
 import { retro } from './retro.ts';
 import { robohash } from './robohash.ts';
 import { blank, color, initials, mp } from './simple.ts';
@@ -17,12 +19,7 @@ export const GENERATORS = {
   blank,
   initials,
   color,
-} satisfies Record<string, Generator>;
-
-export type GeneratorName = keyof typeof GENERATORS;
-
-export function isGenerator(s: string): s is GeneratorName {
-  return Object.hasOwn(GENERATORS, s);
-}
+} satisfies Record<GeneratorName, Generator>;
 
 export type { Art, Generator, GenOptions } from './art.ts';
+export { type GeneratorName, isGenerator } from './names.ts';

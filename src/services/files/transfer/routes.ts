@@ -1,16 +1,16 @@
 // The transfer.sh way's route table (docs/files.md "Uploads from curl -T, ShareX and scripts"):
 // PUT /<name> and multipart POST / store under server-chosen keys and answer the link as text with
 // X-Url-Delete; /delete/<keys>/<token>, /zip/<keys>, /qr.svg and the client files (.sxcu,
-// upload.sh). The handlers are in upload.ts, form.ts and handlers.ts.
+// upload.sh). The handlers are in upload.ts, form.ts, handlers.ts and clients.ts, loaded on the
+// first request of one of these routes (infra/http/lazy.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { lazyImpl } from '../../../infra/http/lazy.ts';
 import type { DownloadLimits } from '../downloads.ts';
 import { contentDisposition } from '../names.ts';
 import type { FileStore } from '../store.ts';
-import { sharexFilename, sharexUploader, uploadScript } from './clients.ts';
-import { postForm } from './form.ts';
-import { deleteFiles, deletePage, type KeysReq, type QrReq, qrCode, zipFiles } from './handlers.ts';
-import { type NameReq, putFile, type TransferDeps, type UploadMetrics } from './upload.ts';
+import type { KeysReq, QrReq } from './handlers.ts';
+import type { NameReq, TransferDeps, UploadMetrics } from './upload.ts';
 
 const tags = ['files'];
 const nameParam = {
@@ -60,7 +60,20 @@ export async function transferRoutes(
   for (const p of ['/delete', '/zip', '/qr.svg', '/upload.sh', '/devutil.sxcu'])
     app.envelopes.mount(p, 'text');
 
-  const put = (req: NameReq, reply: FastifyReply) => putFile(d, req, reply);
+  const impl = lazyImpl('transfer uploads', async () => {
+    const [clients, { postForm }, handlers, { putFile }] = await Promise.all([
+      import('./clients.ts'),
+      import('./form.ts'),
+      import('./handlers.ts'),
+      import('./upload.ts'),
+    ]);
+    // The instance's own ShareX uploader and upload script (built once: the base URL is config).
+    const sxcu = clients.sharexUploader(ctx.urls.base);
+    const sxcuName = clients.sharexFilename(ctx.urls.base);
+    const script = clients.uploadScript(ctx.urls.base);
+    return { ...handlers, postForm, putFile, sxcu, sxcuName, script };
+  });
+  const put = impl.handler((i) => (req: NameReq, reply: FastifyReply) => i.putFile(d, req, reply));
   const putOpts = {
     onRequest: ctx.limiter.hook('files', cfg.rateLimit),
     config: { largeBody: true, envelope: 'text' as const },
@@ -83,44 +96,54 @@ export async function transferRoutes(
     },
     put,
   );
-  app.post('/', { ...putOpts, schema: postSchema }, (req, reply) => postForm(d, req, reply));
+  app.post(
+    '/',
+    { ...putOpts, schema: postSchema },
+    impl.handler((i) => (req: FastifyRequest, reply: FastifyReply) => i.postForm(d, req, reply)),
+  );
 
   app.get(
     '/delete/:keys/:token',
     { schema: deleteSchema('A page that asks before deleting') },
-    (req, reply) => deletePage(d, req as KeysReq, reply),
+    impl.handler((i) => (req: FastifyRequest, reply: FastifyReply) => i.deletePage(d, req as KeysReq, reply)),
   );
   app.route({
     method: ['DELETE', 'POST'],
     url: '/delete/:keys/:token',
     schema: deleteSchema('Delete the files of a delete link'),
-    handler: (req: FastifyRequest, reply) => deleteFiles(d, req as KeysReq, reply),
+    handler: impl.handler(
+      (i) => (req: FastifyRequest, reply: FastifyReply) => i.deleteFiles(d, req as KeysReq, reply),
+    ),
   });
-  app.get('/zip/:keys', { schema: zipSchema }, (req, reply) => zipFiles(d, req as KeysReq, reply));
+  app.get(
+    '/zip/:keys',
+    { schema: zipSchema },
+    impl.handler((i) => (req: FastifyRequest, reply: FastifyReply) => i.zipFiles(d, req as KeysReq, reply)),
+  );
   app.get<{ Querystring: { text?: unknown } }>(
     '/qr.svg',
     { onRequest: ctx.limiter.hook('files-qr', cfg.qrRateLimit), schema: qrSchema },
-    (req: QrReq, reply) => qrCode(req, reply),
+    impl.handler((i) => (req: QrReq, reply: FastifyReply) => i.qrCode(req, reply)),
   );
 
-  // The instance's own ShareX uploader and upload script (built once: the base URL is config).
-  const sxcu = sharexUploader(ctx.urls.base);
-  const sxcuName = sharexFilename(ctx.urls.base);
   app.get(
     '/devutil.sxcu',
     { schema: { tags, summary: "This instance's ShareX custom uploader" } },
-    async (_req, reply) =>
-      reply
-        .type('application/json; charset=utf-8')
-        .header('content-disposition', contentDisposition(sxcuName))
-        .header('cache-control', 'no-cache')
-        .send(sxcu),
+    impl.handler(
+      (i) => async (_req: FastifyRequest, reply: FastifyReply) =>
+        reply
+          .type('application/json; charset=utf-8')
+          .header('content-disposition', contentDisposition(i.sxcuName))
+          .header('cache-control', 'no-cache')
+          .send(i.sxcu),
+    ),
   );
-  const script = uploadScript(ctx.urls.base);
   app.get(
     '/upload.sh',
     { schema: { tags, summary: "This instance's upload script (POSIX sh)" } },
-    async (_req, reply) =>
-      reply.type('text/plain; charset=utf-8').header('cache-control', 'no-cache').send(script),
+    impl.handler(
+      (i) => async (_req: FastifyRequest, reply: FastifyReply) =>
+        reply.type('text/plain; charset=utf-8').header('cache-control', 'no-cache').send(i.script),
+    ),
   );
 }

@@ -2,23 +2,15 @@
 // land as parts on the blob store, and the PATCH that completes an upload stores it as a normal
 // /api/file/<key> through FileStore.upload (same limits, owner token, conflicts, compression).
 // The 2.1 result: X-Upload-Result (base64 JSON) on that PATCH, and GET /api/upload/<id> afterwards.
-// This is the route table; the handlers are in handlers.ts and create.ts.
+// This is the route table; the handlers are in handlers.ts and create.ts, loaded on the first tus
+// request (infra/http/lazy.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { lazyImpl } from '../../../infra/http/lazy.ts';
 import type { Leases } from '../../../infra/state/lease.ts';
 import type { FileStore } from '../store.ts';
-import { TusAccess } from './access.ts';
-import { create } from './create.ts';
-import {
-  append,
-  discover,
-  type IdReq,
-  type IdRoute,
-  offset,
-  overridden,
-  result,
-  terminate,
-} from './handlers.ts';
+import type { TusAccess } from './access.ts';
+import type { IdReq, IdRoute } from './handlers.ts';
 import { CORS_HEADERS, TUS_VERSION } from './protocol.ts';
 import type { UploadStore } from './uploads.ts';
 
@@ -36,16 +28,22 @@ export async function tusRoutes(
   leases: Leases,
 ): Promise<void> {
   const cfg = ctx.config.files;
-  const t = new TusAccess(cfg, files, uploads, leases);
+  const impl = lazyImpl('tus uploads', async () => {
+    const [{ TusAccess }, { create }, handlers] = await Promise.all([
+      import('./access.ts'),
+      import('./create.ts'),
+      import('./handlers.ts'),
+    ]);
+    return { t: new TusAccess(cfg, files, uploads, leases), create, ...handlers };
+  });
+  type Impl = Awaited<ReturnType<typeof impl.get>>;
   // Creating an upload is an upload (the files budget); its requests have their own, larger one.
   const createLimit = ctx.limiter.hook('files', cfg.rateLimit);
   const requestLimit = ctx.limiter.hook('files-upload', cfg.uploadRateLimit);
   type Handler<R> = (t: TusAccess, req: R, reply: FastifyReply) => Promise<unknown>;
-  const on =
-    <R>(h: Handler<R>) =>
-    (req: R, reply: FastifyReply) =>
-      h(t, req, reply);
-  const options = on<FastifyRequest>(discover);
+  const on = <R>(pick: (i: Impl) => Handler<R>) =>
+    impl.handler((i) => (req: R, reply: FastifyReply) => pick(i)(i.t, req, reply));
+  const options = on<FastifyRequest>((i) => i.discover);
 
   // The files utility's routes (resumable uploads end in a stored file), tagged like the rest of it.
   const tags = ['files'];
@@ -64,7 +62,7 @@ export async function tusRoutes(
     app.post(
       url,
       { onRequest: [tusHeaders, createLimit], schema: { summary: 'tus creation', tags, hide, ...also } },
-      on<FastifyRequest>(create),
+      on<FastifyRequest>((i) => i.create),
     );
   }
   const params = { type: 'object', properties: { id: { type: 'string' } } } as const;
@@ -76,17 +74,17 @@ export async function tusRoutes(
   app.head<IdRoute>(
     '/api/upload/:id',
     { ...base, schema: { summary: 'tus offset', tags, params } },
-    on<IdReq>(offset),
+    on<IdReq>((i) => i.offset),
   );
   app.patch<IdRoute>(
     '/api/upload/:id',
     { ...base, config: { largeBody: true }, schema: { summary: 'tus append', tags, params } },
-    on<IdReq>(append),
+    on<IdReq>((i) => i.append),
   );
   app.delete<IdRoute>(
     '/api/upload/:id',
     { ...base, schema: { summary: 'tus termination', tags, params } },
-    on<IdReq>(terminate),
+    on<IdReq>((i) => i.terminate),
   );
   app.get<IdRoute>(
     '/api/upload/:id',
@@ -95,7 +93,7 @@ export async function tusRoutes(
       exposeHeadRoute: false,
       schema: { summary: 'the 2.1 result of a finished upload', tags, params },
     },
-    on<IdReq>(result),
+    on<IdReq>((i) => i.result),
   );
   // X-HTTP-Method-Override (tus 1.0 core) for environments that cannot send PATCH or DELETE.
   app.post<IdRoute>(
@@ -105,6 +103,6 @@ export async function tusRoutes(
       config: { largeBody: true },
       schema: { summary: 'tus PATCH, DELETE or HEAD through X-HTTP-Method-Override', tags, params },
     },
-    on<IdReq>(overridden),
+    on<IdReq>((i) => i.overridden),
   );
 }

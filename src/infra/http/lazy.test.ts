@@ -1,0 +1,129 @@
+// A lazily loaded route implementation: nothing is imported until its route is asked, requests that
+// arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
+// the next request loads again; and a server start leaves the tus handlers unloaded until asked.
+import assert from 'node:assert/strict';
+import module from 'node:module';
+import { after, before, describe, it } from 'node:test';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { EnvelopeTable, installErrorHandling } from './errors.ts';
+import { lazyImpl, once } from './lazy.ts';
+
+// Every module URL loaded from here on (synchronous hooks: Node 22.15+, 24, 26).
+const loads = new Set<string>();
+const hooks = (module as { registerHooks?: (h: object) => unknown }).registerHooks;
+hooks?.({
+  load(url: string, ctx: unknown, next: (u: string, c: unknown) => unknown) {
+    loads.add(url);
+    return next(url, ctx);
+  },
+});
+const { buildTestServer } = await import('../../../test/helpers/server.ts');
+
+describe('lazy route implementations', { timeout: 60_000 }, () => {
+  let app: FastifyInstance;
+  let loadsRun = 0;
+  let failing = 0;
+  let flakyLoads = 0;
+  let release: () => void = () => {};
+  let gate = Promise.resolve();
+  const impl = lazyImpl('the probe', async () => {
+    loadsRun++;
+    await gate;
+    return { answer: (req: FastifyRequest) => ({ ok: true, url: req.url }) };
+  });
+  const flaky = lazyImpl('the flaky probe', async () => {
+    flakyLoads++;
+    if (failing > 0) {
+      failing--;
+      throw new Error('Cannot find module /secret/path/probe.ts');
+    }
+    return { answer: () => ({ ok: true }) };
+  });
+
+  before(async () => {
+    app = Fastify({ logger: false });
+    app.decorate('envelopes', new EnvelopeTable());
+    installErrorHandling(app);
+    // The files utility's JSON envelope answers their errors.
+    app.get(
+      '/api/file-lazy-probe',
+      impl.handler((i) => async (req: FastifyRequest, _reply: FastifyReply) => i.answer(req)),
+    );
+    app.get(
+      '/api/file-lazy-flaky',
+      flaky.handler((i) => async () => i.answer()),
+    );
+    app.envelopes.mount('/api/file-lazy-probe', 'file');
+    app.envelopes.mount('/api/file-lazy-flaky', 'file');
+    await app.ready();
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  it('loads on the first request, once for requests that arrive together', async () => {
+    gate = new Promise((r) => {
+      release = r;
+    });
+    assert.equal(impl.loaded, false, 'loaded before any request');
+    assert.equal(loadsRun, 0);
+    const asked = Array.from({ length: 5 }, () => app.inject('/api/file-lazy-probe'));
+    // Every request is waiting on the one load.
+    while (loadsRun === 0) await new Promise((r) => setImmediate(r));
+    release();
+    const answers = await Promise.all(asked);
+    for (const a of answers) assert.equal(a.statusCode, 200, a.body);
+    assert.equal(loadsRun, 1, 'five concurrent first requests loaded more than once');
+    assert.equal(impl.loaded, true);
+    await app.inject('/api/file-lazy-probe');
+    assert.equal(loadsRun, 1, 'a later request loaded again');
+  });
+
+  it('answers a failed load with 503 in the envelope and loads again on the next request', async () => {
+    failing = 1;
+    const r = await app.inject('/api/file-lazy-flaky');
+    assert.equal(r.statusCode, 503, r.body);
+    const body = r.json() as { success?: boolean; message?: string };
+    assert.equal(body.success, false, r.body);
+    assert.match(body.message ?? '', /the flaky probe could not be loaded/);
+    assert.equal(r.headers['retry-after'], '1');
+    assert.doesNotMatch(r.body, /secret|probe\.ts/, 'the failure named a path');
+    assert.equal(flakyLoads, 1);
+    const again = await app.inject('/api/file-lazy-flaky');
+    assert.equal(again.statusCode, 200, again.body);
+    assert.equal(flakyLoads, 2, 'the next request did not load again');
+    await app.inject('/api/file-lazy-flaky');
+    assert.equal(flakyLoads, 2, 'a loaded implementation was loaded again');
+  });
+
+  it('once: shares a run, keeps a value, forgets a failure', async () => {
+    let tries = 0;
+    const get = once(async () => {
+      tries++;
+      if (tries === 1) throw new Error('boom');
+      return 'ok';
+    });
+    await assert.rejects(get(), /boom/);
+    const [a, b] = await Promise.all([get(), get()]);
+    assert.deepEqual([a, b, await get()], ['ok', 'ok', 'ok']);
+    assert.equal(tries, 2);
+  });
+
+  it('starts a server without the tus handlers; the first tus request loads them', {
+    skip: !hooks,
+  }, async () => {
+    const tus = (u: string) => /\/files\/tus\/handlers\.(ts|js)$/.test(u);
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
+      assert.equal([...loads].some(tus), false, 'tus handlers were loaded by a server start');
+      const r = await server.inject({ method: 'OPTIONS', url: '/api/upload' });
+      assert.equal(r.statusCode, 204, r.body);
+      assert.equal(r.headers['tus-version'], '1.0.0');
+      assert.equal([...loads].some(tus), true, 'the first tus request did not load its handlers');
+    } finally {
+      await server.close();
+    }
+  });
+});

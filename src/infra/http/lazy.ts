@@ -1,0 +1,67 @@
+// Route implementations loaded on their route's first request: a utility registers its routes
+// (URLs, schemas, hooks: what /docs and validation read) at start from small route files, and the
+// modules that answer them (and their dependencies) are imported only when a request needs them.
+// Most routes of a server, and nearly all of a test's, are never asked; loading every utility's
+// code was over half of start-up. One import per implementation however many requests arrive
+// together; a failed import is not kept: that request gets a 503 in its route's envelope and the
+// next one tries again.
+import type { FastifyReply } from 'fastify';
+import { unavailable } from './errors.ts';
+
+/** `load()` once: callers while it runs share that run, later ones its value; a failure is not kept. */
+export function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => {
+    // The async wrapper turns a synchronous throw into a rejection, so a failure always resets.
+    loaded ??= (async () => load())().catch((err: unknown) => {
+      loaded = undefined;
+      throw err;
+    });
+    return loaded;
+  };
+}
+
+export interface LazyImpl<T> {
+  /** The implementation, loaded by the first call; a failed load throws a 503 AppError (retried next call). */
+  get(): Promise<T>;
+  /**
+   * A route handler that answers with `pick(impl)` once the implementation is loaded. For async
+   * handlers (the returned promise is what Fastify awaits).
+   */
+  handler<Req, R>(
+    pick: (impl: T) => (req: Req, reply: FastifyReply) => R,
+  ): (req: Req, reply: FastifyReply) => Promise<R>;
+  /** Whether the implementation is loaded (for tests and probes). */
+  readonly loaded: boolean;
+}
+
+/**
+ * `what` names the implementation in the error a failed load answers ("tus uploads"); `load` imports
+ * its modules (literal `import('./x.ts')`, so compiled copies rename them) and builds what the
+ * handlers share.
+ */
+export function lazyImpl<T>(what: string, load: () => Promise<T>): LazyImpl<T> {
+  let value: T | undefined;
+  const loadOnce = once(async () => {
+    const v = await load();
+    value = v;
+    return v;
+  });
+  const get = async (): Promise<T> => {
+    if (value !== undefined) return value;
+    try {
+      return await loadOnce();
+    } catch (err) {
+      throw unavailable(`${what} could not be loaded on this server; try again`, 1, 'NOT_LOADED', {
+        cause: err,
+      });
+    }
+  };
+  return {
+    get,
+    handler: (pick) => async (req, reply) => pick(value ?? (await get()))(req, reply),
+    get loaded() {
+      return value !== undefined;
+    },
+  };
+}
