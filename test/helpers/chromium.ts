@@ -20,23 +20,46 @@ export function profileRoot(): string {
 }
 
 export function chromiumProcesses(root: string): ChromiumProcess[] {
-  const out: ChromiumProcess[] = [];
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .flatMap((e) => chromiumProcess(e, root) ?? []);
+}
+
+/**
+ * The browsers (Chromium's top processes) this process started, for `root`: what
+ * `chromiumProcesses(root)` filtered to type 'browser' and parent `process.pid` gives, read from
+ * this process's children lists instead of every /proc entry, so a test may sample it every few ms
+ * on a machine running hundreds of processes.
+ */
+export function childBrowsers(root: string): ChromiumProcess[] {
+  const tasks = `/proc/${process.pid}/task`;
+  const pids = new Set<string>();
+  for (const t of readdirSync(tasks))
     try {
-      // Chromium rewrites its children's command lines as one space-separated string.
-      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      if (!cmd.includes(root)) continue;
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (state === 'Z') continue; // exited, not yet reaped
-      const type =
-        /--type=(\S+)/.exec(cmd)?.[1] ?? (cmd.includes('crashpad_handler') ? 'crashpad-handler' : 'browser');
-      out.push({ pid: Number(e), ppid: Number(ppid), type });
-    } catch {}
+      for (const pid of readFileSync(`${tasks}/${t}/children`, 'utf8').split(' ')) if (pid) pids.add(pid);
+    } catch {} // a thread that ended since the listing
+  return [...pids].flatMap((e) => {
+    const p = chromiumProcess(e, root);
+    return p?.type === 'browser' && p.ppid === process.pid ? [p] : [];
+  });
+}
+
+/** Process `pid` when it is a live process of a browser profiled under `root`. */
+function chromiumProcess(pid: string, root: string): ChromiumProcess | null {
+  try {
+    // Chromium rewrites its children's command lines as one space-separated string.
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    if (!cmd.includes(root)) return null;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state === 'Z') return null; // exited, not yet reaped
+    const type =
+      /--type=(\S+)/.exec(cmd)?.[1] ?? (cmd.includes('crashpad_handler') ? 'crashpad-handler' : 'browser');
+    return { pid: Number(pid), ppid: Number(ppid), type };
+  } catch {
+    return null; // gone since the listing
   }
-  return out;
 }
 
 /** A loopback HTTP server that counts the requests that reach it (a page must reach none). */

@@ -9,7 +9,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../../test/helpers/chromium.ts';
+import {
+  childBrowsers,
+  chromiumProcesses,
+  profileRoot,
+  startTrap,
+  type Trap,
+} from '../../../../test/helpers/chromium.ts';
 import { buildTestServer, LogCapture } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
@@ -23,7 +29,8 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 const root = profileRoot();
 process.env['TMPDIR'] = root;
 
-const browsers = () => chromiumProcesses(root).filter((p) => p.type === 'browser' && p.ppid === process.pid);
+// Sampled every 20 ms during the burst: from this process's children, not a walk of all of /proc.
+const browsers = () => childBrowsers(root);
 
 function post(app: FastifyInstance, source: string, format = 'svg', remoteAddress = '127.0.0.1') {
   return app.inject({
