@@ -6,7 +6,7 @@ import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { EnvelopeTable, installErrorHandling } from './errors.ts';
-import { lazyImpl, once } from './lazy.ts';
+import { lazyImpl } from './lazy.ts';
 
 // Every module URL loaded from here on (synchronous hooks: Node 22.15+, 24, 26).
 const loads = new Set<string>();
@@ -96,17 +96,25 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     assert.equal(flakyLoads, 2, 'a loaded implementation was loaded again');
   });
 
-  it('once: shares a run, keeps a value, forgets a failure', async () => {
+  it('get(): shares a run, keeps a value, forgets a failure', async () => {
     let tries = 0;
-    const get = once(async () => {
+    const impl = lazyImpl('a flaky part', async () => {
       tries++;
       if (tries === 1) throw new Error('boom');
       return 'ok';
     });
-    await assert.rejects(get(), /boom/);
-    const [a, b] = await Promise.all([get(), get()]);
-    assert.deepEqual([a, b, await get()], ['ok', 'ok', 'ok']);
+    await assert.rejects(impl.get(), (err: Error & { status?: number; code?: string; cause?: Error }) => {
+      assert.equal(err.status, 503);
+      assert.equal(err.code, 'NOT_LOADED');
+      assert.match(err.message, /a flaky part could not be loaded/);
+      assert.match(String(err.cause?.message), /boom/);
+      return true;
+    });
+    assert.equal(impl.loaded, false);
+    const [a, b] = await Promise.all([impl.get(), impl.get()]);
+    assert.deepEqual([a, b, await impl.get()], ['ok', 'ok', 'ok']);
     assert.equal(tries, 2);
+    assert.equal(impl.loaded, true);
   });
 
   it('starts a server without the tus handlers; the first tus request loads them', {

@@ -6,20 +6,8 @@
 // together; a failed import is not kept: that request gets a 503 in its route's envelope and the
 // next one tries again.
 import type { FastifyReply } from 'fastify';
+import { SingleFlight } from '../cache/single-flight.ts';
 import { unavailable } from './errors.ts';
-
-/** `load()` once: callers while it runs share that run, later ones its value; a failure is not kept. */
-export function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined;
-  return () => {
-    // The async wrapper turns a synchronous throw into a rejection, so a failure always resets.
-    loaded ??= (async () => load())().catch((err: unknown) => {
-      loaded = undefined;
-      throw err;
-    });
-    return loaded;
-  };
-}
 
 export interface LazyImpl<T> {
   /** The implementation, loaded by the first call; a failed load throws a 503 AppError (retried next call). */
@@ -42,15 +30,13 @@ export interface LazyImpl<T> {
  */
 export function lazyImpl<T>(what: string, load: () => Promise<T>): LazyImpl<T> {
   let value: T | undefined;
-  const loadOnce = once(async () => {
-    const v = await load();
-    value = v;
-    return v;
-  });
+  // Callers while the import runs share it (single-flight); a failure is not kept.
+  const flight = new SingleFlight<T>();
   const get = async (): Promise<T> => {
     if (value !== undefined) return value;
     try {
-      return await loadOnce();
+      value = await flight.run('', load);
+      return value;
     } catch (err) {
       throw unavailable(`${what} could not be loaded on this server; try again`, 1, 'NOT_LOADED', {
         cause: err,
