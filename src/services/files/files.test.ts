@@ -422,7 +422,17 @@ for (const backend of ['fs', 's3'] as const) {
       ]);
       assert.deepEqual([a.res.status, b.res.status].sort(), [200, 409]);
       const winner = a.res.status === 200 ? 'A' : 'B';
-      assert.equal((await download(srv.url, 'race')).body.toString(), winner.repeat(300_000));
+      const got = await download(srv.url, 'race');
+      // Once (CI, Node 26, s3, busy machine) this answered 500 and was not reproduced: say why if again.
+      assert.equal(
+        got.res.status,
+        200,
+        `${got.body.toString().slice(0, 300)}\n${logs.lines
+          .filter((l) => /"level":[56]0/.test(l))
+          .slice(-10)
+          .join('\n')}`,
+      );
+      assert.equal(got.body.toString(), winner.repeat(300_000));
     });
 
     it('deletes with the owner token only', async () => {
