@@ -54,7 +54,7 @@ export const diagramsSection = {
   quarantineSec: duration(600, {
     unit: 's',
     min: 0,
-    doc: 'a diagram whose render timed out, crashed or ran out of memory (a client: twice), in any language, is rendered this long by a separate low-priority JVM or render process (0 = off)',
+    doc: 'a diagram whose render timed out, crashed, ran out of memory or broke two JVMs (a client: twice), in any language, is rendered this long by a separate low-priority JVM or render process (0 = off)',
   }),
   // The keys keep their names from when the engines ran in worker threads (deployments set them).
   renderThreads: int(2, {
