@@ -215,6 +215,34 @@ describe('ip-range CSV tables', { timeout: 60_000 }, () => {
     }
   });
 
+  it('reads the same table whatever the read size: lines and CRLF split across reads', async () => {
+    const text = [
+      'start,end,asn,org',
+      '1.0.0.0,1.0.0.255,13335,"Cloudflare, Inc."',
+      '1.0.4.0,1.0.7.255,38803,Gtelecom',
+      'bad row',
+      '::ffff:1.2.3.0,::FFFF:1.2.3.255,2,Mapped',
+      `2001:200::,2001:200:ffff:ffff:ffff:ffff:ffff:ffff,2500,${'W'.repeat(300)}`,
+      '1.0.5.0,1.0.9.255,9,Overlap',
+      '',
+      '5.5.5.0,5.5.5.255,64496,Last without a line end',
+    ].join('\r\n');
+    const ips = ['1.0.0.9', '1.0.5.1', '1.0.9.1', '::ffff:1.2.3.9', '2001:200::1', '5.5.5.5', '9.9.9.9'];
+    const path = csv(text);
+    const want = await RangeTable.load(path);
+    assert.deepEqual([want.rows, want.skipped, want.clipped], [6, 2, 1]);
+    assert.deepEqual(want.get('5.5.5.5'), ['64496', 'Last without a line end']);
+    for (const chunk of [1, 2, 7, 64, 301]) {
+      const t = await RangeTable.load(path, chunk);
+      assert.deepEqual(
+        [t.rows, t.skipped, t.clipped],
+        [want.rows, want.skipped, want.clipped],
+        `chunk ${chunk}`,
+      );
+      for (const ip of ips) assert.deepEqual(t.get(ip), want.get(ip), `${ip}, chunk ${chunk}`);
+    }
+  });
+
   it('clips an IPv6 row to start just after the one before, carrying across words', async () => {
     const t = await RangeTable.load(
       csv(

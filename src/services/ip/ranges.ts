@@ -2,7 +2,7 @@
 // start; unsorted files are sorted), held in typed arrays and searched by bisection. Parsed from the
 // file's bytes without a string per row (issue 35: the ASN data is half a million rows); parsing
 // yields to the event loop every few thousand rows, so a load never stalls other requests.
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { blank, parseV4, parseV6 } from './range-bytes.ts';
 import { Family } from './range-family.ts';
 import { ValueStore } from './range-values.ts';
@@ -82,17 +82,40 @@ export class RangeTable {
   }
 
   /**
-   * Reads a CSV file. Malformed rows are skipped and counted, overlapping rows clipped and counted
-   * (Family.disjoint); a file with no usable row is refused.
+   * Reads a CSV file, `chunkBytes` at a time (never the whole file in memory). Malformed rows are
+   * skipped and counted, overlapping rows clipped and counted (Family.disjoint); a file with no
+   * usable row is refused.
    */
-  static async load(path: string): Promise<RangeTable> {
-    const buf = await readFile(path);
-    const rows = new Rows(buf);
-    // Line by line as before: a pause before every YIELD_EVERY-th line.
-    let at = rows.read(0, YIELD_EVERY - 1);
-    while (at < buf.length) {
-      await new Promise((r) => setImmediate(r));
-      at = rows.read(at, YIELD_EVERY);
+  static async load(path: string, chunkBytes = 1 << 20): Promise<RangeTable> {
+    const rows = new Rows();
+    const file = await open(path, 'r');
+    try {
+      let buf = Buffer.allocUnsafe(chunkBytes);
+      let [at, have, eof] = [0, 0, false];
+      // A pause before every YIELD_EVERY-th line, as when this read line by line.
+      let until = YIELD_EVERY - 1;
+      for (;;) {
+        at = rows.read(buf, at, have, eof, until);
+        if (rows.lines === until) {
+          await new Promise((r) => setImmediate(r));
+          until += YIELD_EVERY;
+        } else if (eof) break;
+        else {
+          // Keep the unfinished line, in a bigger buffer when it fills this one.
+          if (at > 0) buf.copy(buf, 0, at, have);
+          [have, at] = [have - at, 0];
+          if (have === buf.length) {
+            const bigger = Buffer.allocUnsafe(buf.length * 2);
+            buf.copy(bigger, 0, 0, have);
+            buf = bigger;
+          }
+          const { bytesRead } = await file.read(buf, have, buf.length - have, null);
+          if (bytesRead === 0) eof = true;
+          have += bytesRead;
+        }
+      }
+    } finally {
+      await file.close();
     }
     const { v4, v6, values, skipped } = rows;
     if (v4.size + v6.size === 0) throw new Error(`${path}: no address ranges found`);
@@ -108,30 +131,31 @@ class Rows {
   readonly v6 = new Family(4);
   readonly values = new ValueStore();
   skipped = 0;
+  /** Lines read so far. */
+  lines = 0;
   private readonly start = new Uint32Array(4);
   private readonly end = new Uint32Array(4);
-  private readonly buf: Buffer;
-  constructor(buf: Buffer) {
-    this.buf = buf;
-  }
 
-  /** Reads up to `lines` lines from offset `at`; returns the offset after them. */
-  read(at: number, lines: number): number {
-    const buf = this.buf;
-    const len = buf.length;
-    for (; lines > 0 && at < len; lines--) {
+  /**
+   * Reads the whole lines in buf[at, end), the unfinished last one too when `last`, stopping at
+   * line `until`; returns the offset after what it read.
+   */
+  read(buf: Buffer, at: number, end: number, last: boolean, until: number): number {
+    while (this.lines < until && at < end) {
       // By hand: buf.indexOf costs more per call than scanning a 60-byte line.
       let nl = at;
-      while (nl < len && buf[nl] !== 10) nl++;
-      this.row(at, buf[nl - 1] === 13 ? nl - 1 : nl);
-      at = nl + 1;
+      while (nl < end && buf[nl] !== 10) nl++;
+      if (nl === end && !last) break;
+      this.lines++;
+      this.row(buf, at, nl > at && buf[nl - 1] === 13 ? nl - 1 : nl);
+      at = Math.min(nl + 1, end);
     }
     return at;
   }
 
   /** One line, buf[from, stop) without its line end. */
-  private row(from: number, stop: number): void {
-    const { buf, start, end } = this;
+  private row(buf: Buffer, from: number, stop: number): void {
+    const { start, end } = this;
     // The first two commas; the family is IPv6 when the first column holds a ':'.
     let c1 = from;
     let colon = false;
