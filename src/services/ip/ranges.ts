@@ -1,46 +1,13 @@
 // Address-range tables as ip-location-db ships them in CSV (`start,end,value...`, rows sorted by
-// start; unsorted files are sorted), held in typed arrays and searched by bisection. Parsing yields to the event loop every
-// few thousand rows, so loading half a million rows never stalls other requests.
-import { readFile } from 'node:fs/promises';
-import { isIPv6 } from 'node:net';
-import { expandV6 } from '../../infra/http/client-ip.ts';
+// start; unsorted files are sorted), held in typed arrays and searched by bisection. Parsed from the
+// file's bytes without a string per row (issue 35: the ASN data is half a million rows); parsing
+// yields to the event loop every few thousand rows, so a load never stalls other requests.
+import { open } from 'node:fs/promises';
+import { blank, parseV4, parseV6 } from './range-bytes.ts';
+import { Family } from './range-family.ts';
+import { ValueStore } from './range-values.ts';
 
 const YIELD_EVERY = 8192;
-
-/**
- * An IPv4 address (dotted quad, no leading zeros) as an unsigned 32-bit number; null when it is not
- * one. By hand rather than isIPv4 + split: it runs for every row of a half-million-row file.
- */
-export function ipv4ToNumber(ip: string): number | null {
-  let n = 0;
-  let octet = -1;
-  let digits = 0;
-  let dots = 0;
-  for (let i = 0; i < ip.length; i++) {
-    const c = ip.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (digits > 0 && octet === 0) return null; // leading zero
-      octet = (octet < 0 ? 0 : octet * 10) + (c - 48);
-      if (octet > 255 || ++digits > 3) return null;
-    } else if (c === 46 && digits > 0 && dots < 3) {
-      n = n * 256 + octet;
-      octet = -1;
-      digits = 0;
-      dots++;
-    } else return null;
-  }
-  return dots === 3 && digits > 0 ? n * 256 + octet : null;
-}
-
-/** An IPv6 address as a 128-bit number; null when it is not one. */
-export function ipv6ToBigInt(ip: string): bigint | null {
-  if (!isIPv6(ip)) return null;
-  const g = expandV6(ip.toLowerCase());
-  if (!g) return null;
-  let n = 0n;
-  for (const x of g) n = (n << 16n) | BigInt(x);
-  return n;
-}
 
 /** Splits one CSV record (RFC 4180 quoting, `""` inside quotes). */
 export function splitCsv(line: string): string[] {
@@ -79,192 +46,139 @@ export function splitCsv(line: string): string[] {
   return out;
 }
 
-/** One family's rows while loading: starts and ends in ascending order, each row's value index. */
-class Family<N extends number | bigint> {
-  starts: N[] = [];
-  ends: N[] = [];
-  vals: number[] = [];
-  private sorted = true;
-
-  add(start: N, end: N, val: number): void {
-    const prev = this.starts[this.starts.length - 1];
-    if (prev !== undefined && start < prev) this.sorted = false;
-    this.starts.push(start);
-    this.ends.push(end);
-    this.vals.push(val);
-  }
-
-  /**
-   * Sorts by start when the file was not, then makes the ranges disjoint (bisection needs it): a
-   * row overlapping the one before keeps only its part after it (the packaged ASN data has one
-   * such row). Returns how many rows were cut short or dropped.
-   */
-  disjoint(): number {
-    let order = this.starts.map((_, i) => i);
-    const s = this.starts as N[];
-    // Equal starts keep file order (sort is stable), so the first of them wins below.
-    if (!this.sorted) order = order.sort((a, b) => (s[a]! < s[b]! ? -1 : s[a]! > s[b]! ? 1 : 0));
-    const [starts, ends, vals]: [N[], N[], number[]] = [[], [], []];
-    let clipped = 0;
-    for (const i of order) {
-      let start = this.starts[i] as N;
-      const end = this.ends[i] as N;
-      const prevEnd = ends[ends.length - 1];
-      if (prevEnd !== undefined && start <= prevEnd) {
-        clipped++;
-        if (end <= prevEnd) continue;
-        start = (typeof prevEnd === 'bigint' ? prevEnd + 1n : (prevEnd as number) + 1) as N;
-      }
-      starts.push(start);
-      ends.push(end);
-      vals.push(this.vals[i] as number);
-    }
-    [this.starts, this.ends, this.vals] = [starts, ends, vals];
-    return clipped;
-  }
-}
-
-/** IPv4 rows packed into Uint32Arrays once loaded (they are most of the rows). */
-class Family4 {
-  private readonly starts: Uint32Array;
-  private readonly ends: Uint32Array;
-  private readonly vals: Uint32Array;
-  constructor(f: Family<number>) {
-    this.starts = Uint32Array.from(f.starts);
-    this.ends = Uint32Array.from(f.ends);
-    this.vals = Uint32Array.from(f.vals);
-  }
-  find(n: number): number {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.starts[mid] as number) <= n) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return hi >= 0 && n <= (this.ends[hi] as number) ? (this.vals[hi] as number) : -1;
-  }
-}
-
-/** IPv6 rows as 128-bit numbers packed into 64-bit halves (a bigint array costs three times more). */
-class Family6 {
-  private readonly starts: BigUint64Array;
-  private readonly ends: BigUint64Array;
-  private readonly vals: Uint32Array;
-  constructor(f: Family<bigint>) {
-    const pack = (xs: bigint[]) => {
-      const out = new BigUint64Array(xs.length * 2);
-      xs.forEach((x, i) => {
-        out[2 * i] = x >> 64n;
-        out[2 * i + 1] = BigInt.asUintN(64, x);
-      });
-      return out;
-    };
-    this.starts = pack(f.starts);
-    this.ends = pack(f.ends);
-    this.vals = Uint32Array.from(f.vals);
-  }
-  private at(a: BigUint64Array, i: number): bigint {
-    return ((a[2 * i] as bigint) << 64n) | (a[2 * i + 1] as bigint);
-  }
-  find(n: bigint): number {
-    let lo = 0;
-    let hi = this.vals.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.at(this.starts, mid) <= n) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return hi >= 0 && n <= this.at(this.ends, hi) ? (this.vals[hi] as number) : -1;
-  }
-}
-
 export class RangeTable {
   readonly rows: number;
   readonly skipped: number;
   /** Rows cut short (or dropped) because they overlapped the row before. */
   readonly clipped: number;
-  private readonly v4: Family4;
-  private readonly v6: Family6;
+  private readonly v4: Family;
+  private readonly v6: Family;
   /** Each distinct value part of a row, as written (split on lookup: half the memory). */
-  private readonly values: readonly string[];
+  private readonly values: ValueStore;
 
-  private constructor(
-    v4: Family<number>,
-    v6: Family<bigint>,
-    values: string[],
-    skipped: number,
-    clipped: number,
-  ) {
-    this.v4 = new Family4(v4);
-    this.v6 = new Family6(v6);
+  private constructor(v4: Family, v6: Family, values: ValueStore, skipped: number, clipped: number) {
+    this.v4 = v4;
+    this.v6 = v6;
     this.values = values;
-    this.rows = v4.starts.length + v6.starts.length;
+    this.rows = v4.size + v6.size;
     this.skipped = skipped;
     this.clipped = clipped;
   }
 
   /** The value columns of the range holding `ip`, or null. */
   get(ip: string): readonly string[] | null {
-    const n4 = ipv4ToNumber(ip);
-    const n6 = n4 === null ? ipv6ToBigInt(ip) : null;
-    const i = n4 !== null ? this.v4.find(n4) : n6 !== null ? this.v6.find(n6) : -1;
-    const v = i === -1 ? undefined : this.values[i];
+    // Latin-1 bytes would turn other characters into digits: an address is ASCII.
+    if (ip.length > 64 || !/^[\x21-\x7e]*$/.test(ip)) return null;
+    const b = Buffer.from(ip, 'latin1');
+    const key = new Uint32Array(4);
+    const n4 = parseV4(b, 0, b.length);
+    let i = -1;
+    if (n4 !== -1) {
+      key[0] = n4;
+      i = this.v4.find(key);
+    } else if (parseV6(b, 0, b.length, key)) i = this.v6.find(key);
+    const v = this.values.get(i);
     return v === undefined ? null : splitCsv(v);
   }
 
   /**
-   * Reads a CSV file. Malformed rows are skipped and counted, overlapping rows clipped and counted
-   * (Family.disjoint); a file with no usable row is refused.
+   * Reads a CSV file, `chunkBytes` at a time (never the whole file in memory). Malformed rows are
+   * skipped and counted, overlapping rows clipped and counted (Family.disjoint); a file with no
+   * usable row is refused.
    */
-  static async load(path: string): Promise<RangeTable> {
-    const buf = await readFile(path);
-    const v4 = new Family<number>();
-    const v6 = new Family<bigint>();
-    const interned = new Map<string, number>();
-    const values: string[] = [];
-    const intern = (rest: string): number => {
-      let vi = interned.get(rest);
-      if (vi === undefined) {
-        vi = values.push(rest) - 1;
-        interned.set(rest, vi);
+  static async load(path: string, chunkBytes = 1 << 20): Promise<RangeTable> {
+    const rows = new Rows();
+    const file = await open(path, 'r');
+    try {
+      let buf = Buffer.allocUnsafe(chunkBytes);
+      let [at, have, eof] = [0, 0, false];
+      // A pause before every YIELD_EVERY-th line, as when this read line by line.
+      let until = YIELD_EVERY - 1;
+      for (;;) {
+        at = rows.read(buf, at, have, eof, until);
+        if (rows.lines === until) {
+          await new Promise((r) => setImmediate(r));
+          until += YIELD_EVERY;
+        } else if (eof) break;
+        else {
+          // Keep the unfinished line, in a bigger buffer when it fills this one.
+          if (at > 0) buf.copy(buf, 0, at, have);
+          [have, at] = [have - at, 0];
+          if (have === buf.length) {
+            const bigger = Buffer.allocUnsafe(buf.length * 2);
+            buf.copy(bigger, 0, 0, have);
+            buf = bigger;
+          }
+          const { bytesRead } = await file.read(buf, have, buf.length - have, null);
+          if (bytesRead === 0) eof = true;
+          have += bytesRead;
+        }
       }
-      return vi;
-    };
-    let skipped = 0;
-    let line = 0;
-    // Adds one row to its family; false when malformed.
-    const add = <N extends number | bigint>(fam: Family<N>, start: N | null, end: N | null, rest: string) => {
-      if (start === null || end === null || end < start) return false;
-      fam.add(start, end, intern(rest));
-      return true;
-    };
-    // From the bytes, not one big string: each kept value is then a string of its own, not a
-    // slice that would pin the whole file in memory.
-    for (let at = 0; at < buf.length; ) {
-      let nl = buf.indexOf(10, at);
-      if (nl === -1) nl = buf.length;
-      const end = buf[nl - 1] === 13 ? nl - 1 : nl;
-      const from = at;
-      at = nl + 1;
-      line++;
-      if (line % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-      const c1 = buf.indexOf(44, from);
-      const c2 = c1 === -1 ? -1 : buf.indexOf(44, c1 + 1);
-      if (c1 <= from || c2 === -1 || c2 >= end) {
-        if (buf.toString('latin1', from, end).trim() !== '') skipped++;
-        continue;
-      }
-      const a = buf.toString('latin1', from, c1);
-      const b = buf.toString('latin1', c1 + 1, c2);
-      const rest = buf.toString('utf8', c2 + 1, end);
-      const added = a.includes(':')
-        ? add(v6, ipv6ToBigInt(a), ipv6ToBigInt(b), rest)
-        : add(v4, ipv4ToNumber(a), ipv4ToNumber(b), rest);
-      if (!added) skipped++;
+    } finally {
+      await file.close();
     }
-    if (v4.starts.length + v6.starts.length === 0) throw new Error(`${path}: no address ranges found`);
+    const { v4, v6, values, skipped } = rows;
+    if (v4.size + v6.size === 0) throw new Error(`${path}: no address ranges found`);
     const clipped = v4.disjoint() + v6.disjoint();
+    values.trim();
     return new RangeTable(v4, v6, values, skipped, clipped);
+  }
+}
+
+/** A file's rows read into their families, a batch of lines at a time (a plain loop: it optimises early). */
+class Rows {
+  readonly v4 = new Family(1);
+  readonly v6 = new Family(4);
+  readonly values = new ValueStore();
+  skipped = 0;
+  /** Lines read so far. */
+  lines = 0;
+  private readonly start = new Uint32Array(4);
+  private readonly end = new Uint32Array(4);
+
+  /**
+   * Reads the whole lines in buf[at, end), the unfinished last one too when `last`, stopping at
+   * line `until`; returns the offset after what it read.
+   */
+  read(buf: Buffer, at: number, end: number, last: boolean, until: number): number {
+    while (this.lines < until && at < end) {
+      // By hand: buf.indexOf costs more per call than scanning a 60-byte line.
+      let nl = at;
+      while (nl < end && buf[nl] !== 10) nl++;
+      if (nl === end && !last) break;
+      this.lines++;
+      this.row(buf, at, nl > at && buf[nl - 1] === 13 ? nl - 1 : nl);
+      at = Math.min(nl + 1, end);
+    }
+    return at;
+  }
+
+  /** One line, buf[from, stop) without its line end. */
+  private row(buf: Buffer, from: number, stop: number): void {
+    const { start, end } = this;
+    // The first two commas; the family is IPv6 when the first column holds a ':'.
+    let c1 = from;
+    let colon = false;
+    for (; c1 < stop && buf[c1] !== 44; c1++) if (buf[c1] === 58) colon = true;
+    let c2 = c1 + 1;
+    while (c2 < stop && buf[c2] !== 44) c2++;
+    if (c1 === from || c2 >= stop) {
+      if (!blank(buf, from, stop)) this.skipped++;
+      return;
+    }
+    let fam: Family | undefined;
+    if (colon) {
+      if (parseV6(buf, from, c1, start) && parseV6(buf, c1 + 1, c2, end)) fam = this.v6;
+    } else {
+      const a = parseV4(buf, from, c1);
+      const b = parseV4(buf, c1 + 1, c2);
+      if (a !== -1 && b !== -1) {
+        start[0] = a;
+        end[0] = b;
+        fam = this.v4;
+      }
+    }
+    if (fam?.valid(start, end)) fam.add(start, end, this.values.intern(buf, c2 + 1, stop));
+    else this.skipped++;
   }
 }
