@@ -66,11 +66,25 @@ const opts = { timeout: 20_000 };
 
 describe('relay session pump', () => {
   let server: Server;
+  const accepted = new Set<Socket>();
   before(async () => {
     server = createServer();
+    server.on('connection', (s: Socket) => {
+      accepted.add(s);
+      s.once('close', () => accepted.delete(s));
+    });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   });
-  after(() => new Promise<void>((r) => server.close(() => r())));
+  // A pumped socket left with its reads stopped (a rate-limit wait, on an unref'd timer) sees no
+  // peer close and keeps no event loop alive: close() would wait for it after the loop had ended
+  // (seen once on Node 20). What is left is destroyed; a destroyed accepted socket closes its pump.
+  after(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of accepted) s.destroy();
+      }),
+  );
 
   for (const adoptable of [true, false]) {
     it(
