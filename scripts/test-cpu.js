@@ -39,3 +39,30 @@ export function cpuMeter() {
     return d;
   };
 }
+
+/**
+ * The share of the machine's CPU time (all cores) that was busy since the last call: user, system,
+ * interrupts and steal out of the whole, from /proc/stat's first line; idle and I/O wait count as
+ * idle. The first call reads since boot; undefined without /proc.
+ */
+export function busyMeter() {
+  const read = () => {
+    try {
+      const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+      const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+      const total = f.reduce((s, x) => s + x, 0);
+      return { total, idle: f[3] + f[4] };
+    } catch {
+      return undefined;
+    }
+  };
+  let last = read();
+  return () => {
+    const now = read();
+    if (now === undefined || last === undefined) return undefined;
+    const total = now.total - last.total;
+    const idle = now.idle - last.idle;
+    last = now;
+    return total > 0 ? 1 - idle / total : undefined;
+  };
+}

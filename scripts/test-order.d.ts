@@ -10,3 +10,10 @@ export declare function mayStart(
   heavy: Record<string, string>,
   concurrency: number,
 ): boolean;
+export declare function nextLimit(
+  limit: number,
+  busy: number,
+  slotsTaken: boolean,
+  base: number,
+  max: number,
+): number;

@@ -30,3 +30,16 @@ export function mayStart(queue, running, heavy, concurrency) {
   const limit = heavyRuns || queue[0] in heavy ? Math.min(concurrency, 2) : concurrency;
   return now.length < limit;
 }
+
+/**
+ * The number of files to run at once for the next few seconds, from `limit` (the number now) and
+ * `busy`, the share of the machine's CPU time that was not idle since the last reading: one more,
+ * up to `max`, while the cores were idle more than a quarter of the time with every slot taken
+ * (files that wait on timers, sockets or other processes leave them idle, and CI's run is short of
+ * CPU, not of slots), one fewer, down to `base`, while they are nearly saturated.
+ */
+export function nextLimit(limit, busy, slotsTaken, base, max) {
+  if (busy < 0.75 && slotsTaken) return Math.min(max, limit + 1);
+  if (busy > 0.95) return Math.max(base, limit - 1);
+  return Math.min(max, Math.max(base, limit));
+}

@@ -106,6 +106,19 @@ export const HEAVY = {
 };
 
 /**
+ * Files that scripts/test.js never runs in a batch (several small files in one process,
+ * scripts/test-batch.js) although they are small: a file that measures its own process's memory,
+ * watches which modules its process loads, or changes how the process resolves modules.
+ */
+export const ALONE = {
+  'test/property/routes.test.ts': "the heap's growth over a thousand hostile requests, in its own process",
+  'src/services/files/files.test.ts': "the process's RSS while it uploads, in its own process",
+  'src/infra/media/sharp.test.ts':
+    'a module hook that hides sharp from every later import in its process (test/repo/suite.test.ts: every file with a module hook)',
+  'src/infra/http/lazy.test.ts': 'which modules a fresh process has loaded, through a module hook',
+};
+
+/**
  * Files that scripts/test.js runs with the TypeScript loader (tsx) on Node 20 although it runs the
  * others compiled (scripts/test-compile.js): a file whose subject is the checkout as a user runs it
  * there, or one that cannot run from the compiled copy.

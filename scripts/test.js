@@ -17,6 +17,11 @@
 // started and reported as timed out, and the run goes on. node --test alone waits for such a file
 // for ever, and so would node itself: a file's process stays while a handle is open. A file's report
 // is printed whole when it ends, so parallel files do not interleave.
+//
+// Small files run several to a process (scripts/test-batch.js; `--batch` asks it for given paths,
+// DEVUTIL_TEST_BATCH=0 turns it off): starting node and loading the server cost more CPU than most
+// small files' tests. Each file is still reported, timed and charged with its share of the CPU on its
+// own; a batch that fails after its tests or runs past its budget fails all its files.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
@@ -30,11 +35,11 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve as resolvePath } from 'node:path';
 import { countsOf, fileCounts, sumCounts } from './test-counts.js';
-import { cpuMeter, reapedCpuMs } from './test-cpu.js';
-import { longestFirst, mayStart, takeNext } from './test-order.js';
-import { HEAVY, RUN_WITH_LOADER, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
+import { busyMeter, cpuMeter, reapedCpuMs } from './test-cpu.js';
+import { longestFirst, mayStart, nextLimit, takeNext } from './test-order.js';
+import { ALONE, HEAVY, RUN_WITH_LOADER, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from './test-tiers.js';
 import { COMPILED, NATIVE_TS } from './ts-loader.js';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -51,7 +56,7 @@ const opt = (name) => {
 };
 const paths = args.filter((a) => !a.startsWith('--'));
 const flag = (name) => args.includes(`--${name}`);
-const known = ['all', 'runtime-sensitive', 'list'];
+const known = ['all', 'runtime-sensitive', 'list', 'batch'];
 const unknown = args.filter((a) => a.startsWith('--') && !a.includes('=') && !known.includes(a.slice(2)));
 if (unknown.length) {
   console.error(
@@ -71,6 +76,13 @@ if (!(fileTimeoutSec > 0)) {
 const concurrency = Math.max(
   1,
   Number(process.env.DEVUTIL_TEST_CONCURRENCY ?? Math.max(2, availableParallelism())) || 1,
+);
+// Up to this many at once while the cores sit idle (scripts/test-order.js, nextLimit): a file that
+// waits on timers or other processes leaves CPU a further file can use. DEVUTIL_TEST_MAX_CONCURRENCY
+// equal to DEVUTIL_TEST_CONCURRENCY keeps the number fixed.
+const maxConcurrency = Math.max(
+  concurrency,
+  Number(process.env.DEVUTIL_TEST_MAX_CONCURRENCY ?? concurrency * 2) || concurrency,
 );
 
 function walk(p, out, explicit) {
@@ -136,7 +148,51 @@ const readJson = (f) => {
 const seed = readJson(seedFile);
 const local = readJson(localFile);
 const durations = { ...seed, ...local, [CPU_KEY]: { ...seed[CPU_KEY], ...local[CPU_KEY] } };
-const queue = longestFirst(unique, durations);
+
+// Batches: files that earlier runs timed as small (or, with --batch, every given file), at most
+// BATCH_FILES of them and about BATCH_MS of their times to a process, longest first. Not batched:
+// files never timed, heavy files, files with a budget of their own or run with the TypeScript loader,
+// and those ALONE in scripts/test-tiers.js.
+const BATCH_FILES = 10;
+const BATCH_MS = 20_000;
+const SMALL_MS = 20_000;
+const SMALL_CPU_MS = 4_000;
+const batching =
+  process.env.DEVUTIL_TEST_BATCH !== '0' && (tier !== 'paths' || flag('batch')) && !flag('list');
+const batchable = (f) =>
+  !(f in HEAVY || f in RUN_WITH_LOADER || f in ALONE) &&
+  !f.startsWith('..') &&
+  budgetSec(join(root, f)) === fileTimeoutSec &&
+  (tier === 'paths' ||
+    (durations[f] !== undefined && durations[f] <= SMALL_MS && (durations[CPU_KEY][f] ?? 0) <= SMALL_CPU_MS));
+/** Batch key (as queued) -> its files. */
+const batches = new Map();
+const order = { ...durations };
+let singles = unique;
+if (batching) {
+  const small = longestFirst(unique.filter(batchable), durations);
+  singles = unique.filter((f) => !small.includes(f));
+  let group = [];
+  let ms = 0;
+  const close = () => {
+    if (group.length === 0) return;
+    if (group.length === 1) singles.push(group[0]);
+    else {
+      const key = `batch ${batches.size + 1}`;
+      batches.set(key, group);
+      order[key] = ms;
+    }
+    group = [];
+    ms = 0;
+  };
+  for (const f of small) {
+    group.push(f);
+    ms += durations[f] ?? 0;
+    if (group.length >= BATCH_FILES || ms >= BATCH_MS) close();
+  }
+  close();
+}
+const queue = longestFirst([...singles, ...batches.keys()], order);
 
 if (flag('list')) {
   // Exit once the list is written: stdout to a pipe is asynchronous, process.exit() alone cuts it.
@@ -197,7 +253,8 @@ const running = new Map(); // file -> { child, t0 }
 // Workers waiting for a file to end before they may take the next (scripts/test-order.js, mayStart).
 const waiting = [];
 const fileEnded = () => new Promise((resolve) => waiting.push(resolve));
-const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output }
+const results = []; // { file, status: 'passed'|'failed'|'timed out', ms, output, batch? }
+const batchResults = []; // { key, files, status, ms, cpu, output, perFile }
 
 function killGroup(child, signal) {
   try {
@@ -305,6 +362,124 @@ function runFile(file) {
   });
 }
 
+/** `file`'s part of a batch's spec output: from the end of the previous file's suite to the end of its own. */
+function batchParts(output, names) {
+  const parts = new Map();
+  let from = 0;
+  for (const name of names) {
+    const esc = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const m = new RegExp(`^([✔✖﹣]) ${esc}(?: \\(([\\d.]+)ms\\))?.*$`, 'm').exec(output.slice(from));
+    if (!m) {
+      parts.set(name, { done: false, output: '' });
+      continue;
+    }
+    const end = from + m.index + m[0].length;
+    parts.set(name, {
+      done: true,
+      ok: m[1] !== '✖',
+      ms: m[2] === undefined ? undefined : Number(m[2]),
+      output: output.slice(from, end).trim(),
+    });
+    from = end;
+  }
+  return parts;
+}
+
+/** Runs `files` in one process (scripts/test-batch.js); resolves to one result per file and the batch's. */
+function runBatch(key, files) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const budget = fileTimeoutSec;
+    const entries = files.map(entryOf);
+    const cwd = entries[0].cwd;
+    const names = entries.map((e) => relative(cwd, resolvePath(cwd, e.path)));
+    const child = spawn(
+      process.execPath,
+      [...entries[0].argv, '--test-reporter=spec', join(root, 'scripts/test-batch.js'), ...names],
+      { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
+    );
+    running.set(key, { child, t0 });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    let timedOut = false;
+    let killer;
+    let cpu;
+    child.on('exit', () => {
+      cpu = cpuSince();
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        child.kill('SIGTERM');
+      } catch {
+        /* gone */
+      }
+      killer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+    }, budget * 1000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(killer);
+      killGroup(child, 'SIGKILL');
+      running.delete(key);
+      for (const wake of waiting.splice(0)) wake();
+      const ms = Date.now() - t0;
+      const output = Buffer.concat(chunks).toString('utf8');
+      const ok = code === 0 && !signal && !timedOut;
+      const parts = batchParts(output, names);
+      // Each file's share of the batch's CPU: its suite's time, plus an even part of the rest (node's
+      // start, loading the modules, the files' evaluation).
+      const inSuites = [...parts.values()].reduce((s, p) => s + (p.ms ?? 0), 0);
+      const rest = Math.max(0, ms - inSuites) / files.length;
+      const perFile = files.map((file, i) => {
+        const p = parts.get(names[i]);
+        // A file is as good as its suite's line says, unless the batch as a whole failed with no
+        // suite to blame (an error after the tests, a handle left open past the budget).
+        const status = timedOut
+          ? 'timed out'
+          : p.done && p.ok && (ok || [...parts.values()].some((q) => q.done && !q.ok))
+            ? 'passed'
+            : 'failed';
+        const share = ((p.ms ?? 0) + rest) / Math.max(ms, inSuites, 1);
+        return {
+          file,
+          status,
+          ms: Math.round(p.ms ?? ms / files.length),
+          cpu: cpu === undefined ? undefined : cpu * share,
+          budget,
+          output: p.output,
+          batch: key,
+        };
+      });
+      resolve({
+        key,
+        files,
+        status: timedOut ? 'timed out' : ok ? 'passed' : 'failed',
+        ms,
+        cpu,
+        budget,
+        output,
+        perFile,
+      });
+    });
+  });
+}
+
+function reportBatch(b) {
+  const head =
+    b.status === 'timed out'
+      ? `✖ ${b.key} (${b.files.length} files) TIMED OUT after ${secs(b.ms)} (per-file timeout ${b.budget} s): stopped with everything it started`
+      : `${b.status === 'passed' ? '✔' : '✖'} ${b.key} (${b.files.length} files in one process) ${b.status} in ${secs(b.ms)}` +
+        (b.cpu === undefined ? '' : ` (CPU ${secs(b.cpu)})`);
+  let text = `\n── ${head}\n${b.output.trimEnd()}\n`;
+  for (const r of b.perFile)
+    text +=
+      `── ${r.status === 'passed' ? '✔' : '✖'} ${r.file} ${r.status} in ${secs(r.ms)}` +
+      (r.cpu === undefined ? '' : ` (CPU ${secs(r.cpu)})`) +
+      ` [${b.key}]\n`;
+  process.stdout.write(text);
+}
+
 function report(r) {
   const head =
     r.status === 'timed out'
@@ -331,18 +506,42 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+// The number of files run at once: `concurrency`, raised while the machine idles (nextLimit), read
+// every LIMIT_EVERY_MS; a raised limit wakes a waiting worker, a lowered one stops no running file.
+const LIMIT_EVERY_MS = 3000;
+let limit = concurrency;
+let peak = concurrency;
+const busySince = busyMeter();
+const limiter = setInterval(() => {
+  const busy = busySince();
+  if (busy === undefined) return;
+  const next = nextLimit(limit, busy, running.size >= limit, concurrency, maxConcurrency);
+  if (next > limit) for (const wake of waiting.splice(0)) wake();
+  limit = next;
+  peak = Math.max(peak, limit);
+}, LIMIT_EVERY_MS);
+limiter.unref();
+
 async function worker() {
   for (;;) {
-    while (!mayStart(queue, running.keys(), HEAVY, concurrency)) await fileEnded();
+    while (!mayStart(queue, running.keys(), HEAVY, limit)) await fileEnded();
     const file = takeNext(queue, running.keys(), HEAVY);
     if (file === undefined) return;
+    if (batches.has(file)) {
+      const b = await runBatch(file, batches.get(file));
+      batchResults.push(b);
+      results.push(...b.perFile);
+      reportBatch(b);
+      continue;
+    }
     const r = await runFile(file);
     results.push(r);
     report(r);
   }
 }
-await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+await Promise.all(Array.from({ length: Math.min(maxConcurrency, queue.length) }, worker));
 clearInterval(heartbeat);
+clearInterval(limiter);
 if (prebuild) killGroup(prebuild, 'SIGKILL');
 
 /** This run's times over `base`, without files that no longer exist; sorted for a readable diff. */
@@ -376,7 +575,11 @@ try {
 }
 
 const bad = results.filter((r) => r.status !== 'passed').sort((a, b) => a.file.localeCompare(b.file));
-const counts = sumCounts(results.map((r) => fileCounts(r.output, r.status === 'failed')));
+// A batch prints one set of counts for its files.
+const counts = sumCounts([
+  ...results.filter((r) => r.batch === undefined).map((r) => fileCounts(r.output, r.status === 'failed')),
+  ...batchResults.map((b) => fileCounts(b.output, b.status === 'failed')),
+]);
 const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20);
 console.log(`\n${slowest.length} slowest files:`);
 for (const r of slowest) console.log(`  ${secs(r.ms).padStart(8)}  ${r.file}`);
@@ -392,12 +595,15 @@ if (hungriest.length) {
   for (const r of hungriest) console.log(`  ${secs(r.cpu).padStart(8)}  ${r.file}`);
 }
 const skipping = results
-  .map((r) => ({ file: r.file, n: countsOf(r.output).skipped ?? 0 }))
+  .map((r) => ({
+    file: r.file,
+    n: r.batch === undefined ? (countsOf(r.output).skipped ?? 0) : (r.output.match(/^\s+﹣ /gm) ?? []).length,
+  }))
   .filter((x) => x.n > 0);
 if (skipping.length) console.log(`skipped tests: ${skipping.map((x) => `${x.file} ${x.n}`).join(', ')}`);
 console.log(
   `\n${results.length} test files in ${secs(Date.now() - started)} (${tier === 'paths' ? 'given paths' : `tier ${tier}`}, ` +
-    `${concurrency} at a time, per-file timeout ${fileTimeoutSec} s): ` +
+    `${concurrency === peak ? concurrency : `${concurrency} to ${peak}`} at a time, ${batchResults.reduce((n, b) => n + b.files.length, 0)} of them in ${batchResults.length} batches, per-file timeout ${fileTimeoutSec} s): ` +
     `${results.length - bad.length} passed, ${bad.filter((r) => r.status === 'failed').length} failed, ` +
     `${bad.filter((r) => r.status === 'timed out').length} timed out`,
 );
@@ -408,6 +614,13 @@ console.log(
 );
 for (const r of bad) {
   console.log(`✖ ${r.file}: ${r.status}`);
+  if (r.batch !== undefined) {
+    // Its failing tests, as its part of the batch's output shows them.
+    for (const line of r.output.split('\n')) if (/^\s+✖ /.test(line)) console.log(`    ${line.trim()}`);
+    if (r.status !== 'timed out' && !/^\s+✖ /m.test(r.output))
+      console.log(`    (${r.batch} failed outside its files' tests: see its output)`);
+    continue;
+  }
   // The runner's own list of failing tests, when the file got as far as printing it.
   const i = r.output.lastIndexOf('✖ failing tests:');
   if (i !== -1)

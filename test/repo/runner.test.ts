@@ -145,6 +145,51 @@ describe('npm test runner', { timeout: 120_000, concurrency: true }, () => {
     );
   });
 
+  it('runs small files several to a process, each with its own hooks and environment, and reports each file', async () => {
+    const orderFile = join(tempDir(), 'order');
+    const r = await runner(
+      ['--batch', ...['hooks-a', 'hooks-b', 'fails', 'skips', 'passes'].map((f) => `${FIX}/${f}.ts`)],
+      {
+        RUNNER_FIXTURE_ORDER_FILE: orderFile,
+        DEVUTIL_TEST_CONCURRENCY: '1',
+        DEVUTIL_TEST_MAX_CONCURRENCY: '1',
+      },
+    );
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /── ✖ batch 1 \(5 files in one process\) failed in /);
+    // hooks-a's beforeEach ran for its own test only, its after once its tests ended, before hooks-b.
+    assert.equal(readFileSync(orderFile, 'utf8'), 'a beforeEach\na test\na after\nb test\n');
+    for (const f of ['hooks-a', 'hooks-b', 'skips', 'passes'])
+      assert.match(
+        r.out,
+        new RegExp(
+          `── ✔ test/fixtures/runner/${f}\\.ts passed in [\\d.]+ s \\(CPU [\\d.]+ s\\) \\[batch 1\\]`,
+        ),
+      );
+    assert.match(r.out, /── ✖ test\/fixtures\/runner\/fails\.ts failed in /);
+    assert.match(r.out, /5 test files .*5 of them in 1 batches.*: 4 passed, 1 failed, 0 timed out/);
+    assert.match(r.out, /\n6 tests: 4 passed, 1 failed, 1 skipped, 0 cancelled, 0 todo\n/);
+    assert.match(r.out, /skipped tests: test\/fixtures\/runner\/skips\.ts 1\n/);
+    const summary = r.out.slice(r.out.lastIndexOf('test files in'));
+    assert.match(summary, /✖ test\/fixtures\/runner\/fails\.ts: failed\n\s+✖ compares two different numbers/);
+  });
+
+  it('fails the files of a batch whose process fails after their tests, and stops a batch that outlives its budget', async () => {
+    const late = await runner(['--batch', `${FIX}/throws-late.ts`, `${FIX}/passes.ts`]);
+    assert.equal(late.code, 1, late.out);
+    // Both suites passed, but the batch's process failed after them: no file can be cleared.
+    assert.match(late.out, /2 test files .*: 0 passed, 2 failed, 0 timed out/);
+    const hung = await runner([
+      '--batch',
+      '--file-timeout=10',
+      `${FIX}/leaves-handle.ts`,
+      `${FIX}/passes.ts`,
+    ]);
+    assert.equal(hung.code, 1, hung.out);
+    assert.match(hung.out, /✖ batch 1 \(2 files\) TIMED OUT after/);
+    assert.match(hung.out, /2 test files .*: 0 passed, 0 failed, 2 timed out/);
+  });
+
   it('charges each file with its own CPU and that of what it started, with files running at once', async () => {
     const out = tempDir('devutil-runner-');
     const r = await runner([`${FIX}/burns.ts`, `${FIX}/passes.ts`], { DEVUTIL_TEST_OUTPUT: out });

@@ -10,8 +10,14 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { longestFirst, mayStart, takeNext } from '../../scripts/test-order.js';
-import { HEAVY, RUN_WITH_LOADER, RUNTIME_SENSITIVE, WHOLE_SUITE_ONLY } from '../../scripts/test-tiers.js';
+import { longestFirst, mayStart, nextLimit, takeNext } from '../../scripts/test-order.js';
+import {
+  ALONE,
+  HEAVY,
+  RUN_WITH_LOADER,
+  RUNTIME_SENSITIVE,
+  WHOLE_SUITE_ONLY,
+} from '../../scripts/test-tiers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -143,6 +149,7 @@ describe('the test suite', { timeout: 120_000 }, () => {
       ['RUNTIME_SENSITIVE', RUNTIME_SENSITIVE],
       ['HEAVY', HEAVY],
       ['RUN_WITH_LOADER', RUN_WITH_LOADER],
+      ['ALONE', ALONE],
     ] as const) {
       const wrong = Object.entries(list)
         .filter(([f, why]) => !f.endsWith('.test.ts') || !existsSync(join(ROOT, f)) || why.trim().length < 10)
@@ -207,6 +214,35 @@ describe('the test suite', { timeout: 120_000 }, () => {
     // Two at a time (the default on two cores) behaves as before.
     assert.equal(mayStart(['a.test.ts'], ['b.test.ts'], heavy, 2), true);
     assert.equal(mayStart(['a.test.ts'], ['b.test.ts', 'c.test.ts'], heavy, 2), false);
+  });
+
+  it('runs alone every test file that hooks module loading (it would change the other files of its batch)', () => {
+    const hooking = testFiles(join(ROOT, 'src'))
+      .concat(testFiles(join(ROOT, 'test')))
+      .filter((f) =>
+        /\bregisterHooks\s*(\?\.)?\(|\)\.registerHooks\b|\bmodule\.register\(/.test(
+          readFileSync(join(ROOT, f), 'utf8'),
+        ),
+      );
+    assert.ok(hooking.length > 0, 'the check finds the files it is about');
+    // (A call or a read off the module; `'registerHooks' in module` is a feature check.)
+    const unbatched = { ...ALONE, ...RUN_WITH_LOADER, ...HEAVY };
+    assert.deepEqual(
+      hooking.filter((f) => !(f in unbatched)),
+      [],
+      'ALONE in scripts/test-tiers.js',
+    );
+  });
+
+  it('runs more files at once while the cores idle with every slot taken, and fewer again when they are saturated', () => {
+    // base 3, max 6
+    assert.equal(nextLimit(3, 0.5, true, 3, 6), 4, 'idle half the time, slots full: one more');
+    assert.equal(nextLimit(3, 0.5, false, 3, 6), 3, 'idle because a slot is free: no more');
+    assert.equal(nextLimit(6, 0.2, true, 3, 6), 6, 'never past the maximum');
+    assert.equal(nextLimit(5, 0.85, true, 3, 6), 5, 'busy enough: kept');
+    assert.equal(nextLimit(5, 0.99, true, 3, 6), 4, 'saturated: one fewer');
+    assert.equal(nextLimit(3, 0.99, true, 3, 6), 3, 'never below the base');
+    assert.equal(nextLimit(3, 0.1, true, 3, 3), 3, 'a maximum equal to the base keeps it fixed');
   });
 
   const list = async (...args: string[]) => {
