@@ -117,6 +117,36 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     assert.equal(impl.loaded, true);
   });
 
+  it('value and settled() never start a load; settled() waits for one under way', async () => {
+    let runs = 0;
+    let open: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      open = r;
+    });
+    const impl = lazyImpl('a closable part', async () => {
+      runs++;
+      await held;
+      return { closed: false };
+    });
+    assert.equal(impl.value, undefined);
+    assert.equal(await impl.settled(), undefined, 'settled() before any request');
+    assert.equal(runs, 0, 'value or settled() started a load');
+    const first = impl.get();
+    const waiting = impl.settled();
+    open();
+    const part = await first;
+    assert.equal(await waiting, part, 'settled() did not wait for the load under way');
+    assert.equal(impl.value, part);
+    assert.equal(runs, 1);
+    // A load that fails leaves settled() with nothing to close.
+    const broken = lazyImpl('a broken part', async () => {
+      throw new Error('boom');
+    });
+    const asked = broken.get().catch(() => 'failed');
+    assert.equal(await broken.settled(), undefined);
+    assert.equal(await asked, 'failed');
+  });
+
   it('starts a server without the tus handlers; the first tus request loads them', {
     skip: !hooks,
   }, async () => {

@@ -57,18 +57,12 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   };
   // The metrics above exist from the start (scraped before the first message); the clients, the
   // gateway and every handler are loaded on the first request that needs them.
-  let asked = false;
   const relay: TelegramRelay = lazyImpl('the Telegram relay', async () => {
-    asked = true;
     const m = await import('./relay.ts');
     return { ...m, ...m.buildRelay(ctx, metrics) };
   });
-  app.addHook('onClose', async () => {
-    if (!asked) return;
-    // A load still running when the server closes is waited for, so its connection pools close too.
-    const parts = await relay.get().catch(() => undefined);
-    await parts?.close();
-  });
+  // A load still running when the server closes is waited for, so its connection pools close too.
+  app.addHook('onClose', async () => (await relay.settled())?.close());
   await telegramRoutes(app, { ctx, metrics, relay });
   // Raw bodies (uploads stream through) in a scope of their own; the recipient API reads JSON.
   await app.register(async (scope) => botApiRoutes(scope, ctx, relay));
