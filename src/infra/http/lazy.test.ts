@@ -1,7 +1,7 @@
 // A lazily loaded route implementation: nothing is imported until its route is asked, requests that
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
 // the next request loads again; and a server start leaves the tus handlers, the Telegram relay, the
-// Kroki renderer and the image handlers unloaded until asked.
+// Kroki renderer and the image and avatar handlers unloaded until asked.
 import assert from 'node:assert/strict';
 import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
@@ -166,13 +166,14 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     }
   });
 
-  it('starts a server without the Telegram relay, the Kroki renderer or the image handlers', {
+  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers', {
     skip: !hooks,
   }, async () => {
     const lazy = {
       telegram: /\/telegram\/(relay|api-gateway|notice)\.(ts|js)$/,
       kroki: /\/diagrams\/(kroki\/(renderer|handlers)|engines\/process-pool)\.(ts|js)$/,
       image: /\/image\/(handlers|list)\.(ts|js)$/,
+      avatar: /\/avatar\/(handlers|answer)\.(ts|js)$/,
     };
     const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
     const server = await buildTestServer();
@@ -192,6 +193,10 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       const img = await server.inject('/rest/api/v1/image?width=nope');
       assert.equal(img.statusCode, 400, img.body);
       assert.equal(loaded(lazy.image).length, 2, 'the first image request did not load its handlers');
+      // The operator's delete checks the admin token in a hook, before any handler.
+      const del = await server.inject({ method: 'DELETE', url: `/avatar/${'0'.repeat(32)}` });
+      assert.ok([401, 403].includes(del.statusCode), del.body);
+      assert.equal(loaded(lazy.avatar).length, 2, 'the first avatar request did not load its handlers');
     } finally {
       await server.close();
     }
