@@ -1,6 +1,7 @@
 // A lazily loaded route implementation: nothing is imported until its route is asked, requests that
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
-// the next request loads again; and a server start leaves the tus handlers unloaded until asked.
+// the next request loads again; and a server start leaves the tus handlers, the Telegram relay, the
+// Kroki renderer and the image and avatar handlers unloaded until asked.
 import assert from 'node:assert/strict';
 import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
@@ -117,6 +118,36 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     assert.equal(impl.loaded, true);
   });
 
+  it('value and settled() never start a load; settled() waits for one under way', async () => {
+    let runs = 0;
+    let open: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      open = r;
+    });
+    const impl = lazyImpl('a closable part', async () => {
+      runs++;
+      await held;
+      return { closed: false };
+    });
+    assert.equal(impl.value, undefined);
+    assert.equal(await impl.settled(), undefined, 'settled() before any request');
+    assert.equal(runs, 0, 'value or settled() started a load');
+    const first = impl.get();
+    const waiting = impl.settled();
+    open();
+    const part = await first;
+    assert.equal(await waiting, part, 'settled() did not wait for the load under way');
+    assert.equal(impl.value, part);
+    assert.equal(runs, 1);
+    // A load that fails leaves settled() with nothing to close.
+    const broken = lazyImpl('a broken part', async () => {
+      throw new Error('boom');
+    });
+    const asked = broken.get().catch(() => 'failed');
+    assert.equal(await broken.settled(), undefined);
+    assert.equal(await asked, 'failed');
+  });
+
   it('starts a server without the tus handlers; the first tus request loads them', {
     skip: !hooks,
   }, async () => {
@@ -130,6 +161,42 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       assert.equal(r.statusCode, 204, r.body);
       assert.equal(r.headers['tus-version'], '1.0.0');
       assert.equal([...loads].some(tus), true, 'the first tus request did not load its handlers');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers', {
+    skip: !hooks,
+  }, async () => {
+    const lazy = {
+      telegram: /\/telegram\/(relay|api-gateway|notice)\.(ts|js)$/,
+      kroki: /\/diagrams\/(kroki\/(renderer|handlers)|engines\/process-pool)\.(ts|js)$/,
+      image: /\/image\/(handlers|list)\.(ts|js)$/,
+      avatar: /\/avatar\/(handlers|answer)\.(ts|js)$/,
+    };
+    const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
+      for (const [name, re] of Object.entries(lazy))
+        assert.deepEqual(loaded(re), [], `a server start loaded ${name}'s implementation`);
+      // Each first request loads its implementation and is answered by it.
+      const tg = await server.inject('/telegram/recipients');
+      assert.equal(tg.statusCode, 401, tg.body);
+      assert.match(tg.body, /Bearer/);
+      assert.equal(loaded(lazy.telegram).length, 3, 'the first Telegram request did not load the relay');
+      const kroki = await server.inject('/plantuml/graphviz/svg/@@@');
+      assert.equal(kroki.statusCode, 400, kroki.body);
+      assert.equal(loaded(lazy.kroki).length, 3, 'the first Kroki request did not load the renderer');
+      const img = await server.inject('/rest/api/v1/image?width=nope');
+      assert.equal(img.statusCode, 400, img.body);
+      assert.equal(loaded(lazy.image).length, 2, 'the first image request did not load its handlers');
+      // The operator's delete checks the admin token in a hook, before any handler.
+      const del = await server.inject({ method: 'DELETE', url: `/avatar/${'0'.repeat(32)}` });
+      assert.ok([401, 403].includes(del.statusCode), del.body);
+      assert.equal(loaded(lazy.avatar).length, 2, 'the first avatar request did not load its handlers');
     } finally {
       await server.close();
     }

@@ -21,6 +21,16 @@ export interface LazyImpl<T> {
   ): (req: Req, reply: FastifyReply) => Promise<R>;
   /** Whether the implementation is loaded (for tests and probes). */
   readonly loaded: boolean;
+  /**
+   * The implementation if it is loaded, else undefined; never starts a load. For what must not
+   * load it: a gauge read at scrape time reports the unloaded state (nothing running) instead.
+   */
+  readonly value: T | undefined;
+  /**
+   * For onClose: the implementation once a load already under way ends, undefined when none was
+   * asked for or it failed; never starts one. What a late first request built is closed too.
+   */
+  settled(): Promise<T | undefined>;
 }
 
 /**
@@ -35,8 +45,11 @@ export function lazyImpl<T>(what: string, load: () => Promise<T>): LazyImpl<T> {
   const get = async (): Promise<T> => {
     if (value !== undefined) return value;
     try {
-      value = await flight.run('', load);
-      return value;
+      // Kept inside the run, so no moment passes between the run's end and the value being there.
+      return await flight.run('', async () => {
+        value = await load();
+        return value;
+      });
     } catch (err) {
       throw unavailable(`${what} could not be loaded on this server; try again`, 1, 'NOT_LOADED', {
         cause: err,
@@ -49,5 +62,14 @@ export function lazyImpl<T>(what: string, load: () => Promise<T>): LazyImpl<T> {
     get loaded() {
       return value !== undefined;
     },
+    get value() {
+      return value;
+    },
+    settled: async () =>
+      value ??
+      flight.running('')?.then(
+        (v) => v,
+        () => undefined,
+      ),
   };
 }

@@ -1,18 +1,11 @@
 // GET/HEAD /avatar/<hash>[.ext] and /avatar/ (Gravatar's image URL), plus the operator's PUT and
 // DELETE for uploads. The route table: the handlers are handlers.ts, the answers answer.ts,
-// parsing request.ts, the lookup order service.ts, storage uploads.ts.
+// parsing request.ts, the lookup order service.ts, storage uploads.ts. The handlers and answers
+// load on the first avatar request (infra/http/lazy.ts).
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AvatarAnswers } from './answer.ts';
-import {
-  type AvatarDeps,
-  type AvatarRoute,
-  adminOnly,
-  deleteAvatar,
-  getAvatar,
-  getGithubAvatar,
-  putAvatar,
-} from './handlers.ts';
+import { lazyImpl } from '../../infra/http/lazy.ts';
+import type { AvatarDeps, AvatarReq, AvatarRoute } from './handlers.ts';
 import type { AvatarService } from './service.ts';
 import type { Uploads } from './uploads.ts';
 
@@ -33,20 +26,28 @@ export function avatarRoutes(
   served: (source: string) => void,
 ): void {
   const cfg = ctx.config.avatar;
-  const d: AvatarDeps = {
-    cfg,
-    svc,
-    uploads,
-    answers: new AvatarAnswers(cfg, ctx.lane, uploads, served),
-    base: ctx.urls.avatar,
-  };
+  const impl = lazyImpl('the avatar handlers', async () => {
+    const [{ AvatarAnswers }, handlers] = await Promise.all([import('./answer.ts'), import('./handlers.ts')]);
+    const d: AvatarDeps = {
+      cfg,
+      svc,
+      uploads,
+      answers: new AvatarAnswers(cfg, ctx.lane, uploads, served),
+      base: ctx.urls.avatar,
+    };
+    return { ...handlers, d };
+  });
   const limit = ctx.limiter.hook('avatar', cfg.rateLimit);
   const adminLimit = ctx.limiter.hook('avatar-admin', cfg.adminRateLimit);
 
   // No hook at all when unlimited: this is the hot path of every page that shows avatars.
   const getOpts = cfg.rateLimit.limit > 0 ? { onRequest: limit, config } : { config };
   for (const url of ['/avatar', '/avatar/', '/avatar/:file'])
-    app.get<AvatarRoute>(url, { ...getOpts, schema: getDoc }, (req, reply) => getAvatar(d, req, reply));
+    app.get<AvatarRoute>(
+      url,
+      { ...getOpts, schema: getDoc },
+      impl.handler((i) => (req: AvatarReq, reply) => i.getAvatar(i.d, req, reply)),
+    );
 
   app.get<AvatarRoute>(
     '/avatar/github/:file',
@@ -58,11 +59,17 @@ export function avatarRoutes(
         tags,
       },
     },
-    (req, reply) => getGithubAvatar(d, req, reply),
+    impl.handler((i) => (req: AvatarReq, reply) => i.getGithubAvatar(i.d, req, reply)),
   );
 
   // Budget and token are checked before the image is read, so only the admin can send a long upload.
-  const admin = [adminLimit, async (req: Parameters<typeof adminOnly>[1]) => adminOnly(d, req)];
+  const admin = [
+    adminLimit,
+    async (req: AvatarReq) => {
+      const i = impl.value ?? (await impl.get());
+      return i.adminOnly(i.d, req);
+    },
+  ];
   app.put<AvatarRoute>(
     '/avatar/:file',
     {
@@ -75,7 +82,7 @@ export function avatarRoutes(
         tags,
       },
     },
-    (req, reply) => putAvatar(d, req, reply),
+    impl.handler((i) => (req: AvatarReq, reply) => i.putAvatar(i.d, req, reply)),
   );
   app.delete<AvatarRoute>(
     '/avatar/:file',
@@ -84,6 +91,6 @@ export function avatarRoutes(
       config,
       schema: { summary: 'Delete the uploaded avatar of a hash (admin token)', tags },
     },
-    (req, reply) => deleteAvatar(d, req, reply),
+    impl.handler((i) => (req: AvatarReq, reply) => i.deleteAvatar(i.d, req, reply)),
   );
 }

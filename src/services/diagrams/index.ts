@@ -2,9 +2,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { createEgress } from '../../infra/egress/client.ts';
+import { lazyImpl } from '../../infra/http/lazy.ts';
 import { cspFor, editorCsp } from './csp.ts';
 import { findChromium } from './engines/find-chromium.ts';
-import { DiagramRenderer } from './kroki/renderer.ts';
+import type { RendererOptions } from './kroki/renderer.ts';
 import { krokiRoutes } from './kroki/routes.ts';
 import { editorRoutes } from './plantuml/editor.ts';
 import { PlantumlEngine } from './plantuml/engine.ts';
@@ -62,7 +63,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         ? 'browser pool (Mermaid and BPMN pages, one Chromium): started on the first diagram that needs it'
         : 'no Chromium found: the Mermaid types drawn in a browser (gantt, pie...) and BPMN answer 422',
     );
-  const renderer = new DiagramRenderer({
+  const rendererOptions: RendererOptions = {
     processes: cfg.renderThreads,
     spares: cfg.renderSpares,
     heapMb: Math.round(cfg.renderThreadHeap / 1024 ** 2),
@@ -94,7 +95,14 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
               ? 'the operator turned the browser pool off (DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM=off)'
               : 'no Chromium was found on this server: install one (Debian/Ubuntu: apt-get install chromium) or set DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM to the path of a Chromium/Chrome executable',
         }),
-  });
+  };
+  // The renderer and its engines (render processes, the browser pool) load with the first Kroki
+  // request; none starts a process before a diagram needs it, so nothing is lost by waiting. Its
+  // gauges below report an unloaded renderer as nothing running.
+  const renderer = lazyImpl(
+    'the diagram renderer',
+    async () => new (await import('./kroki/renderer.ts')).DiagramRenderer(rendererOptions),
+  );
   // Set at scrape time: a render queue filling up (or abandoned renders piling up) shows while it
   // happens, not at the next diagram answer.
   ctx.metrics.gauge('devutil_plantuml_workers', 'render workers by state', ['state'], (g) => {
@@ -113,7 +121,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'render processes of the JavaScript/WebAssembly engines by state (quarantined: suspects rendering or waiting in their lane)',
     ['state'],
     (g) => {
-      const t = renderer.stats();
+      const t = renderer.value?.stats() ?? { busy: 0, processes: 0, queued: 0, quarantined: 0 };
       g.set({ state: 'busy' }, t.busy);
       g.set({ state: 'idle' }, t.processes - t.busy);
       g.set({ state: 'queued' }, t.queued);
@@ -125,7 +133,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'pages of the browser pool (Mermaid and BPMN) by state (queued: renders waiting for a page)',
     ['state'],
     (g) => {
-      const s = renderer.browserPool?.stats();
+      const s = renderer.value?.browserPool?.stats();
       g.set({ state: 'busy' }, s?.busy ?? 0);
       g.set({ state: 'idle' }, (s?.pages ?? 0) - (s?.busy ?? 0));
       g.set({ state: 'queued' }, s?.queued ?? 0);
@@ -137,7 +145,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     ['kind', 'state'],
     (g) => {
       for (const kind of ['mermaid', 'bpmn']) {
-        const s = renderer.browserPool?.stats().kinds.get(kind);
+        const s = renderer.value?.browserPool?.stats().kinds.get(kind);
         g.set({ kind, state: 'busy' }, s?.busy ?? 0);
         g.set({ kind, state: 'idle' }, (s?.pages ?? 0) - (s?.busy ?? 0));
         g.set({ kind, state: 'queued' }, s?.queued ?? 0);
@@ -148,7 +156,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     'devutil_diagrams_browsers',
     'Chromium browsers running (one pool for every kind)',
     [],
-    (g) => g.set(renderer.browserPool?.stats().browsers ?? 0),
+    (g) => g.set(renderer.value?.browserPool?.stats().browsers ?? 0),
   );
   // The fast lane's repeats of cached diagrams are counted in plain numbers by status and added when
   // the counter is read: a labelled inc() hashes its label object on every call, per hit.
@@ -199,7 +207,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     // Optional: without Java only the diagram routes are down; the instance stays ready (degraded).
   }, ['diagrams']);
   app.addHook('onClose', async () => {
-    await Promise.all([engine.close(), renderer.close()]);
+    await Promise.all([engine.close(), renderer.settled().then((r) => r?.close())]);
     await http.close();
   });
   // A listening server checks Java at once (cheap) so the first diagram does not wait for it;

@@ -6,9 +6,6 @@ import { createEgress } from '../../infra/egress/client.ts';
 import { imageRoutes } from './routes.ts';
 import { ImageService } from './service.ts';
 import type { ImageSource } from './source.ts';
-import { DirSource } from './source-dir.ts';
-import { GeneratorSource } from './source-generator.ts';
-import { UpstreamSource } from './source-upstream.ts';
 
 const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   app.envelopes.mount('/rest/api/v1/image', 'v1');
@@ -51,8 +48,10 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   });
   ctx.metrics.caches.push(svc.cache);
   const sources: ImageSource[] = [];
+  // Each source's module is loaded only when the config uses it (by default only the generator).
   for (const name of new Set(cfg.sources)) {
     if (name === 'dir' && cfg.dir) {
+      const { DirSource } = await import('./source-dir.ts');
       const dir = new DirSource({
         dir: cfg.dir,
         maxSourceBytes: cfg.maxSourceBytes,
@@ -71,6 +70,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       );
       sources.push(dir);
     } else if (name === 'upstream' && cfg.upstreamUrl) {
+      const { UpstreamSource } = await import('./source-upstream.ts');
       sources.push(
         new UpstreamSource({
           template: cfg.upstreamUrl,
@@ -91,6 +91,7 @@ const image: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         }),
       );
     } else if (name === 'generator') {
+      const { GeneratorSource } = await import('./source-generator.ts');
       sources.push(new GeneratorSource(cfg.randomPool));
     }
   }

@@ -1,12 +1,12 @@
 // GET /rest/api/v1/image (docs/protocols/public-interface.md §4) and GET /rest/api/v1/image/list (Picsum's
 // /v2/list, docs/protocols/picsum.md §4, in the v1 envelope), both with ?category=<subdirectory>. Thin:
 // the route table; the handlers (validate, ask the ImageService, set caching headers) are in
-// handlers.ts and list.ts.
+// handlers.ts and list.ts, loaded on the first request (infra/http/lazy.ts).
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
+import { lazyImpl } from '../../infra/http/lazy.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
-import { type ImageDeps, serveImage } from './handlers.ts';
-import { listImages } from './list.ts';
+import type { ImageDeps } from './handlers.ts';
 import { MAX_TEXT } from './placeholder.ts';
 import type { ImageService } from './service.ts';
 
@@ -51,6 +51,13 @@ export async function imageRoutes(
   // No hook at all when the limit is off: the cached path is hot enough for a no-op hook to show.
   const limited = cfg.rateLimit.limit > 0 ? { onRequest: ctx.limiter.hook('image', cfg.rateLimit) } : {};
   const d: ImageDeps = { cfg, svc, prepared: new PreparedMemo(), base: ctx.urls.base };
+  const impl = lazyImpl('the image handlers', async () => {
+    const [{ serveImage }, { listImages }] = await Promise.all([
+      import('./handlers.ts'),
+      import('./list.ts'),
+    ]);
+    return { serveImage, listImages };
+  });
 
   app.get<Q>(
     '/rest/api/v1/image',
@@ -63,7 +70,7 @@ export async function imageRoutes(
         produces: ['image/webp', 'image/jpeg', 'image/png', 'image/avif'],
       },
     },
-    (req, reply) => serveImage(d, req, reply),
+    impl.handler((i) => (req, reply) => i.serveImage(d, req, reply)),
   );
   app.get<Q>(
     '/rest/api/v1/image/list',
@@ -75,6 +82,6 @@ export async function imageRoutes(
         querystring: listQuery,
       },
     },
-    (req, reply) => listImages(d, req, reply),
+    impl.handler((i) => (req, reply) => i.listImages(d, req, reply)),
   );
 }

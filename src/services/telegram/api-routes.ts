@@ -5,8 +5,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import type { BotApiGateway } from './api-gateway.ts';
 import { MOUNT } from './definition.ts';
+import type { TelegramRelay } from './index.ts';
 
 interface CallParams {
   token: string;
@@ -16,7 +16,7 @@ interface CallParams {
 export async function botApiRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
-  gw: BotApiGateway,
+  relay: TelegramRelay,
 ): Promise<void> {
   const cfg = ctx.config.telegram;
   app.removeAllContentTypeParsers();
@@ -53,7 +53,9 @@ export async function botApiRoutes(
       // own body deadline.
       config: { largeBody: true },
       schema: { summary, tags, params },
-      handler: (req, reply) => gw.call(req, reply, req.params.token, req.params.method, test),
+      handler: relay.handler(
+        (r) => (req, reply) => r.gateway.call(req, reply, req.params.token, req.params.method, test),
+      ),
     });
   route(
     `${MOUNT}/bot:token/:method`,
@@ -77,6 +79,6 @@ export async function botApiRoutes(
         },
       },
     },
-    (req, reply) => gw.file(req, reply, req.params.token, req.params['*']),
+    relay.handler((r) => (req, reply) => r.gateway.file(req, reply, req.params.token, req.params['*'])),
   );
 }

@@ -4,17 +4,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Counter, Histogram } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
-import { FairQueue } from '../../infra/limits/fair-queue.ts';
-import { BotApiGateway } from './api-gateway.ts';
+import { type LazyImpl, lazyImpl } from '../../infra/http/lazy.ts';
 import { botApiRoutes } from './api-routes.ts';
-import { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
 import { BOT_API_ENVELOPE } from './envelope.ts';
 import { notifyRoutes } from './notify-routes.ts';
-import { Pacing } from './pacing.ts';
-import { Pauses } from './pauses.ts';
 import { recipientRoutes } from './recipient-routes.ts';
-import { RecipientStore } from './recipients.ts';
+import type { RelayParts } from './relay.ts';
 import { telegramRoutes } from './routes.ts';
 
 export interface TelegramMetrics {
@@ -26,30 +22,12 @@ export interface TelegramMetrics {
   apiDuration: Histogram<'kind' | 'result'>;
 }
 
+/** relay.ts's handlers and the parts built on the first request: what every route file answers with. */
+export type TelegramRelay = LazyImpl<typeof import('./relay.ts') & RelayParts>;
+
 const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
-  const cfg = ctx.config.telegram;
   app.envelopes.mount('/rest/api/v1/telegram', 'legacy');
   app.envelopes.mount(MOUNT, BOT_API_ENVELOPE);
-  const upstream = {
-    apiBase: cfg.apiBase,
-    policy: ctx.config.egress,
-    connectTimeoutMs: cfg.connectTimeoutMs,
-    maxResponseBytes: cfg.maxResponseBytes,
-    resolve: ctx.config.egress.resolve,
-    ...(cfg.upstreamCa ? { caFile: cfg.upstreamCa } : {}),
-  };
-  const client = new BotApiClient({ ...upstream, timeoutMs: cfg.timeoutMs, connections: cfg.connections });
-  // Long polls hold their connection for up to longPollMaxSec: a pool of their own, so a bot
-  // waiting for updates never holds a connection another's message needs.
-  const polls = new BotApiClient({
-    ...upstream,
-    timeoutMs: cfg.timeoutMs + cfg.longPollMaxSec * 1000,
-    connections: cfg.longPolls,
-  });
-  app.addHook('onClose', async () => {
-    await client.close();
-    await polls.close();
-  });
   const metrics: TelegramMetrics = {
     calls: ctx.metrics.counter('devutil_telegram_upstream_calls_total', 'Bot API calls by result', [
       'result',
@@ -77,33 +55,20 @@ const telegram: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     ),
   };
-  const pacing = new Pacing(ctx, metrics, new Pauses(ctx.state));
-  await telegramRoutes(app, { ctx, client, metrics, pacing });
-
-  const recipients = new RecipientStore(ctx.blobs);
-  const gateway = new BotApiGateway({
-    ctx,
-    client,
-    polls,
-    metrics,
-    pacing,
-    recipients,
-    apiQueue: new FairQueue({
-      concurrency: cfg.connections,
-      queueLength: cfg.apiQueue,
-      clientShare: cfg.clientShare / 100,
-    }),
-    pollQueue: new FairQueue({
-      concurrency: cfg.longPolls,
-      queueLength: 0,
-      clientShare: cfg.longPollClientShare / 100,
-    }),
+  // The metrics above exist from the start (scraped before the first message); the clients, the
+  // gateway and every handler are loaded on the first request that needs them.
+  const relay: TelegramRelay = lazyImpl('the Telegram relay', async () => {
+    const m = await import('./relay.ts');
+    return { ...m, ...m.buildRelay(ctx, metrics) };
   });
+  // A load still running when the server closes is waited for, so its connection pools close too.
+  app.addHook('onClose', async () => (await relay.settled())?.close());
+  await telegramRoutes(app, { ctx, metrics, relay });
   // Raw bodies (uploads stream through) in a scope of their own; the recipient API reads JSON.
-  await app.register(async (scope) => botApiRoutes(scope, ctx, gateway));
-  await app.register(async (scope) => recipientRoutes(scope, ctx, { gateway, client, recipients }));
+  await app.register(async (scope) => botApiRoutes(scope, ctx, relay));
+  await app.register(async (scope) => recipientRoutes(scope, ctx, relay));
   // ntfy and Gotify publishes read any body as bytes: a scope of their own too.
-  await app.register(async (scope) => notifyRoutes(scope, ctx, gateway));
+  await app.register(async (scope) => notifyRoutes(scope, ctx, relay));
 };
 
 export default telegram;

@@ -5,13 +5,10 @@
 // its rules and the budgets of /r/<token>; answers and failures are in the protocol's own shape.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { AppError } from '../../infra/http/errors.ts';
-import type { BotApiGateway } from './api-gateway.ts';
 import { MOUNT } from './definition.ts';
-import { GOTIFY_ENVELOPE, gotifyAnswer, gotifyMessage, gotifyNotice, gotifyToken } from './gotify.ts';
-import { type Notice, noticeMessage } from './notice.ts';
-import { NTFY_ENVELOPE, ntfyAnswer, ntfyJson, ntfyPublish } from './ntfy.ts';
-import { isRecipientToken } from './recipients.ts';
+import { GOTIFY_ENVELOPE } from './gotify.ts';
+import type { TelegramRelay } from './index.ts';
+import { NTFY_ENVELOPE } from './ntfy.ts';
 
 // A topic that starts like a recipient token; any other one-segment path stays the Bot API's.
 const TOPIC = ':topic(^tgr_.*$)';
@@ -19,7 +16,7 @@ const TOPIC = ':topic(^tgr_.*$)';
 export async function notifyRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
-  gw: BotApiGateway,
+  relay: TelegramRelay,
 ): Promise<void> {
   const cfg = ctx.config.telegram;
   const depth = ctx.config.server.jsonMaxDepth;
@@ -31,23 +28,10 @@ export async function notifyRoutes(
   const tags = ['telegram'];
   const ntfy = { onRequest: messages, bodyLimit: cfg.maxBodyBytes, config: { envelope: NTFY_ENVELOPE } };
 
-  const publish = (req: FastifyRequest, reply: FastifyReply, topic: string, n: Notice) =>
-    gw.sendAs(req, reply, topic, noticeMessage(n), {
-      via: 'ntfy',
-      shape: (sent) => ntfyAnswer(topic, n, sent),
-    });
-
-  const topicPublish = (req: FastifyRequest<{ Params: { topic: string } }>, reply: FastifyReply) =>
-    publish(
-      req,
-      reply,
-      req.params.topic,
-      ntfyPublish({
-        headers: req.headers,
-        query: req.query as Record<string, unknown>,
-        body: Buffer.isBuffer(req.body) ? req.body : undefined,
-      }),
-    );
+  const topicPublish = relay.handler(
+    (r) => (req: FastifyRequest<{ Params: { topic: string } }>, reply: FastifyReply) =>
+      r.topicPublish(r.gateway, req, reply),
+  );
 
   app.route<{ Params: { topic: string } }>({
     method: ['PUT', 'POST'],
@@ -73,10 +57,7 @@ export async function notifyRoutes(
         summary: 'ntfy JSON publish: {"topic":"<recipient token>","message":"...","title":"..."}',
         tags,
       },
-      handler: (req, reply) => {
-        const { topic, notice } = ntfyJson(Buffer.isBuffer(req.body) ? req.body : undefined, depth);
-        return publish(req, reply, topic, notice);
-      },
+      handler: relay.handler((r) => (req, reply) => r.jsonPublish(r.gateway, depth, req, reply)),
     });
 
   app.post(
@@ -87,37 +68,6 @@ export async function notifyRoutes(
       config: { envelope: GOTIFY_ENVELOPE },
       schema: { summary: 'Gotify message: the application token is a recipient token', tags },
     },
-    async (req, reply) => {
-      const r = {
-        headers: req.headers,
-        query: req.query as Record<string, unknown>,
-        body: Buffer.isBuffer(req.body) ? req.body : undefined,
-      };
-      const token = gotifyToken(r);
-      // A credential, not a path: Gotify's 401 for one that is not a recipient token.
-      if (!isRecipientToken(token))
-        throw new AppError(
-          'NOT_A_TOKEN',
-          401,
-          "not a recipient token (tgr_ and 43 letters, digits, '_' or '-')",
-        );
-      const m = await gotifyMessage(r, depth);
-      let title = '';
-      return gw.sendAs(
-        req,
-        reply,
-        token,
-        (rcpt) => {
-          const n = gotifyNotice(m, rcpt.name);
-          title = n.title;
-          return noticeMessage(n);
-        },
-        {
-          via: 'gotify',
-          // A stable number per token for Gotify's appid: the first 8 hex digits of its public id.
-          shape: (sent, rcpt) => gotifyAnswer(m, title, sent, Number.parseInt(rcpt.id.slice(0, 8), 16)),
-        },
-      );
-    },
+    relay.handler((r) => (req, reply) => r.gotifyPublish(r.gateway, depth, req, reply)),
   );
 }

@@ -7,26 +7,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { badRequest } from '../../infra/http/errors.ts';
 import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
-import type { BotApiGateway } from './api-gateway.ts';
-import type { BotApiClient } from './client.ts';
 import { MOUNT } from './definition.ts';
+import type { TelegramRelay } from './index.ts';
 import { RECIPIENT_METHODS } from './methods.ts';
 import { laterNotLost } from './outcome.ts';
-import {
-  alertWithToken,
-  listRecipients,
-  type RecipientHandlerDeps,
-  registerRecipient,
-  revokeRecipient,
-  sendWithToken,
-} from './recipient-handlers.ts';
-import type { RecipientStore } from './recipients.ts';
-
-export interface RecipientDeps {
-  gateway: BotApiGateway;
-  client: BotApiClient;
-  recipients: RecipientStore;
-}
 
 /**
  * JSON bodies in this scope with a duplicate key refused at any depth: what a token may send is
@@ -46,10 +30,9 @@ function strictJson(app: FastifyInstance, maxDepth: number): void {
 export async function recipientRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
-  { gateway, client, recipients }: RecipientDeps,
+  relay: TelegramRelay,
 ): Promise<void> {
   const cfg = ctx.config.telegram;
-  const d: RecipientHandlerDeps = { cfg, base: ctx.urls.telegram, gateway, client, recipients };
   const tags = ['telegram'];
   const manage = ctx.limiter.hook('telegram-recipients', cfg.recipientRateLimit);
   const messages = ctx.limiter.hook('telegram-ip', cfg.rateLimit);
@@ -80,19 +63,19 @@ export async function recipientRoutes(
       // Checked by hand below (no coercion: a chat id must not become something else).
       validatorCompiler: () => (data: unknown) => ({ value: data }),
     },
-    (req, reply) => registerRecipient(d, req, reply),
+    relay.handler((r) => (req, reply) => r.registerRecipient(r.recipient, req, reply)),
   );
 
   app.get(
     `${MOUNT}/recipients`,
     { onRequest: manage, schema: { summary: "List your bot's recipient tokens (never the tokens)", tags } },
-    (req, reply) => listRecipients(d, req, reply),
+    relay.handler((r) => (req, reply) => r.listRecipients(r.recipient, req, reply)),
   );
 
   app.delete<{ Params: { id: string } }>(
     `${MOUNT}/recipients/:id`,
     { onRequest: manage, schema: { summary: 'Revoke a recipient token at once, on every instance', tags } },
-    (req) => revokeRecipient(d, req),
+    relay.handler((r) => (req) => r.revokeRecipient(r.recipient, req)),
   );
 
   app.post<{ Params: { token: string } }>(
@@ -106,7 +89,7 @@ export async function recipientRoutes(
         tags,
       },
     },
-    (req, reply) => sendWithToken(d, req, reply),
+    relay.handler((r) => (req, reply) => r.sendWithToken(r.recipient, req, reply)),
   );
 
   app.post<{ Params: { token: string } }>(
@@ -126,6 +109,6 @@ export async function recipientRoutes(
         tags,
       },
     },
-    (req, reply) => alertWithToken(d, req, reply),
+    relay.handler((r) => (req, reply) => r.alertWithToken(r.recipient, req, reply)),
   );
 }

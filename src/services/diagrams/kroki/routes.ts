@@ -7,19 +7,19 @@
 // of plantuml-server's routes have the same shapes (/{fmt}/{index}/{encoded}, POST /{fmt}/{index},
 // POST /{fmt}): a first segment that is not a Kroki type goes to them, as a type was a static
 // segment that won over their parameter before. Static routes (/health, /coder, /uml...) still win.
-// This is the route table; the handlers are in handlers.ts.
+// This is the route table; the handlers are in handlers.ts, loaded with the renderer on the first
+// Kroki request (infra/http/lazy.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
+import { type LazyImpl, lazyImpl } from '../../../infra/http/lazy.ts';
 import { docOnly } from '../../../infra/http/openapi.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
 import type { PlantumlEngine } from '../plantuml/engine.ts';
 import { ENCODED, type PlantumlServerRoutes, SERVER_FORMATS } from '../plantuml/routes.ts';
-import { type KrokiDeps, type KrokiReq, renderEncoded, renderJson, renderPosted } from './handlers.ts';
-import { health } from './health.ts';
+import type { KrokiDeps, KrokiReq } from './handlers.ts';
 import { LANGUAGES, type Language } from './languages.ts';
 import type { DiagramRenderer } from './renderer.ts';
 import { krokiStatus, sendKrokiError } from './reply.ts';
-import { httpOf } from './request.ts';
 
 type Params = { type: string; fmt?: string; encoded?: string };
 type Req = FastifyRequest<{ Params: Params }>;
@@ -28,8 +28,13 @@ type Req = FastifyRequest<{ Params: Params }>;
 const byType = new Map<string, Language>(LANGUAGES.map((l) => [l.type, l]));
 const krokiType = (type: string) => byType.get(type);
 
-/** Every failure in Kroki's shape (the route family's own envelope), chosen by Accept. */
-const guard =
+/**
+ * Every failure in Kroki's shape (the route family's own envelope), chosen by Accept. `httpOf` maps
+ * a renderer failure onto its HTTP error (the loaded handlers' own; before they load, no failure
+ * can be the renderer's).
+ */
+const guarded =
+  (httpOf: (err: unknown) => unknown) =>
   <R extends FastifyRequest, A extends unknown[]>(
     fn: (req: R, reply: FastifyReply, ...a: A) => Promise<FastifyReply>,
   ) =>
@@ -71,23 +76,40 @@ export async function krokiRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
   engine: PlantumlEngine,
-  renderer: DiagramRenderer,
+  renderer: LazyImpl<DiagramRenderer>,
   server: PlantumlServerRoutes,
 ): Promise<void> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
-  const d: KrokiDeps = {
-    cfg,
-    jsonMaxDepth: ctx.config.server.jsonMaxDepth,
-    engine,
-    renderer,
-    memos: ctx.local(DIAGRAM_MEMOS),
-    lane: ctx.lane,
-  };
+  const kroki = lazyImpl('Kroki rendering', async () => {
+    const [r, handlers, { health }, { httpOf }] = await Promise.all([
+      renderer.get(),
+      import('./handlers.ts'),
+      import('./health.ts'),
+      import('./request.ts'),
+    ]);
+    const d: KrokiDeps = {
+      cfg,
+      jsonMaxDepth: ctx.config.server.jsonMaxDepth,
+      engine,
+      renderer: r,
+      memos: ctx.local(DIAGRAM_MEMOS),
+      lane: ctx.lane,
+    };
+    return { ...handlers, health: () => health(ctx, engine, r), httpOf, d };
+  });
+  const guard = guarded((err) => kroki.value?.httpOf(err) ?? err);
+  const load = () => kroki.value ?? kroki.get();
 
   // plantuml-server's routes answer their errors in their own envelope: only Kroki's are guarded.
-  const krokiEncoded = guard((req: KrokiReq, reply, lang: Language) => renderEncoded(d, lang, req, reply));
-  const krokiPosted = guard((req: KrokiReq, reply, lang: Language) => renderPosted(d, lang, req, reply));
+  const krokiEncoded = guard(async (req: KrokiReq, reply, lang: Language) => {
+    const k = await load();
+    return k.renderEncoded(k.d, lang, req, reply);
+  });
+  const krokiPosted = guard(async (req: KrokiReq, reply, lang: Language) => {
+    const k = await load();
+    return k.renderPosted(k.d, lang, req, reply);
+  });
   const encoded = (req: Req, reply: FastifyReply) => {
     const { type, fmt, encoded } = req.params;
     const lang = krokiType(type);
@@ -132,7 +154,10 @@ export async function krokiRoutes(
         tags: ['diagrams'],
       },
     },
-    guard((req, reply) => renderJson(d, req, reply)),
+    guard(async (req, reply) => {
+      const k = await load();
+      return k.renderJson(k.d, req, reply);
+    }),
   );
 
   const healthDoc = {
@@ -144,6 +169,6 @@ export async function krokiRoutes(
       reply
         .type('application/health+json')
         .header('cache-control', 'no-cache')
-        .send(JSON.stringify(await health(ctx, engine, renderer))),
+        .send(JSON.stringify(await (await load()).health())),
     );
 }
