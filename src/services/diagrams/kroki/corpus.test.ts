@@ -51,7 +51,12 @@ describe('Kroki sample corpus', { timeout: 900_000, concurrency: 4 }, () => {
   let available: Map<string, { available: boolean; reason?: string }>;
   before(async () => {
     app = await buildTestServer({
-      overrides: { diagrams: { prestart: false, workers: 1, timeoutMs: 60_000 } },
+      // One Chromium and no spare render process: the samples are about what each engine draws, and
+      // with four at once a second browser started and a spare loaded the engines again (CPU that
+      // drew nothing new). The pools' sizes are tested in browser.test.ts and process-pool.test.ts.
+      overrides: {
+        diagrams: { prestart: false, workers: 1, timeoutMs: 60_000, mermaidBrowsers: 1, renderSpares: 0 },
+      },
     });
     const h = await app.inject({ url: '/plantuml/health' });
     assert.equal(h.statusCode, 200);
