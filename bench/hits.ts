@@ -180,8 +180,8 @@ try {
       `${h.name}: CPU us/answer rounds ${['devutil', 'bare'].map((n) => `${n} ${cpu[n]!.map((v) => v.toFixed(1)).join('/')}`).join('; ')}`,
     );
     byCpu.push({
-      metric: `${h.name}, CPU per answer`,
-      unit: 'us',
+      metric: h.name,
+      unit: 'us CPU',
       devutil: median(cpu['devutil']!),
       anchor: median(cpu['bare']!),
       higherIsBetter: false,

@@ -1,8 +1,8 @@
 // A response head the fast lane (fast-lane.ts) writes many times: its fixed header lines are checked
 // and rendered once, and each answer adds only its own values (request id, Expires, rate-limit
 // counts). res.writeHead(status, array) checks every name and value against the token and
-// field-value patterns on every answer and concatenates them anew: on the hit rows that was a
-// third of the lane's own CPU (bench/hits.ts).
+// field-value patterns on every answer and concatenates them anew: for a proxy hit's 12 headers
+// about 1.3 us of CPU on Node 26, against 0.2 us this way (ServerResponse included in both).
 //
 // How: writeHead without headers writes the response's own header table without checking it (it
 // was checked as it was filled, by setHeader). The lane hands it a table of two fields: the request
@@ -16,7 +16,10 @@
 import type { ServerResponse } from 'node:http';
 import { nodeHttp } from './node-http.ts';
 
-/** Header names Node acts on when it writes a head (besides Content-Length): never pre-rendered. */
+/**
+ * Header names Node acts on when it writes a head (besides Content-Length), and X-Request-Id, which
+ * write() puts first itself: never pre-rendered.
+ */
 const NODE_READS = new Set([
   'connection',
   'transfer-encoding',
@@ -97,10 +100,10 @@ export class RawHead {
   }
 
   /**
-   * writeHead(status) with X-Request-Id `id` first, then `lines` (this answer's own, rendered
-   * "\r\nname: value", plain values only), the fixed lines and Content-Length (`length`, else the
-   * fixed one). False, having written nothing, where this cannot be done (another runtime, headers
-   * already set on `res`).
+   * writeHead(status) with X-Request-Id `id` first (a plain token: request-id.ts), then `lines`
+   * (this answer's own, rendered "\r\nname: value", numbers and dates only), the fixed lines and
+   * Content-Length (`length`, else the fixed one). False, having written nothing, where this
+   * cannot be done (another runtime, headers already set on `res`).
    */
   write(res: ServerResponse, status: number, id: string, lines: string, length = this.length): boolean {
     const key = tableOf(res);
