@@ -4,7 +4,9 @@
 // them as a static file. One devutil with its defaults (byte budget on; rate limits off, as in the
 // other benches), the upstreams a local stand-in (test/fixtures/proxy/internet.ts). Rounds
 // alternate the three servers row by row so load drift on a shared machine hits all alike; medians
-// are reported. Targets (issue 35): >= 0.9x bare node for the IP, diagrams and the proxy hit,
+// are reported, and each server's CPU per request (user+system of its own process, from /proc: on a
+// busy machine steadier than req/s; nginx is left out there, its workers being other processes).
+// Targets (issue 35): >= 0.9x bare node for the IP, diagrams and the proxy hit,
 // >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
 //   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -15,7 +17,17 @@ import plantumlEncoder from 'plantuml-encoder';
 import { serveFile, startInternet } from '../test/fixtures/proxy/internet.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { tempDir } from '../test/helpers/server.ts';
-import { header, invalid, median, report, startDevutil, startNginx, type WrkResult, wrk } from './lib.ts';
+import {
+  cpuSecondsOf,
+  header,
+  invalid,
+  median,
+  report,
+  startDevutil,
+  startNginx,
+  type WrkResult,
+  wrk,
+} from './lib.ts';
 
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 5);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -137,12 +149,20 @@ const servers = [
 try {
   const byBare: Parameters<typeof report>[2] = [];
   const byNginx: Parameters<typeof report>[2] = [];
+  const byCpu: Parameters<typeof report>[2] = [];
   for (const h of hits) {
     const runs: Record<string, WrkResult[]> = { devutil: [], bare: [], nginx: [] };
+    /** Microseconds of the server process's CPU per answer, per round (devutil and bare). */
+    const cpu: Record<string, number[]> = { devutil: [], bare: [] };
     for (const s of servers) wrk(s.url + h.path, { durationSec: 1, connections: h.connections });
     for (let i = 0; i < ROUNDS; i++)
-      for (const s of i % 2 ? [...servers].reverse() : servers)
-        runs[s.name]!.push(wrk(s.url + h.path, { durationSec, connections: h.connections }));
+      for (const s of i % 2 ? [...servers].reverse() : servers) {
+        const before = s.name in cpu ? cpuSecondsOf(s.pid) : 0;
+        const r = wrk(s.url + h.path, { durationSec, connections: h.connections });
+        runs[s.name]!.push(r);
+        if (s.name in cpu && r.requests > 0)
+          cpu[s.name]!.push(((cpuSecondsOf(s.pid) - before) / r.requests) * 1e6);
+      }
     const rps = (n: string) => median(runs[n]!.map((r) => r.rps));
     console.log(
       `${h.name}: req/s rounds ${servers.map((s) => `${s.name} ${runs[s.name]!.map((r) => r.rps.toFixed(0)).join('/')}`).join('; ')}`,
@@ -156,6 +176,19 @@ try {
       ...(h.bare ? { target: h.bare } : {}),
       invalid: invalid({ devutil: runs['devutil'], bare: runs['bare'] }),
     });
+    console.log(
+      `${h.name}: CPU us/answer rounds ${['devutil', 'bare'].map((n) => `${n} ${cpu[n]!.map((v) => v.toFixed(1)).join('/')}`).join('; ')}`,
+    );
+    byCpu.push({
+      metric: h.name,
+      unit: 'us CPU',
+      devutil: median(cpu['devutil']!),
+      anchor: median(cpu['bare']!),
+      higherIsBetter: false,
+      // >= 0.9x bare's throughput per CPU: at most 1/0.9 of its CPU per answer.
+      ...(h.bare ? { target: Number((1 / h.bare).toFixed(2)) } : {}),
+      invalid: invalid({ devutil: runs['devutil'], bare: runs['bare'] }),
+    });
     byNginx.push({
       metric: h.name,
       unit: 'req/s',
@@ -167,6 +200,7 @@ try {
     });
   }
   report(`hits vs bare node:http sending the same bytes (median of ${ROUNDS})`, 'bare node', byBare);
+  report(`CPU per answer vs bare node:http (median of ${ROUNDS})`, 'bare node', byCpu);
   report(`hits vs nginx serving the same bytes as a file (median of ${ROUNDS})`, 'nginx', byNginx);
 } finally {
   bareProc.kill();

@@ -6,6 +6,7 @@ import type { Charge } from '../limits/rate-limit.ts';
 import type { Subjects } from '../observe/usage/usage.ts';
 import type { PreparedResponse } from './prepared-response.ts';
 import { contentRange } from './range.ts';
+import type { RawHead } from './raw-head.ts';
 
 /** What a route says about an answer it lets the lane repeat (FastLane.remember). */
 export interface RememberOptions {
@@ -59,6 +60,9 @@ export interface Entry {
   /** The 200's and the 304's whole header arrays, reused by the lane for answers without per-client headers. */
   sent200?: string[];
   sent304?: string[];
+  /** The 200's and the 304's prepared heads (raw-head.ts; null: written with writeHead), made on first use. */
+  raw200?: RawHead | null;
+  raw304?: RawHead | null;
 }
 
 /** Made anew for every answer: never repeated. */

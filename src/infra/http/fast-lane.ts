@@ -27,6 +27,7 @@ import type { Drain } from './drain.ts';
 import { type Entry, entryOf, MemoTable, partialHead, type RememberOptions } from './fast-lane-memo.ts';
 import type { PreparedResponse } from './prepared-response.ts';
 import { rangeOf } from './range.ts';
+import { RawHead } from './raw-head.ts';
 import type { RequestIds } from './request-id.ts';
 
 export type { RememberOptions } from './fast-lane-memo.ts';
@@ -90,6 +91,8 @@ export class FastLane {
   private lastMaxAge = -1;
   private lastExpires = '';
   private warned = false;
+  /** Live answers' prepared heads, by the header array a route answers with (its constants). */
+  private readonly liveHeads = new WeakMap<readonly string[], RawHead | null>();
   private installed = false;
   /** Answers the lane sent itself (status pages, tests). */
   answered = 0;
@@ -215,12 +218,15 @@ export class FastLane {
       if (!d) return false;
     }
     const id = this.o.ids(h['x-request-id']);
-    const out = this.headers(id, d, rate, null, 0);
-    out.push('x-content-type-options', 'nosniff');
-    for (let i = 0; i < a.headers.length; i++) out.push(a.headers[i]!);
     const size = Buffer.byteLength(a.body);
-    out.push('content-length', String(size));
-    res.writeHead(200, out);
+    const raw = this.o.drain.draining ? null : this.liveHead(a.headers);
+    if (!raw?.write(res, 200, id, this.lines(d, rate, null, 0), String(size))) {
+      const out = this.headers(id, d, rate, null, 0);
+      out.push('x-content-type-options', 'nosniff');
+      for (let i = 0; i < a.headers.length; i++) out.push(a.headers[i]!);
+      out.push('content-length', String(size));
+      res.writeHead(200, out);
+    }
     if (method === 'HEAD') res.end();
     else res.end(a.body);
     this.done(req, res, url, id, route.svc, route.route, 200, ip, started, null, size);
@@ -262,7 +268,10 @@ export class FastLane {
     const id = this.o.ids(h['x-request-id']);
     const part = range?.kind === 'single' ? range : null;
     const status = pre === 'not-modified' ? 304 : part ? 206 : 200;
-    if (d === null && !part && !this.o.drain.draining)
+    const raw = part || this.o.drain.draining ? null : this.entryHead(e, status === 304);
+    if (raw?.write(res, status, id, this.lines(d, rate, e.expiresIn, now))) {
+      // written from the prepared head
+    } else if (d === null && !part && !this.o.drain.draining)
       res.writeHead(status, this.reused(e, status === 304, id, now));
     else {
       const out = this.headers(id, d, rate, e.expiresIn, now);
@@ -305,6 +314,35 @@ export class FastLane {
       sock[kPeer] = ip;
     }
     return ip;
+  }
+
+  /** The entry's prepared head for a 200 or a 304 (raw-head.ts), made on its first use. */
+  private entryHead(e: Entry, notModified: boolean): RawHead | null {
+    if (notModified) {
+      if (e.raw304 === undefined) e.raw304 = RawHead.of(e.notModified);
+      return e.raw304;
+    }
+    if (e.raw200 === undefined) e.raw200 = RawHead.of(e.head);
+    return e.raw200;
+  }
+
+  /** A live route's prepared head for the header array it answered with. */
+  private liveHead(headers: readonly string[]): RawHead | null {
+    let raw = this.liveHeads.get(headers);
+    if (raw === undefined) {
+      raw = RawHead.of(['x-content-type-options', 'nosniff', ...headers]);
+      this.liveHeads.set(headers, raw);
+    }
+    return raw;
+  }
+
+  /** headers() after the request id, rendered as RawHead.write takes them (numbers and a date only). */
+  private lines(d: Decision | null, rate: Rate | null, expiresIn: number | null, now: number): string {
+    let s = '';
+    if (d && rate)
+      s = `\r\nratelimit-limit: ${d.limit}\r\nratelimit-remaining: ${d.remaining}\r\nratelimit-reset: ${d.resetSec}\r\nratelimit-policy: ${d.limit};w=${Math.ceil(rate.windowMs / 1000)}`;
+    if (expiresIn !== null) s += `\r\nexpires: ${this.expires(expiresIn, now)}`;
+    return s;
   }
 
   /**
