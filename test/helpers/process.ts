@@ -101,19 +101,27 @@ async function startOnce(
     },
   );
   const until = Date.now() + startTimeoutMs;
+  // What the probes last saw, for the error: a refused connection, a probe past its deadline, a status.
+  let lastProbe = 'no probe yet';
+  let probes = 0;
   for (;;) {
     if (proc.exitCode !== null)
       throw new Error(`devutil exited early (${proc.exitCode}):\n${out.slice(-2000)}`);
     try {
+      probes++;
       // Each probe has its own deadline: a process that accepts and never answers is not up.
       const r = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) });
       if (r.ok) break;
-    } catch {
-      /* not yet */
+      lastProbe = `HTTP ${r.status}: ${(await r.text()).slice(0, 200)}`;
+    } catch (err) {
+      const cause = (err as { cause?: unknown }).cause;
+      lastProbe = `${String(err)}${cause ? ` (cause: ${String(cause)})` : ''}`;
     }
     if (Date.now() > until) {
       proc.kill('SIGKILL');
-      throw new Error(`devutil did not come up on ${port}:\n${out.slice(-2000)}`);
+      throw new Error(
+        `devutil did not come up on ${port} (${probes} probes, the last: ${lastProbe}):\n${out.slice(-2000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
