@@ -22,15 +22,19 @@ const IDLE_SEC = Number(process.env['BENCH_IDLE_SEC'] ?? 20);
 const MiB = 2 ** 20;
 const enc = (s: string) => deflateSync(s, { level: 9 }).toString('base64url');
 
-/** PSS and the private part of it (bytes; NaN once the process is gone). */
-function pssOf(pid: number): { pss: number; priv: number } {
+/** RSS, PSS and the private part of it (bytes; NaN once the process is gone). */
+function pssOf(pid: number): { rss: number; pss: number; priv: number } {
   let text = '';
   try {
     text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
   } catch {}
   const kb = (field: string) =>
     Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { pss: kb('Pss') * 1024, priv: (kb('Private_Clean') + kb('Private_Dirty')) * 1024 };
+  return {
+    rss: kb('Rss') * 1024,
+    pss: kb('Pss') * 1024,
+    priv: (kb('Private_Clean') + kb('Private_Dirty')) * 1024,
+  };
 }
 
 /** What a process of the tree is, from its command line. */
@@ -52,20 +56,21 @@ interface Weight {
   /**
    * PSS by role with the process count, and the private part: a process's share of the pages it
    * shares (the node or java binary, the class archive) moves with how many other processes map
-   * them, on this machine too, so PSS can grow or shrink while the process itself does not.
+   * them, on this machine too, so PSS can grow or shrink while the process itself does not. RSS
+   * counts every page a process maps once per process: the idle cap is checked on both.
    */
-  by: Map<string, { pss: number; priv: number; n: number }>;
+  by: Map<string, { rss: number; pss: number; priv: number; n: number }>;
 }
 
 function weigh(root: number): Weight {
-  const by = new Map<string, { pss: number; priv: number; n: number }>();
+  const by = new Map<string, { rss: number; pss: number; priv: number; n: number }>();
   const rss = treeSum(root, rssOf);
   const pss = treeSum(root, (p) => {
     const v = pssOf(p);
     if (Number.isFinite(v.pss)) {
       const r = role(p, root);
-      const e = by.get(r) ?? { pss: 0, priv: 0, n: 0 };
-      by.set(r, { pss: e.pss + v.pss, priv: e.priv + v.priv, n: e.n + 1 });
+      const e = by.get(r) ?? { rss: 0, pss: 0, priv: 0, n: 0 };
+      by.set(r, { rss: e.rss + v.rss, pss: e.pss + v.pss, priv: e.priv + v.priv, n: e.n + 1 });
     }
     return v.pss;
   });
@@ -76,7 +81,10 @@ const withoutChromium = (w: Weight) => w.pss - (w.by.get('chromium')?.pss ?? 0);
 
 function print(label: string, w: Weight): void {
   const parts = [...w.by]
-    .map(([r, v]) => `${r} x${v.n} ${(v.pss / MiB).toFixed(0)} (private ${(v.priv / MiB).toFixed(0)})`)
+    .map(
+      ([r, v]) =>
+        `${r} x${v.n} ${(v.pss / MiB).toFixed(0)} (private ${(v.priv / MiB).toFixed(0)}, RSS ${(v.rss / MiB).toFixed(0)})`,
+    )
     .join(', ');
   console.log(
     `# ${label}: RSS ${(w.rss / MiB).toFixed(0)} MiB, PSS ${(w.pss / MiB).toFixed(0)} MiB (${parts})`,

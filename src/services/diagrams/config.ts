@@ -35,9 +35,11 @@ export const diagramsSection = {
     min: 64 * 1024 ** 2,
     doc: 'heap cap (-Xmx) of each worker, shared by its render threads (C4/stdlib diagrams thrash a smaller heap)',
   }),
-  workerInitialHeap: bytes(32 * 1024 ** 2, {
+  // 8 MiB, not 32: the heap grows to what a burst needs within its first renders (no measurable CPU
+  // per render), and -Xms is also the floor the idle collection shrinks the heap back to.
+  workerInitialHeap: bytes(8 * 1024 ** 2, {
     min: 0,
-    doc: "heap each worker starts with (-Xms); it grows up to the worker heap as renders need it (0 = Java's own default, 1/64 of the machine's memory: 120 MiB resident in an idle worker on 24 GiB)",
+    doc: "heap each worker starts with (-Xms) and shrinks back towards after a burst, once renders stop; it grows up to the worker heap as renders need it (0 = Java's own default, 1/64 of the machine's memory: 120 MiB resident in an idle worker on 24 GiB)",
   }),
   // Kept by default: a JVM start and its JIT warm-up cost the next diagram seconds. A server that
   // draws PlantUML now and then sets it to return the JVM's memory (issue 35).

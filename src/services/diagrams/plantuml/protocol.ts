@@ -28,10 +28,20 @@ export interface IncludeRecord {
 export interface WorkerReply {
   /**
    * The request this answers; 0 for the hello and the end of the warm-up; the fetch id for a
-   * fetch frame; the render given up on for an "abandoned" frame.
+   * fetch frame; the render given up on for an "abandoned" frame; 0 for an idle collection.
    */
   id: number;
-  status: 'ok' | 'error' | 'nodiagram' | 'badindex' | 'exception' | 'fetch' | 'abandoned' | 'warmed' | 'pong';
+  status:
+    | 'ok'
+    | 'error'
+    | 'nodiagram'
+    | 'badindex'
+    | 'exception'
+    | 'fetch'
+    | 'abandoned'
+    | 'warmed'
+    | 'pong'
+    | 'idle-gc';
   /** The URL a fetch frame asks for. */
   url?: string;
   /** URLs fetched while this request was in flight (set by worker.ts, not by the JVM). */
@@ -50,6 +60,9 @@ export interface WorkerReply {
   broken?: string;
   /** The kernel thread id of an abandoned render's thread. */
   tid?: number;
+  /** An idle collection: the JVM's committed heap before and after it (bytes). */
+  heapBefore?: number;
+  heapAfter?: number;
   /** Engine facts (hello and info replies). */
   version?: string;
   compileTime?: number;
@@ -86,6 +99,7 @@ const STATUSES = new Set([
   'abandoned',
   'warmed',
   'pong',
+  'idle-gc',
 ]);
 
 /** A reply frame: u32 request id (0 = hello), u32 meta length, meta lines, body. */
@@ -114,6 +128,8 @@ export function parseReply(frame: Buffer): WorkerReply {
       case 'compileTime':
       case 'oom':
       case 'tid':
+      case 'heapBefore':
+      case 'heapAfter':
         reply[key] = Number(value);
         break;
       case 'description':

@@ -108,6 +108,7 @@ public final class DevutilPlantumlWorker {
                 }
                 warmUp(i);
             }
+            renders.lastBusy = System.nanoTime(); // what the warm-up grew is collected after it
             final Reply warmed = new Reply();
             warmed.put("status", "warmed");
             try {
@@ -118,6 +119,7 @@ public final class DevutilPlantumlWorker {
         }, "devutil-warm-up");
         warm.setDaemon(true);
         warm.start();
+        renders.startIdleGc();
 
         while (true) {
             final int len;
@@ -156,6 +158,32 @@ public final class DevutilPlantumlWorker {
     /** A child process (`dot`) this much older than the render timeout belongs to an abandoned render. */
     private static final long TIMEOUT_MS = Long.getLong("devutil.timeoutMs", 10_000L);
     private static final long STALE_CHILD_MS = TIMEOUT_MS + 2_000L;
+    /** Renders stopped this long: the heap is collected and shrunk once (0: never). */
+    private static final long IDLE_GC_MS = Long.getLong("devutil.idleGcMs", 30_000L);
+
+    private static void shrinkHeap() {
+        final com.sun.management.HotSpotDiagnosticMXBean vm =
+            java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);
+        String min = null;
+        String max = null;
+        try {
+            min = vm.getVMOption("MinHeapFreeRatio").getValue();
+            max = vm.getVMOption("MaxHeapFreeRatio").getValue();
+            vm.setVMOption("MinHeapFreeRatio", "0"); // first: Max may never go under Min
+            vm.setVMOption("MaxHeapFreeRatio", "10");
+            System.gc();
+        } catch (RuntimeException e) {
+            System.gc(); // a JVM without the flags: a plain collection
+        } finally {
+            try {
+                if (max != null) vm.setVMOption("MaxHeapFreeRatio", max);
+                if (min != null) vm.setVMOption("MinHeapFreeRatio", min);
+            } catch (RuntimeException e) {
+                // left as they were set: renders then collect a little more often
+            }
+        }
+    }
+
     private static final com.sun.management.ThreadMXBean THREADS =
         (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
 
@@ -190,6 +218,8 @@ public final class DevutilPlantumlWorker {
         final ConcurrentHashMap<Integer, Task> running = new ConcurrentHashMap<>();
         /** Renders in flight that are not abandoned (the warm-up waits for none). */
         final AtomicInteger active = new AtomicInteger();
+        /** When the last render ended (or was submitted); the idle collection waits from there. */
+        volatile long lastBusy = System.nanoTime();
 
         Renders(int threads) {
             for (int i = 0; i < threads; i++) startThread();
@@ -199,6 +229,7 @@ public final class DevutilPlantumlWorker {
         }
 
         void submit(int id, byte[] frame) {
+            lastBusy = System.nanoTime();
             active.incrementAndGet();
             queue.add(new Task(id, frame));
         }
@@ -243,6 +274,7 @@ public final class DevutilPlantumlWorker {
                     running.remove(task.id);
                     if (!task.abandoned) active.decrementAndGet();
                 }
+                lastBusy = System.nanoTime();
                 Thread.interrupted(); // an interrupt that came too late must not reach the next render
                 try {
                     write(out, task.id, reply);
@@ -272,6 +304,45 @@ public final class DevutilPlantumlWorker {
             } catch (IOException e) {
                 System.exit(1);
             }
+        }
+
+        /**
+         * Gives the heap back once renders have stopped for IDLE_GC_MS (issue 35): a burst grows
+         * the heap (committed and resident) to several times what the engine keeps live, and the
+         * serial collector only shrinks it when a full collection finds most of it free. So, once
+         * per idle spell, a full collection runs with the shrink thresholds at their lowest (they
+         * are manageable flags; -XX:-ShrinkHeapInSteps lets one collection shrink all the way),
+         * and the thresholds go back for the renders to come. The heap never goes under -Xms.
+         * The server hears the committed heap before and after.
+         */
+        void startIdleGc() {
+            if (IDLE_GC_MS <= 0) return;
+            final Thread t = new Thread(() -> {
+                long done = lastBusy; // idle since the start: the warm-up's end counts as busy
+                while (true) {
+                    try {
+                        Thread.sleep(Math.min(1000L, IDLE_GC_MS));
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    final long busy = lastBusy;
+                    if (busy == done || active.get() > 0 || !queue.isEmpty()) continue;
+                    if (System.nanoTime() - busy < IDLE_GC_MS * 1_000_000L) continue;
+                    done = busy;
+                    final Reply r = new Reply();
+                    r.put("status", "idle-gc");
+                    r.put("heapBefore", Runtime.getRuntime().totalMemory());
+                    shrinkHeap();
+                    r.put("heapAfter", Runtime.getRuntime().totalMemory());
+                    try {
+                        write(out, 0, r);
+                    } catch (IOException e) {
+                        System.exit(1);
+                    }
+                }
+            }, "devutil-idle-gc");
+            t.setDaemon(true);
+            t.start();
         }
 
         /** Kills the `dot` processes of abandoned renders (see STALE_CHILD_MS). */
