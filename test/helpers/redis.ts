@@ -14,9 +14,17 @@ export interface RedisHandle {
   signal(sig: NodeJS.Signals): void;
 }
 
-async function waitForPort(port: number, ms = 5000): Promise<void> {
+/**
+ * Until `port` accepts connections. `proc`, the server that should listen there: an exit ends the
+ * wait at once. The deadline allows a start on a loaded machine (5 s was once too short in CI).
+ */
+async function waitForPort(port: number, proc?: ChildProcess, ms = 30_000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
+    if (proc && (proc.exitCode !== null || proc.signalCode !== null))
+      throw new Error(
+        `redis-server for port ${port} exited (${proc.exitCode ?? proc.signalCode}) before it listened`,
+      );
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.once('connect', () => {
@@ -26,7 +34,7 @@ async function waitForPort(port: number, ms = 5000): Promise<void> {
       s.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`redis-server did not listen on ${port}`);
+    if (Date.now() > until) throw new Error(`redis-server did not listen on ${port} in ${ms} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -44,7 +52,13 @@ export async function startRedis(o: { password?: string } = {}): Promise<RedisHa
         stdio: 'ignore',
       },
     );
-    await waitForPort(port);
+    try {
+      await waitForPort(port, proc);
+    } catch (err) {
+      // Not left running: its handle would keep the test file's process alive to the run's budget.
+      proc.kill('SIGKILL');
+      throw err;
+    }
   };
   const stop = () =>
     new Promise<void>((resolve) => {
@@ -159,7 +173,7 @@ export async function startSentinels(
       const p = { port, proc };
       procs.push(p);
       data.push(p);
-      await waitForPort(port);
+      await waitForPort(port, proc);
       return p;
     };
     const primary = await node([]);
@@ -184,7 +198,7 @@ export async function startSentinels(
       const p = { port, proc };
       procs.push(p);
       sentinels.push(p);
-      await waitForPort(port);
+      await waitForPort(port, proc);
     }
     const sentinelClients = sentinels.map((s) => client(s.port, o.sentinelPassword ?? ''));
     const ask = (i: number, ...args: string[]) =>
