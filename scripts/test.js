@@ -312,23 +312,21 @@ if (tier !== 'paths') {
   prebuild.on('exit', () => cpuSince());
 }
 
-function runFile(file) {
+/**
+ * Runs node with `argv` in `cwd` as key `key` of `running`, in a process group of its own, within
+ * `budget` seconds: past it SIGTERM, then SIGKILL to the group. Resolves once it ended, with its exit,
+ * whether it timed out, its wall ms, its CPU (itself and all it started and reaped) and its output.
+ */
+function runChild(key, argv, cwd, budget) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const budget = budgetSec(file);
-    // The file itself, not `node --test file`: node:test runs a file's tests when it is executed, and
-    // `--test` costs a second Node process per file (the parent that spawns the file and reports for
-    // it; it runs no --import, so tsx loads in the file's process only): measured on 15 fast-tier
-    // files, 0.36 CPU-s per file on Node 26, 0.30 on Node 20. The exit code says the same: non-zero
-    // on a failing test or hook, a top-level throw, an error after the tests.
-    const e = entryOf(file);
-    const child = spawn(process.execPath, [...e.argv, '--test-reporter=spec', e.path], {
-      cwd: e.cwd,
+    const child = spawn(process.execPath, argv, {
+      cwd,
       detached: true, // its own process group: a timeout stops the file and everything it started
       stdio: ['ignore', 'pipe', 'pipe'],
       env: childEnv,
     });
-    running.set(file, { child, t0 });
+    running.set(key, { child, t0 });
     const chunks = [];
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));
@@ -353,13 +351,25 @@ function runFile(file) {
       clearTimeout(killer);
       // Whatever the file started and left behind goes with it.
       killGroup(child, 'SIGKILL');
-      running.delete(file);
+      running.delete(key);
       for (const wake of waiting.splice(0)) wake();
-      const ms = Date.now() - t0;
-      const status = timedOut ? 'timed out' : code === 0 && !signal ? 'passed' : 'failed';
-      resolve({ file, status, ms, cpu, budget, output: Buffer.concat(chunks).toString('utf8') });
+      const ok = code === 0 && !signal && !timedOut;
+      resolve({ ok, timedOut, ms: Date.now() - t0, cpu, output: Buffer.concat(chunks).toString('utf8') });
     });
   });
+}
+
+async function runFile(file) {
+  const budget = budgetSec(file);
+  // The file itself, not `node --test file`: node:test runs a file's tests when it is executed, and
+  // `--test` costs a second Node process per file (the parent that spawns the file and reports for
+  // it; it runs no --import, so tsx loads in the file's process only): measured on 15 fast-tier
+  // files, 0.36 CPU-s per file on Node 26, 0.30 on Node 20. The exit code says the same: non-zero
+  // on a failing test or hook, a top-level throw, an error after the tests.
+  const e = entryOf(file);
+  const r = await runChild(file, [...e.argv, '--test-reporter=spec', e.path], e.cwd, budget);
+  const status = r.timedOut ? 'timed out' : r.ok ? 'passed' : 'failed';
+  return { file, status, ms: r.ms, cpu: r.cpu, budget, output: r.output };
 }
 
 /** `file`'s part of a batch's spec output: from the end of the previous file's suite to the end of its own. */
@@ -386,83 +396,37 @@ function batchParts(output, names) {
 }
 
 /** Runs `files` in one process (scripts/test-batch.js); resolves to one result per file and the batch's. */
-function runBatch(key, files) {
-  return new Promise((resolve) => {
-    const t0 = Date.now();
-    const budget = fileTimeoutSec;
-    const entries = files.map(entryOf);
-    const cwd = entries[0].cwd;
-    const names = entries.map((e) => relative(cwd, resolvePath(cwd, e.path)));
-    const child = spawn(
-      process.execPath,
-      [...entries[0].argv, '--test-reporter=spec', join(root, 'scripts/test-batch.js'), ...names],
-      { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
-    );
-    running.set(key, { child, t0 });
-    const chunks = [];
-    child.stdout.on('data', (c) => chunks.push(c));
-    child.stderr.on('data', (c) => chunks.push(c));
-    let timedOut = false;
-    let killer;
-    let cpu;
-    child.on('exit', () => {
-      cpu = cpuSince();
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        child.kill('SIGTERM');
-      } catch {
-        /* gone */
-      }
-      killer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
-    }, budget * 1000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      clearTimeout(killer);
-      killGroup(child, 'SIGKILL');
-      running.delete(key);
-      for (const wake of waiting.splice(0)) wake();
-      const ms = Date.now() - t0;
-      const output = Buffer.concat(chunks).toString('utf8');
-      const ok = code === 0 && !signal && !timedOut;
-      const parts = batchParts(output, names);
-      // Each file's share of the batch's CPU: its suite's time, plus an even part of the rest (node's
-      // start, loading the modules, the files' evaluation).
-      const inSuites = [...parts.values()].reduce((s, p) => s + (p.ms ?? 0), 0);
-      const rest = Math.max(0, ms - inSuites) / files.length;
-      const perFile = files.map((file, i) => {
-        const p = parts.get(names[i]);
-        // A file is as good as its suite's line says, unless the batch as a whole failed with no
-        // suite to blame (an error after the tests, a handle left open past the budget).
-        const status = timedOut
-          ? 'timed out'
-          : p.done && p.ok && (ok || [...parts.values()].some((q) => q.done && !q.ok))
-            ? 'passed'
-            : 'failed';
-        const share = ((p.ms ?? 0) + rest) / Math.max(ms, inSuites, 1);
-        return {
-          file,
-          status,
-          ms: Math.round(p.ms ?? ms / files.length),
-          cpu: cpu === undefined ? undefined : cpu * share,
-          budget,
-          output: p.output,
-          batch: key,
-        };
-      });
-      resolve({
-        key,
-        files,
-        status: timedOut ? 'timed out' : ok ? 'passed' : 'failed',
-        ms,
-        cpu,
-        budget,
-        output,
-        perFile,
-      });
-    });
+async function runBatch(key, files) {
+  const budget = fileTimeoutSec;
+  const entries = files.map(entryOf);
+  const cwd = entries[0].cwd;
+  const names = entries.map((e) => relative(cwd, resolvePath(cwd, e.path)));
+  const argv = [...entries[0].argv, '--test-reporter=spec', join(root, 'scripts/test-batch.js'), ...names];
+  const { ok, timedOut, ms, cpu, output } = await runChild(key, argv, cwd, budget);
+  const parts = batchParts(output, names);
+  const blamed = [...parts.values()].some((q) => q.done && !q.ok);
+  // Each file's share of the batch's CPU: its suite's time, plus an even part of the rest (node's
+  // start, loading the modules, the files' evaluation).
+  const inSuites = [...parts.values()].reduce((s, p) => s + (p.ms ?? 0), 0);
+  const rest = Math.max(0, ms - inSuites) / files.length;
+  const perFile = files.map((file, i) => {
+    const p = parts.get(names[i]);
+    // A file is as good as its suite's line says, unless the batch as a whole failed with no
+    // suite to blame (an error after the tests, a handle left open past the budget).
+    const status = timedOut ? 'timed out' : p.done && p.ok && (ok || blamed) ? 'passed' : 'failed';
+    const share = ((p.ms ?? 0) + rest) / Math.max(ms, inSuites, 1);
+    return {
+      file,
+      status,
+      ms: Math.round(p.ms ?? ms / files.length),
+      cpu: cpu === undefined ? undefined : cpu * share,
+      budget,
+      output: p.output,
+      batch: key,
+    };
   });
+  const status = timedOut ? 'timed out' : ok ? 'passed' : 'failed';
+  return { key, files, status, ms, cpu, budget, output, perFile };
 }
 
 function reportBatch(b) {

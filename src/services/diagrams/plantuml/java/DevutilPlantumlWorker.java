@@ -111,11 +111,7 @@ public final class DevutilPlantumlWorker {
             renders.lastBusy = System.nanoTime(); // what the warm-up grew is collected after it
             final Reply warmed = new Reply();
             warmed.put("status", "warmed");
-            try {
-                write(out, 0, warmed);
-            } catch (IOException e) {
-                System.exit(1);
-            }
+            send(out, 0, warmed);
         }, "devutil-warm-up");
         warm.setDaemon(true);
         warm.start();
@@ -276,11 +272,7 @@ public final class DevutilPlantumlWorker {
                 }
                 lastBusy = System.nanoTime();
                 Thread.interrupted(); // an interrupt that came too late must not reach the next render
-                try {
-                    write(out, task.id, reply);
-                } catch (IOException e) {
-                    System.exit(1); // the server closed the pipe
-                }
+                send(out, task.id, reply);
                 if (task.abandoned) return; // its replacement is running; this thread's priority is low
             }
         }
@@ -299,11 +291,7 @@ public final class DevutilPlantumlWorker {
             final Reply r = new Reply();
             r.put("status", "abandoned");
             r.put("tid", task.tid);
-            try {
-                write(out, id, r);
-            } catch (IOException e) {
-                System.exit(1);
-            }
+            send(out, id, r);
         }
 
         /**
@@ -334,11 +322,7 @@ public final class DevutilPlantumlWorker {
                     r.put("heapBefore", Runtime.getRuntime().totalMemory());
                     shrinkHeap();
                     r.put("heapAfter", Runtime.getRuntime().totalMemory());
-                    try {
-                        write(out, 0, r);
-                    } catch (IOException e) {
-                        System.exit(1);
-                    }
+                    send(out, 0, r);
                 }
             }, "devutil-idle-gc");
             t.setDaemon(true);
@@ -645,6 +629,15 @@ public final class DevutilPlantumlWorker {
             new SourceStringReader(source).outputImage(new ByteArrayOutputStream(), 0, new FileFormatOption(f));
         } catch (Throwable t) {
             System.err.println("devutil worker: warm-up failed: " + t);
+        }
+    }
+
+    /** write() from a thread of its own: a pipe the server closed ends the worker. */
+    private static void send(DataOutputStream out, int id, Reply reply) {
+        try {
+            write(out, id, reply);
+        } catch (IOException e) {
+            System.exit(1); // the server closed the pipe
         }
     }
 
