@@ -99,6 +99,13 @@ export interface SentinelGroup {
   stop(): Promise<void>;
 }
 
+/**
+ * How long the group may take to settle (start, promote, sync). A group needs about 5 s to start on
+ * an idle machine (its sentinels find each other by a hello every 2 s); CI runs it beside other
+ * files, and a start once ran out of 20 s there.
+ */
+const UNTIL_MS = 60_000;
+
 interface Proc {
   port: number;
   proc: ChildProcess;
@@ -129,6 +136,9 @@ export async function startSentinels(
   const data: Proc[] = [];
   const sentinels: Proc[] = [];
   const admin: InstanceType<typeof Redis>[] = [];
+  // Admin clients of the group: a dropped or refused connection is tried again (a node being
+  // failed over, a connect lost on a loaded machine), and no command waits more than 5 s, so a
+  // poll below always gets back to its deadline.
   const client = (port: number, pass: string) => {
     const c = new Redis({
       port,
@@ -136,7 +146,8 @@ export async function startSentinels(
       password: pass || undefined,
       lazyConnect: true,
       maxRetriesPerRequest: 1,
-      retryStrategy: () => null,
+      retryStrategy: () => 200,
+      commandTimeout: 5_000,
     });
     c.on('error', () => {});
     admin.push(c);
@@ -203,9 +214,29 @@ export async function startSentinels(
     const sentinelClients = sentinels.map((s) => client(s.port, o.sentinelPassword ?? ''));
     const ask = (i: number, ...args: string[]) =>
       (sentinelClients[i] as InstanceType<typeof Redis>).call('SENTINEL', ...args) as Promise<unknown>;
-    // A sentinel that is still starting or electing answers with errors: poll through them.
-    const until = (what: string, test: () => Promise<boolean>) =>
-      waitFor(() => test().catch(() => false), `sentinel test group: ${what}`, 20_000);
+    // A sentinel that is still starting or electing answers with errors: poll through them. A test
+    // answers true, or what it still misses; a wait that runs out says what it saw last.
+    const until = async (what: string, test: () => Promise<true | string>) => {
+      let last = 'nothing yet';
+      const started = Date.now();
+      try {
+        const held = async () => {
+          try {
+            const r = await test();
+            if (r === true) return true;
+            last = r;
+          } catch (err) {
+            last = `error: ${(err as Error).message}`;
+          }
+          return false;
+        };
+        await waitFor(held, `sentinel test group: ${what}`, UNTIL_MS);
+      } catch {
+        throw new Error(
+          `sentinel test group: ${what}: not after ${Date.now() - started} ms; last seen: ${last}`,
+        );
+      }
+    };
     const fields = (row: unknown): Record<string, string> => {
       const out: Record<string, string> = {};
       const a = row as string[];
@@ -217,8 +248,10 @@ export async function startSentinels(
     await until('sentinels see the replica and each other', async () => {
       for (let i = 0; i < 3; i++) {
         const reps = ((await ask(i, 'replicas', name)) as unknown[]).map(fields);
-        if (!reps.some((r) => r['flags'] === 'slave' && r['master-link-status'] === 'ok')) return false;
-        if (((await ask(i, 'sentinels', name)) as unknown[]).length < 2) return false;
+        if (!reps.some((r) => r['flags'] === 'slave' && r['master-link-status'] === 'ok'))
+          return `sentinel ${i} sees replicas ${JSON.stringify(reps.map((r) => [r['port'], r['flags'], r['master-link-status']]))}`;
+        const others = ((await ask(i, 'sentinels', name)) as unknown[]).length;
+        if (others < 2) return `sentinel ${i} knows ${others} other sentinels`;
       }
       return true;
     });
@@ -243,10 +276,13 @@ export async function startSentinels(
       let to = from;
       await until('a replica promoted', async () => {
         to = await primaryPort();
-        if (to === from) return false;
-        for (let i = 1; i < 3; i++)
-          if (Number(((await ask(i, 'get-master-addr-by-name', name)) as string[])[1]) !== to) return false;
-        return (await info(to))['role'] === 'master';
+        if (to === from) return `sentinel 0 still names ${from}`;
+        for (let i = 1; i < 3; i++) {
+          const named = Number(((await ask(i, 'get-master-addr-by-name', name)) as string[])[1]);
+          if (named !== to) return `sentinel 0 names ${to}, sentinel ${i} ${named}`;
+        }
+        const role = (await info(to))['role'];
+        return role === 'master' || `${to} is still a ${role}`;
       });
       return { from, to };
     };
@@ -259,10 +295,11 @@ export async function startSentinels(
         await until('replicas in sync', async () => {
           const p = await info(await primaryPort());
           const n = Number(p['connected_slaves'] ?? 0);
-          if (n < 1) return false;
+          if (n < 1) return 'no replica connected';
           for (let i = 0; i < n; i++) {
             const r = Object.fromEntries((p[`slave${i}`] ?? '').split(',').map((kv) => kv.split('=')));
-            if (r['state'] !== 'online' || r['offset'] !== p['master_repl_offset']) return false;
+            if (r['state'] !== 'online' || r['offset'] !== p['master_repl_offset'])
+              return `replica ${i} ${r['state']} at ${r['offset']} of ${p['master_repl_offset']}`;
           }
           return true;
         });
