@@ -1,7 +1,9 @@
 // One body fetched once and read by many while it arrives: the writer appends to a file, any number
 // of readers stream byte ranges of it as they are written, and the last byte of the body is held
 // back from every reader until the writer seals the body as good (a digest checked, a length
-// matched). A body that fails is never completed for anyone: readers get the error instead of the
+// matched). A reader that keeps up is handed the appended chunks themselves from memory (the latest
+// RECENT bytes stay there), so a client as fast as the source never waits for the file write nor
+// reads the file back; one that falls behind reads the file. A body that fails is never completed for anyone: readers get the error instead of the
 // end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
 // from their descriptor either way.
 import { EventEmitter } from 'node:events';
@@ -16,10 +18,21 @@ const HIGH_WATER = 4 * 1024 * 1024;
 /** Bytes each reader reads from the file per step. */
 const READ_CHUNK = 256 * 1024;
 
+/** Bytes of the latest appended chunks kept in memory for the readers that keep up. */
+const RECENT = 1024 * 1024;
+
+/** A piece from memory shorter than this is sent together with what follows it (one copy, one write). */
+const MERGE = 4096;
+
 export class Spool {
   readonly path: string;
-  /** Bytes appended so far (all of them on disk). */
+  /** Bytes in the file so far (appended and written). */
   written = 0;
+  /** Bytes appended so far (in the file or queued for it). */
+  private appended = 0;
+  /** The latest appended chunks, oldest first, and the body offset of each. */
+  private recent: { at: number; buf: Buffer }[] = [];
+  private recentBytes = 0;
   private state: State = 'writing';
   private failure: Error | null = null;
   private readonly events = new EventEmitter();
@@ -66,9 +79,18 @@ export class Spool {
   append(chunk: Buffer): Promise<void> {
     if (this.state !== 'writing') return Promise.reject(new Error('spool is closed for writing'));
     if (this.writeError) return Promise.reject(this.writeError);
+    if (chunk.length === 0) return Promise.resolve();
     this.queue.push(chunk);
     this.queued += chunk.length;
+    this.recent.push({ at: this.appended, buf: chunk });
+    this.appended += chunk.length;
+    this.recentBytes += chunk.length;
+    // The newest chunk always stays, however large.
+    while (this.recent.length > 1 && this.recentBytes - (this.recent[0]?.buf.length ?? 0) >= RECENT)
+      this.recentBytes -= this.recent.shift()?.buf.length ?? 0;
     this.flush();
+    // Readers waiting at the end take the new bytes from memory now.
+    this.events.emit('progress');
     if (this.queued < HIGH_WATER) return Promise.resolve();
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject, below: HIGH_WATER }));
   }
@@ -144,6 +166,8 @@ export class Spool {
     if (this.state !== 'writing') return;
     this.state = 'failed';
     this.queue = [];
+    this.recent = [];
+    this.recentBytes = 0;
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.failure = err;
     this.closeWriter();
@@ -189,15 +213,16 @@ export class Spool {
             stream.destroy(this.failure ?? new Error('spool failed'));
             return;
           }
-          const last = end ?? (this.state === 'sealed' ? this.written - 1 : Number.POSITIVE_INFINITY);
+          const sealed = this.state === 'sealed';
+          const last = end ?? (sealed ? this.written - 1 : Number.POSITIVE_INFINITY);
           if (pos > last) {
             stream.push(null);
             return;
           }
-          // Readable now: everything written, less the held-back last byte while unsealed.
-          const limit = Math.min(last + 1, this.state === 'sealed' ? this.written : this.written - 1);
+          // Readable now: everything appended, less the held-back last byte while unsealed.
+          const limit = Math.min(last + 1, sealed ? this.appended : this.appended - 1);
           if (pos >= limit) {
-            if (this.state === 'sealed') {
+            if (sealed) {
               // Sealed shorter than the range asked for: the caller's range was wrong.
               stream.destroy(new Error('range past the end of the body'));
               return;
@@ -205,7 +230,18 @@ export class Spool {
             this.events.once('progress', step);
             return;
           }
-          const n = Math.min(READ_CHUNK, limit - pos);
+          const mem = this.fromMemory(pos, limit);
+          if (mem) {
+            pos += mem.length;
+            stream.push(mem);
+            return;
+          }
+          // Behind the bytes kept in memory: from the file, as far as it is written.
+          const n = Math.min(READ_CHUNK, Math.min(limit, this.written) - pos);
+          if (n <= 0) {
+            this.events.once('progress', step);
+            return;
+          }
           const buf = Buffer.allocUnsafe(n);
           read(this.rfd, buf, 0, n, pos, (err, got) => {
             if (err) return stream.destroy(err);
@@ -223,6 +259,31 @@ export class Spool {
     });
     stream.once('end', release);
     return stream;
+  }
+
+  /**
+   * Bytes from `pos` (before `limit`) out of the chunks kept in memory, or null when `pos` is older
+   * than they are. No copy, unless a short piece is joined with what follows it.
+   */
+  private fromMemory(pos: number, limit: number): Buffer | null {
+    const r = this.recent;
+    const first = r[0];
+    if (!first || pos < first.at) return null;
+    // A reader that keeps up is near the end: look from there.
+    let i = r.length - 1;
+    while (i > 0 && (r[i]?.at ?? 0) > pos) i--;
+    const pieces: Buffer[] = [];
+    let size = 0;
+    for (; i < r.length && size < MERGE; i++) {
+      const c = r[i] as { at: number; buf: Buffer };
+      if (c.at >= limit) break;
+      const from = pos + size - c.at;
+      const piece = c.buf.subarray(from, Math.min(c.buf.length, limit - c.at));
+      pieces.push(piece);
+      size += piece.length;
+    }
+    if (size === 0) return null;
+    return pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces, size);
   }
 
   /** The writer is done with the file (sealed or failed) and hands it on: no more appends. */
