@@ -154,4 +154,37 @@ describe('Spool', { timeout: 30_000 }, () => {
     assert.ok(late.bytes().equals(body));
     s.done();
   });
+
+  it('holds the writer back to a reader that keeps up, and lets a stalled reader go', async () => {
+    const s = await Spool.create(join(tempDir(), 'f'));
+    const r = s.reader(0);
+    const got: Buffer[] = [];
+    r.on('data', (c: Buffer) => got.push(c));
+    const chunk = (i: number) => Buffer.alloc(64 * 1024, i % 251);
+    await s.append(chunk(0));
+    await waitFor(() => got.length > 0, 'the reader to start');
+    r.pause();
+    // Far below the file's high-water mark: only the paused reader can hold the writer back.
+    let waited = 0;
+    const chunks = [chunk(0)];
+    for (let i = 1; i < 48; i++) {
+      chunks.push(chunk(i));
+      const p = s.append(chunks[i] as Buffer);
+      let settled = false;
+      void p.then(() => {
+        settled = true;
+      });
+      await new Promise((res) => setImmediate(res));
+      if (!settled) waited++;
+      await p; // the stalled reader is let go: the writer goes on
+    }
+    assert.ok(waited > 0, 'the writer waited for its reader');
+    await s.drain();
+    s.seal();
+    const ended = new Promise((res) => r.once('end', res));
+    r.resume();
+    await ended;
+    assert.ok(Buffer.concat(got).equals(Buffer.concat(chunks)));
+    s.done();
+  });
 });

@@ -2,8 +2,10 @@
 // of readers stream byte ranges of it as they are written, and the last byte of the body is held
 // back from every reader until the writer seals the body as good (a digest checked, a length
 // matched). A reader that keeps up is handed the appended chunks themselves from memory (the latest
-// RECENT bytes stay there), so a client as fast as the source never waits for the file write nor
-// reads the file back; one that falls behind reads the file. A body that fails is never completed for anyone: readers get the error instead of the
+// RECENT bytes stay there), so it never waits for the file write nor reads the file back; the writer
+// is held back to the pace of the fastest such reader (as a tee would be), but never for long: a
+// reader that stops reading is let go after PACE_WAIT_MS and reads the file from then on, until it
+// catches up again. A body that fails is never completed for anyone: readers get the error instead of the
 // end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
 // from their descriptor either way.
 import { EventEmitter } from 'node:events';
@@ -11,6 +13,8 @@ import { close, open, read, unlink, writev } from 'node:fs';
 import { Readable } from 'node:stream';
 
 type State = 'writing' | 'sealed' | 'failed';
+
+const RESOLVED = Promise.resolve();
 
 /** Bytes queued for the file before append() makes its caller wait. */
 const HIGH_WATER = 4 * 1024 * 1024;
@@ -20,6 +24,15 @@ const READ_CHUNK = 256 * 1024;
 
 /** Bytes of the latest appended chunks kept in memory for the readers that keep up. */
 const RECENT = 1024 * 1024;
+
+/**
+ * How far the writer may get ahead of its fastest reader: half the bytes kept in memory, so that
+ * reader still finds the bytes it needs there after the writer's next chunk.
+ */
+const LEAD = RECENT / 2;
+
+/** Longest the writer waits for its fastest reader to come back within LEAD bytes of it. */
+const PACE_WAIT_MS = 1000;
 
 /** A piece from memory shorter than this is sent together with what follows it (one copy, one write). */
 const MERGE = 4096;
@@ -33,6 +46,10 @@ export class Spool {
   /** The latest appended chunks, oldest first, and the body offset of each. */
   private recent: { at: number; buf: Buffer }[] = [];
   private recentBytes = 0;
+  /** Where each open reader is; `paces` while it reads from memory (and has not been let go). */
+  private cursors = new Set<{ pos: number; paces: boolean }>();
+  /** The writer waiting for its fastest reader, if it is. */
+  private pacing: { resolve: () => void; timer: NodeJS.Timeout } | null = null;
   private state: State = 'writing';
   private failure: Error | null = null;
   private readonly events = new EventEmitter();
@@ -74,7 +91,8 @@ export class Spool {
   /**
    * Queues a chunk for the file. Chunks that arrive while a write runs go out together in the next
    * one (one writev instead of a thread-pool job per network chunk); the promise resolves at once
-   * unless more than HIGH_WATER bytes wait, so a fast source is held back, never buffered without end.
+   * unless more than HIGH_WATER bytes wait, so a fast source is held back, never buffered without end,
+   * or unless the fastest reader that keeps up is more than LEAD bytes behind (see pace()).
    */
   append(chunk: Buffer): Promise<void> {
     if (this.state !== 'writing') return Promise.reject(new Error('spool is closed for writing'));
@@ -91,8 +109,46 @@ export class Spool {
     this.flush();
     // Readers waiting at the end take the new bytes from memory now.
     this.events.emit('progress');
-    if (this.queued < HIGH_WATER) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject, below: HIGH_WATER }));
+    const paced = this.pace();
+    if (this.queued < HIGH_WATER) return paced;
+    const written = new Promise<void>((resolve, reject) =>
+      this.waiters.push({ resolve, reject, below: HIGH_WATER }),
+    );
+    return paced === RESOLVED ? written : Promise.all([written, paced]).then(() => {});
+  }
+
+  /**
+   * Resolves once the fastest reader that reads from memory is within LEAD bytes of the end, or at
+   * once without such a reader. After PACE_WAIT_MS the readers still behind are let go: they no
+   * longer hold the writer back (a client that stalls does not stall the fetch for everyone).
+   */
+  private pace(): Promise<void> {
+    if (!this.behind()) return RESOLVED;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        for (const c of this.cursors) if (this.appended - c.pos > LEAD) c.paces = false;
+        this.pacing = null;
+        resolve();
+      }, PACE_WAIT_MS);
+      timer.unref();
+      this.pacing = { resolve, timer };
+    });
+  }
+
+  /** Some reader paces the writer and the fastest of them is more than LEAD bytes behind. */
+  private behind(): boolean {
+    let lead = -1;
+    for (const c of this.cursors) if (c.paces && c.pos > lead) lead = c.pos;
+    return lead >= 0 && this.appended - lead > LEAD;
+  }
+
+  /** A reader moved on (or left): the writer waiting for it goes on once it no longer needs to. */
+  private moved(): void {
+    const p = this.pacing;
+    if (!p || this.behind()) return;
+    clearTimeout(p.timer);
+    this.pacing = null;
+    p.resolve();
   }
 
   /** Resolves once every appended byte is in the file (before a seal). */
@@ -168,6 +224,8 @@ export class Spool {
     this.queue = [];
     this.recent = [];
     this.recentBytes = 0;
+    this.cursors.clear();
+    this.moved();
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.failure = err;
     this.closeWriter();
@@ -197,12 +255,15 @@ export class Spool {
    */
   reader(start: number, end?: number): Readable {
     this.readers++;
-    let pos = start;
+    const cursor = { pos: start, paces: false };
+    this.cursors.add(cursor);
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
       this.readers--;
+      this.cursors.delete(cursor);
+      this.moved();
       this.maybeClose();
     };
     const stream = new Readable({
@@ -215,13 +276,14 @@ export class Spool {
           }
           const sealed = this.state === 'sealed';
           const last = end ?? (sealed ? this.written - 1 : Number.POSITIVE_INFINITY);
-          if (pos > last) {
+          if (cursor.pos > last) {
+            cursor.paces = false;
             stream.push(null);
             return;
           }
           // Readable now: everything appended, less the held-back last byte while unsealed.
           const limit = Math.min(last + 1, sealed ? this.appended : this.appended - 1);
-          if (pos >= limit) {
+          if (cursor.pos >= limit) {
             if (sealed) {
               // Sealed shorter than the range asked for: the caller's range was wrong.
               stream.destroy(new Error('range past the end of the body'));
@@ -230,24 +292,27 @@ export class Spool {
             this.events.once('progress', step);
             return;
           }
-          const mem = this.fromMemory(pos, limit);
+          const mem = this.fromMemory(cursor.pos, limit);
           if (mem) {
-            pos += mem.length;
+            cursor.pos += mem.length;
+            cursor.paces = true;
             stream.push(mem);
+            this.moved();
             return;
           }
           // Behind the bytes kept in memory: from the file, as far as it is written.
-          const n = Math.min(READ_CHUNK, Math.min(limit, this.written) - pos);
+          const n = Math.min(READ_CHUNK, Math.min(limit, this.written) - cursor.pos);
           if (n <= 0) {
             this.events.once('progress', step);
             return;
           }
           const buf = Buffer.allocUnsafe(n);
-          read(this.rfd, buf, 0, n, pos, (err, got) => {
+          read(this.rfd, buf, 0, n, cursor.pos, (err, got) => {
             if (err) return stream.destroy(err);
             if (got === 0) return stream.destroy(new Error('spool file shorter than written'));
-            pos += got;
+            cursor.pos += got;
             stream.push(got === n ? buf : buf.subarray(0, got));
+            this.moved();
           });
         };
         step();
