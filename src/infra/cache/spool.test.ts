@@ -187,4 +187,21 @@ describe('Spool', { timeout: 30_000 }, () => {
     assert.ok(Buffer.concat(got).equals(Buffer.concat(chunks)));
     s.done();
   });
+
+  it('with the size stated, holds back only the body\'s last byte and refuses bytes past it', async () => {
+    const s = await Spool.create(join(tempDir(), 'g'), { size: 11 });
+    const a = collect(s.reader(0));
+    await s.append(Buffer.from('hello '));
+    await waitFor(() => a.bytes().length >= 6, 'the reader to get the whole first chunk');
+    await s.append(Buffer.from('world'));
+    await waitFor(() => a.bytes().length >= 10, 'the reader to get ten bytes');
+    await tick();
+    assert.equal(a.bytes().toString(), 'hello worl');
+    await assert.rejects(s.append(Buffer.from('!')), /past its stated size/);
+    await s.drain();
+    s.seal();
+    await a.settled();
+    assert.equal(a.bytes().toString(), 'hello world');
+    s.done();
+  });
 });

@@ -58,15 +58,23 @@ export class Spool {
   private readers = 0;
   private writerDone = false;
 
-  private constructor(path: string, wfd: number, rfd: number) {
+  /** The body's length when known up front: only its very last byte is then held back. */
+  private readonly size: number | null;
+
+  private constructor(path: string, wfd: number, rfd: number, size: number | null) {
     this.path = path;
+    this.size = size;
     this.wfd = wfd;
     this.rfd = rfd;
     this.events.setMaxListeners(0);
   }
 
-  /** Creates the file (it must not exist) and opens it for appending and for the readers. */
-  static async create(path: string): Promise<Spool> {
+  /**
+   * Creates the file (it must not exist) and opens it for appending and for the readers. With the
+   * body's `size`, appends past it are refused and readers get every byte but the body's last one
+   * as soon as it is there; without, the last byte appended so far is held back.
+   */
+  static async create(path: string, o: { size?: number | null } = {}): Promise<Spool> {
     const wfd = await new Promise<number>((res, rej) => open(path, 'wx', (e, fd) => (e ? rej(e) : res(fd))));
     const rfd = await new Promise<number>((res, rej) =>
       open(path, 'r', (e, fd) => {
@@ -77,7 +85,7 @@ export class Spool {
         } else res(fd);
       }),
     );
-    return new Spool(path, wfd, rfd);
+    return new Spool(path, wfd, rfd, o.size ?? null);
   }
 
   get sealed(): boolean {
@@ -98,6 +106,8 @@ export class Spool {
     if (this.state !== 'writing') return Promise.reject(new Error('spool is closed for writing'));
     if (this.writeError) return Promise.reject(this.writeError);
     if (chunk.length === 0) return Promise.resolve();
+    if (this.size !== null && this.appended + chunk.length > this.size)
+      return Promise.reject(new Error('spool appended past its stated size'));
     this.queue.push(chunk);
     this.queued += chunk.length;
     this.recent.push({ at: this.appended, buf: chunk });
@@ -282,7 +292,7 @@ export class Spool {
             return;
           }
           // Readable now: everything appended, less the held-back last byte while unsealed.
-          const limit = Math.min(last + 1, sealed ? this.appended : this.appended - 1);
+          const limit = Math.min(last + 1, sealed ? this.appended : this.unsealedLimit());
           if (cursor.pos >= limit) {
             if (sealed) {
               // Sealed shorter than the range asked for: the caller's range was wrong.
@@ -324,6 +334,11 @@ export class Spool {
     });
     stream.once('end', release);
     return stream;
+  }
+
+  /** Bytes a reader may have before the seal: all appended but the body's (or the latest) last byte. */
+  private unsealedLimit(): number {
+    return this.size === null ? this.appended - 1 : Math.min(this.appended, this.size - 1);
   }
 
   /**

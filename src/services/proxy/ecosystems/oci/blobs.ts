@@ -198,7 +198,7 @@ export class Blobs {
     const path = (await this.store?.tempFile()) ?? join(this.spoolDir, randomUUID());
     let spool: Spool;
     try {
-      spool = await Spool.create(path);
+      spool = await Spool.create(path, { size });
     } catch (err) {
       res.body.destroy();
       throw err;
@@ -219,9 +219,12 @@ export class Blobs {
   ): Promise<boolean> {
     const hash = createHash(digest.algorithm);
     let problem: string | null = null;
+    // Bytes received (the spool's `written` counts only those already in the file).
+    let got = 0;
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
-        if (spool.written + chunk.length > (size ?? this.maxBytes)) {
+        got += chunk.length;
+        if (got > (size ?? this.maxBytes)) {
           problem =
             size === null ? `longer than ${humanBytes(this.maxBytes)}` : 'longer than its stated length';
           body.destroy();
