@@ -140,7 +140,6 @@ export class Spool {
         this.pacing = null;
         resolve();
       }, PACE_WAIT_MS);
-      timer.unref();
       this.pacing = { resolve, timer };
     });
   }
