@@ -5,8 +5,8 @@
 // RECENT bytes stay there), so it never waits for the file write nor reads the file back; the writer
 // is held back to the pace of the fastest such reader (as a tee would be), but never for long: a
 // reader that stops reading is let go after PACE_WAIT_MS and reads the file from then on, until it
-// catches up again. A body that fails is never completed for anyone: readers get the error instead of the
-// end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
+// catches up again. A body that fails is never completed for anyone: readers get the error instead
+// of the end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
 // from their descriptor either way.
 import { EventEmitter } from 'node:events';
 import { close, open, read, unlink, writev } from 'node:fs';
@@ -49,7 +49,7 @@ export class Spool {
   /** Where each open reader is; `paces` while it reads from memory (and has not been let go). */
   private cursors = new Set<{ pos: number; paces: boolean }>();
   /** The writer waiting for its fastest reader, if it is. */
-  private pacing: { resolve: () => void; timer: NodeJS.Timeout } | null = null;
+  private pacing: { done: Promise<void>; resolve: () => void; timer: NodeJS.Timeout } | null = null;
   private state: State = 'writing';
   private failure: Error | null = null;
   private readonly events = new EventEmitter();
@@ -134,14 +134,18 @@ export class Spool {
    */
   private pace(): Promise<void> {
     if (!this.behind()) return RESOLVED;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        for (const c of this.cursors) if (this.appended - c.pos > LEAD) c.paces = false;
-        this.pacing = null;
-        resolve();
-      }, PACE_WAIT_MS);
-      this.pacing = { resolve, timer };
+    if (this.pacing) return this.pacing.done;
+    let resolve = () => {};
+    const done = new Promise<void>((r) => {
+      resolve = r;
     });
+    const timer = setTimeout(() => {
+      for (const c of this.cursors) if (this.appended - c.pos > LEAD) c.paces = false;
+      this.pacing = null;
+      resolve();
+    }, PACE_WAIT_MS);
+    this.pacing = { done, resolve, timer };
+    return done;
   }
 
   /** Some reader paces the writer and the fastest of them is more than LEAD bytes behind. */
