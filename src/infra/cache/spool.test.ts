@@ -188,7 +188,7 @@ describe('Spool', { timeout: 30_000 }, () => {
     s.done();
   });
 
-  it('with the size stated, holds back only the body\'s last byte and refuses bytes past it', async () => {
+  it("with the size stated, holds back only the body's last byte and refuses bytes past it", async () => {
     const s = await Spool.create(join(tempDir(), 'g'), { size: 11 });
     const a = collect(s.reader(0));
     await s.append(Buffer.from('hello '));
