@@ -149,7 +149,7 @@ try {
     const cpu = treeCpuSeconds(dev.pid) - cpu0;
     cold.push({ devutil: d, upstream: up, bare: b });
     console.log(
-      `cold round ${i + 1}: upstream ${up.toFixed(3)} s, bare-Node relay ${b.toFixed(3)} s, through devutil ${d.toFixed(3)} s (devutil CPU ${cpu.toFixed(2)} s: TLS from the upstream, digest, spool write and read, send)`,
+      `cold round ${i + 1}: upstream ${up.toFixed(3)} s, bare-Node relay ${b.toFixed(3)} s, through devutil ${d.toFixed(3)} s (devutil CPU ${cpu.toFixed(2)} s: TLS from the upstream, digest, spool write, send)`,
     );
   }
   report(`cold pull of a ${SIZE / MiB} MiB blob, median of ${rounds}`, 'upstream alone', [

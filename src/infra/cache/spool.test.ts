@@ -1,5 +1,6 @@
 // The spool: many readers follow one body as it is written, the last byte waits for the seal, a
-// failed body ends no reader, and a sealed file handed to the cache keeps its open readers going.
+// failed body ends no reader, and a sealed file handed to the cache keeps its open readers going; a
+// reader that keeps up gets the appended chunks themselves, one that is behind reads the file.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -129,6 +130,78 @@ describe('Spool', { timeout: 30_000 }, () => {
     s.seal();
     await r.settled();
     assert.ok(r.bytes().equals(Buffer.concat(chunks)));
+    s.done();
+  });
+
+  it('hands a reader that keeps up the appended chunks themselves, and one far behind the file', async () => {
+    const s = await Spool.create(join(tempDir(), 'e'));
+    const live = collect(s.reader(0));
+    const first = Buffer.alloc(100_000, 1);
+    await s.append(first);
+    await waitFor(() => live.bytes().length >= first.length - 1, 'the live reader to get the first chunk');
+    assert.equal(live.got.chunks[0]?.buffer, first.buffer, 'the same memory, not a copy read back');
+    const chunks = [first, ...Array.from({ length: 60 }, (_, i) => Buffer.alloc(64 * 1024, i % 251))];
+    for (const c of chunks.slice(1)) await s.append(c);
+    await s.drain();
+    // Joins once the first megabytes left memory: reads them from the file, the rest as it can.
+    const late = collect(s.reader(0));
+    await waitFor(() => late.bytes().length >= 1000, 'the late reader to start');
+    assert.equal(late.got.ended, false, 'no end before the seal');
+    s.seal();
+    await Promise.all([live.settled(), late.settled()]);
+    const body = Buffer.concat(chunks);
+    assert.ok(live.bytes().equals(body));
+    assert.ok(late.bytes().equals(body));
+    s.done();
+  });
+
+  it('holds the writer back to a reader that keeps up, and lets a stalled reader go', async () => {
+    const s = await Spool.create(join(tempDir(), 'f'));
+    const r = s.reader(0);
+    const got: Buffer[] = [];
+    r.on('data', (c: Buffer) => got.push(c));
+    const chunk = (i: number) => Buffer.alloc(64 * 1024, i % 251);
+    await s.append(chunk(0));
+    await waitFor(() => got.length > 0, 'the reader to start');
+    r.pause();
+    // Far below the file's high-water mark: only the paused reader can hold the writer back.
+    let waited = 0;
+    const chunks = [chunk(0)];
+    for (let i = 1; i < 48; i++) {
+      chunks.push(chunk(i));
+      const p = s.append(chunks[i] as Buffer);
+      let settled = false;
+      void p.then(() => {
+        settled = true;
+      });
+      await new Promise((res) => setImmediate(res));
+      if (!settled) waited++;
+      await p; // the stalled reader is let go: the writer goes on
+    }
+    assert.ok(waited > 0, 'the writer waited for its reader');
+    await s.drain();
+    s.seal();
+    const ended = new Promise((res) => r.once('end', res));
+    r.resume();
+    await ended;
+    assert.ok(Buffer.concat(got).equals(Buffer.concat(chunks)));
+    s.done();
+  });
+
+  it("with the size stated, holds back only the body's last byte and refuses bytes past it", async () => {
+    const s = await Spool.create(join(tempDir(), 'g'), { size: 11 });
+    const a = collect(s.reader(0));
+    await s.append(Buffer.from('hello '));
+    await waitFor(() => a.bytes().length >= 6, 'the reader to get the whole first chunk');
+    await s.append(Buffer.from('world'));
+    await waitFor(() => a.bytes().length >= 10, 'the reader to get ten bytes');
+    await tick();
+    assert.equal(a.bytes().toString(), 'hello worl');
+    await assert.rejects(s.append(Buffer.from('!')), /past its stated size/);
+    await s.drain();
+    s.seal();
+    await a.settled();
+    assert.equal(a.bytes().toString(), 'hello world');
     s.done();
   });
 });

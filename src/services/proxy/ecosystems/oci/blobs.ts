@@ -1,9 +1,10 @@
 // Blobs (layers, configs) by digest. A blob is fetched from the registry once, however many clients
-// ask for it meanwhile: the body goes to a spool file that every client reads as it arrives, the
-// last byte held back until the whole body hashed to its digest (and had its stated length). Only
-// then is it sealed, released to the clients and handed to the shared cache; a body that does not
-// match is never cached and every client's transfer fails before its end. Cached blobs are served
-// from the cache with Range and If-None-Match.
+// ask for it meanwhile: the body goes to a spool file that every client follows as it arrives (from
+// memory while it keeps up, so the first client does not wait on the disk), the last byte held back
+// until the whole body hashed to its digest (and had its stated length). Only then is it sealed,
+// released to the clients and handed to the shared cache; a body that does not match is never cached
+// and every client's transfer fails before its end. Cached blobs are served from the cache with Range
+// and If-None-Match.
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -197,7 +198,7 @@ export class Blobs {
     const path = (await this.store?.tempFile()) ?? join(this.spoolDir, randomUUID());
     let spool: Spool;
     try {
-      spool = await Spool.create(path);
+      spool = await Spool.create(path, { size });
     } catch (err) {
       res.body.destroy();
       throw err;
@@ -218,16 +219,21 @@ export class Blobs {
   ): Promise<boolean> {
     const hash = createHash(digest.algorithm);
     let problem: string | null = null;
+    // Bytes received (the spool's `written` counts only those already in the file).
+    let got = 0;
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
-        if (spool.written + chunk.length > (size ?? this.maxBytes)) {
+        got += chunk.length;
+        if (got > (size ?? this.maxBytes)) {
           problem =
             size === null ? `longer than ${humanBytes(this.maxBytes)}` : 'longer than its stated length';
           body.destroy();
           break;
         }
+        // Queued first: a client that keeps up gets the chunk from memory while it is hashed.
+        const appended = spool.append(chunk);
         hash.update(chunk);
-        await spool.append(chunk);
+        await appended;
       }
       if (!problem) await spool.drain();
       if (!problem && size !== null && spool.written !== size)
