@@ -4,7 +4,7 @@
 // know) is left to the router. Real HTTP over loopback (inject() bypasses the lane); each case
 // calls from its own loopback address, so each has a rate-limit window of its own.
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { Agent, IncomingMessage, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
@@ -261,5 +261,45 @@ describe('the fast lane without rate limits', { timeout: 120_000 }, () => {
     }
     assert.equal(lane.app.ctx.lane.answered - before, 6, 'all six from the lane');
     assert.equal(ids.size, 6, 'each answer has its own request id');
+  });
+
+  it('settles a request it answers as Node does an empty one, and the connection serves the next', async () => {
+    // Node 26 can mark a request without a body read and closed without its events; the lane does
+    // that to requests it answers. A runtime without it leaves them as they were.
+    const settles =
+      typeof (IncomingMessage.prototype as { _dumpAndCloseReadable?: unknown })._dumpAndCloseReadable ===
+      'function';
+    const seen: { url: string; ended: boolean }[] = [];
+    const watch = (req: IncomingMessage) => seen.push({ url: req.url ?? '', ended: req.readableEnded });
+    const server = lane.app.server;
+    server.on('request', watch);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const before = lane.app.ctx.lane.answered;
+    try {
+      const sockets = new Set<unknown>();
+      for (const path of ['/rest/api/v1/ip', '/rest/api/v1/ip?format=text', '/healthz', '/rest/api/v1/ip']) {
+        const { status, socket } = await new Promise<{ status: number; socket: unknown }>(
+          (resolve, reject) => {
+            const r = request(`${lane.url}${path}`, { agent, localAddress: '127.0.0.9' }, (res) => {
+              res.resume();
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, socket: r.socket }));
+            });
+            r.on('error', reject);
+            r.end();
+          },
+        );
+        assert.equal(status, 200, path);
+        sockets.add(socket);
+      }
+      assert.equal(sockets.size, 1, 'one connection for all four');
+    } finally {
+      server.off('request', watch);
+      agent.destroy();
+    }
+    // Without a rate limit the lane answers all three caller-IP requests; /healthz is the router's.
+    assert.equal(lane.app.ctx.lane.answered - before, 3);
+    const byLane = seen.filter((s) => s.url.startsWith('/rest/'));
+    assert.equal(byLane.length, 3);
+    for (const s of byLane) assert.equal(s.ended, settles, s.url);
   });
 });

@@ -15,6 +15,7 @@
 // range.ts decides it; several ranges and a 416 are the router's.
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Rate } from '../config/schema.ts';
@@ -74,6 +75,23 @@ export interface FastLaneOptions {
   rewrite: ((host: string | undefined, url: string) => string) | null;
   /** URLs whose answers are remembered at once (default 10 000). */
   capacity?: number;
+}
+
+/**
+ * What Node's server does itself, with its optimizeEmptyRequests option (Node 26), to a request
+ * without a body: marks it read, ended and closed, without the 'end' and 'close' events and the
+ * ticks that emit them. The lane does it to a request it answers (a GET or HEAD without a body that
+ * nothing else sees), where the events had no listener: about 2% of a hit's CPU (profiles of the
+ * hit rows). A runtime without these methods leaves the request as it is.
+ */
+type Settled = IncomingMessage & { _dumpAndCloseReadable?: () => void; _read: (n: number) => void };
+function settle(req: IncomingMessage): void {
+  const r = req as Settled;
+  if (r._dumpAndCloseReadable === undefined) return;
+  r._dumpAndCloseReadable();
+  // As Node follows it: marks the request consumed (no dump after the answer) and keeps the
+  // connection reading the next request.
+  r._read(0);
 }
 
 const kRemember = Symbol('fast-lane remember');
@@ -227,6 +245,7 @@ export class FastLane {
       out.push('content-length', String(size));
       res.writeHead(200, out);
     }
+    settle(req);
     if (method === 'HEAD') res.end();
     else res.end(a.body);
     this.done(req, res, url, id, route.svc, route.route, 200, ip, started, null, size);
@@ -282,6 +301,7 @@ export class FastLane {
     }
     const body = part ? prepared.body.subarray(part.start, part.end + 1) : prepared.body;
     const bytes = status === 304 || method === 'HEAD' ? 0 : body.length;
+    settle(req);
     if (bytes) res.end(body);
     else res.end();
     o.onHit?.(status, ip, bytes, now);
