@@ -79,6 +79,43 @@ describe('broadcast over Redis pub/sub', { skip: toolSkip('redis-server') }, () 
     assert.deepEqual(seen, ['fine']);
   });
 
+  // ioredis's own resubscription left its SUBSCRIBE's promise unhandled: closing the bus while it
+  // ran (a shutdown just after Redis came back) was an unhandled rejection, which ends a process.
+  it('closes while it resubscribes after a reconnect without an unhandled rejection', async () => {
+    const redis = await connectRedis(urlTarget(server.url), log);
+    conns.push(redis);
+    await redisReady(redis);
+    // The bus's own subscriber connection, to close the bus the moment it is ready again.
+    let sub: Redis | undefined;
+    const duplicate = redis.duplicate.bind(redis);
+    redis.duplicate = ((o) => {
+      sub = duplicate(o);
+      return sub;
+    }) as typeof redis.duplicate;
+    const bus = createBroadcast(redis, 'test:', log);
+    bus.subscribe('closing', { message: () => {} });
+    assert.equal(await bus.ready(3000), true);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => void unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let readies = 0;
+      sub?.on('ready', () => {
+        readies++;
+        void bus.close();
+        // Before Redis's answer to the resubscription is read: the close finds it in flight.
+        sub?.stream.destroy();
+      });
+      await server.restart();
+      await waitFor(() => readies === 1, 'the subscriber to reconnect', 10_000);
+      // A rejection is reported once the ticks that follow it have run.
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(unhandled.map(String), []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('calls resync after a reconnect and keeps receiving', async () => {
     const a = await instance();
     const b = await instance();

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { resubscribeOnReconnect } from './redis.ts';
 
 export interface Subscription {
   /** A message from any instance, this one included (publish waits for this instance's handling). */
@@ -60,8 +61,9 @@ export function createBroadcast(redis: Redis | null, keyPrefix: string, logger: 
     lazyConnect: true,
     enableOfflineQueue: true,
     maxRetriesPerRequest: null,
-    autoResubscribe: true,
+    autoResubscribe: false,
   });
+  resubscribeOnReconnect(sub, () => [...subs.keys()].map((c) => prefix + c));
   sub.on('error', () => {}); // the command connection logs Redis being down
   let connected = false;
   sub.on('ready', () => {

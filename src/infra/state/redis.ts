@@ -141,9 +141,11 @@ function watchFailovers(redis: Redis, t: RedisTarget, logger: Logger, Client: ty
       ...(t.sentinelPassword ? { password: t.sentinelPassword } : {}),
       connectTimeout: 2000,
       retryStrategy: (times) => Math.min(200 * times, 2000),
+      autoResubscribe: false,
     });
     w.on('error', () => {}); // the data client reports Redis trouble; a sentinel away is not ours to log
     w.subscribe(...start, ...abort).catch(() => {});
+    resubscribeOnReconnect(w, () => [...start, ...abort]);
     w.on('message', (channel: string, message: string) => {
       if (!message.split(' ').includes(t.sentinelName)) return;
       if (abort.includes(channel)) {
@@ -174,6 +176,24 @@ function watchFailovers(redis: Redis, t: RedisTarget, logger: Logger, Client: ty
     stop();
     return quit(...args);
   }) as typeof redis.quit;
+}
+
+/**
+ * Keeps a subscriber connection subscribed to `channels()` after each reconnect. Make the client
+ * with `autoResubscribe: false`: ioredis's own resubscription leaves the SUBSCRIBE's promise
+ * unhandled, so a client closed while it ran (a shutdown just after Redis came back) raised an
+ * unhandled rejection, which ends a Node process. Here a failed SUBSCRIBE is dropped; the next
+ * reconnect sends it again. The first connection's subscriptions are the caller's own.
+ */
+export function resubscribeOnReconnect(client: Redis, channels: () => string[]): void {
+  let connected = false;
+  client.on('ready', () => {
+    if (connected) {
+      const list = channels();
+      if (list.length) client.subscribe(...list).catch(() => {});
+    }
+    connected = true;
+  });
 }
 
 /** Resolves once the first connection is ready, or rejects after `ms`. */
