@@ -7,7 +7,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ClassArchive } from '../src/services/diagrams/plantuml/cds.ts';
-import { buildWorker, defaultJar, detectJava } from '../src/services/diagrams/plantuml/java.ts';
+import {
+  buildWorker,
+  defaultJar,
+  detectJava,
+  NATIVE_TRIM_MS,
+} from '../src/services/diagrams/plantuml/java.ts';
 import { JavaWorker, javaArgs, type WorkerOptions } from '../src/services/diagrams/plantuml/worker.ts';
 import { tempDir } from '../test/helpers/server.ts';
 import { header, median } from './lib.ts';
@@ -37,6 +42,7 @@ const base: WorkerOptions = {
   urlAllowlist: [],
   limitSize: 4096,
   threads: 4,
+  ...(info.nativeTrim ? { trimNativeHeapMs: NATIVE_TRIM_MS } : {}),
 };
 const silent = { info() {}, warn() {} } as unknown as ConstructorParameters<typeof ClassArchive>[0]['log'];
 const archive = new ClassArchive({
@@ -58,6 +64,9 @@ const variants: Record<string, { archive: boolean; flags: string[] }> = {
   ParallelGC: { archive: true, flags: ['-XX:-UseSerialGC', '-XX:+UseParallelGC'] },
   '-XX:-UsePerfData': { archive: true, flags: ['-XX:-UsePerfData'] },
   '-XX:CICompilerCount=2': { archive: true, flags: ['-XX:CICompilerCount=2'] },
+  ...(info.nativeTrim
+    ? { 'no native trim': { archive: true, flags: ['-XX:TrimNativeHeapInterval=0'] } }
+    : {}),
 };
 // BENCH_JVM_FLAGS='{"name": ["-XX:..."]}' measures these instead (with the default beside them).
 const chosen = process.env['BENCH_JVM_FLAGS'];

@@ -7,6 +7,9 @@
 // The worker and its class archive are built in a directory kept between runs (as a server's data
 // directory keeps them): a first run's archive training JVM would count in its start-up tree.
 //   BENCH_IDLE_SEC (20): the idle settings the server gets (render processes, browser pool)
+//   BENCH_COLLECT_SEC (45): how long the idle trees are left alone before they are weighed again,
+//     for the server's own idle collections (the node process's heap after 10-14 s, the JVM's heap
+//     after 30 s and its native heap trimmed every 10 s)
 //   BENCH_JVM_IDLE_SEC (unset: the JVM is kept, as by default, and weighs in the idle tree)
 //   BENCH_JVM_INITIAL_HEAP (unset: the default; 0 = Java's own)
 //   MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: passed on to the server (deploy/devutil.service sets them)
@@ -19,6 +22,7 @@ import { startDevutilProcess } from '../test/helpers/process.ts';
 import { header, type Row, report, rssOf, treeSum } from './lib.ts';
 
 const IDLE_SEC = Number(process.env['BENCH_IDLE_SEC'] ?? 20);
+const COLLECT_SEC = Number(process.env['BENCH_COLLECT_SEC'] ?? 45);
 const MiB = 2 ** 20;
 const enc = (s: string) => deflateSync(s, { level: 9 }).toString('base64url');
 
@@ -142,6 +146,9 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     const start = await settled(root);
     print('after start-up', start);
+    await new Promise((r) => setTimeout(r, COLLECT_SEC * 1000));
+    const startIdle = await settled(root);
+    print(`after start-up and ${COLLECT_SEC} s more`, startIdle);
 
     const failed: string[] = [];
     let loaded: Weight | undefined;
@@ -171,6 +178,7 @@ async function main(): Promise<void> {
     if (!loaded) throw new Error('no diagram rendered');
     print('every engine loaded (the heaviest tree of the pass)', loaded);
 
+    const lastRequest = Date.now();
     const idleUntil = Date.now() + IDLE_SEC * 1000 + 60_000;
     await new Promise((r) => setTimeout(r, IDLE_SEC * 1000));
     let after = weigh(root);
@@ -186,8 +194,9 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 500));
       after = weigh(root);
     }
+    await new Promise((r) => setTimeout(r, Math.max(0, lastRequest + COLLECT_SEC * 1000 - Date.now())));
     after = await settled(root);
-    print('idle again', after);
+    print(`idle again (${COLLECT_SEC} s or more after the last request)`, after);
 
     const rows: Row[] = [
       { metric: 'RSS, every engine loaded', devutil: loaded.rss / MiB, anchor: start.rss / MiB },
@@ -203,6 +212,9 @@ async function main(): Promise<void> {
     const cap = (n: number) =>
       `${(n / MiB).toFixed(0)} MiB ${n <= 200 * MiB ? '<= 200 MET' : '> 200 NOT MET'}`;
     console.log(`idle tree after start-up: RSS ${cap(start.rss)}; PSS ${cap(start.pss)}`);
+    console.log(
+      `idle tree after start-up and ${COLLECT_SEC} s: RSS ${cap(startIdle.rss)}; PSS ${cap(startIdle.pss)}`,
+    );
     console.log(`idle tree after the idle settings: RSS ${cap(after.rss)}; PSS ${cap(after.pss)}`);
   } finally {
     await dev.stop();

@@ -116,6 +116,7 @@ export const ALONE = {
   'src/infra/media/sharp.test.ts':
     'a module hook that hides sharp from every later import in its process (test/repo/suite.test.ts: every file with a module hook)',
   'src/infra/http/lazy.test.ts': 'which modules a fresh process has loaded, through a module hook',
+  'src/infra/process/idle-gc.test.ts': "its own process's heap before and after a memory-reducing collection",
 };
 
 /**

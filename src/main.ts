@@ -8,6 +8,7 @@ import { type Background, ListenError, listenFailure, startBackground } from './
 import type { Config } from './config.ts';
 import { EXTRAS, extraInstallLine, missingExtras } from './infra/config/extras.ts';
 import { createLogger } from './infra/observe/logger.ts';
+import { startIdleCollection } from './infra/process/idle-gc.ts';
 import { type Prelaunched, prelaunch, workerCount } from './prelaunch.ts';
 import { type BuildOptions, buildServer } from './server.ts';
 
@@ -97,7 +98,14 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
         `optional extras not installed: ${missing.map((n) => EXTRAS[n].feature).join('; ')}`,
       );
   });
-  return waitForSignal(app, background, config, logger);
+  // The JavaScript heap a burst grew goes back once the server is idle (idle-gc.ts).
+  const idleGc = startIdleCollection((r) =>
+    logger.debug(
+      { heapBefore: r.before, heapAfter: r.after, ms: Math.round(r.ms), cpuMs: Math.round(r.cpuMs) },
+      'idle: collected the JavaScript heap',
+    ),
+  );
+  return waitForSignal(app, background, config, logger).finally(() => idleGc.stop());
 }
 
 /** Errors of a machine (or container) without IPv6: `::` cannot be bound at all. */

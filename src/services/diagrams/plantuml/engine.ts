@@ -15,7 +15,7 @@ import { ClassArchive } from './cds.ts';
 import { boundedDot } from './dot.ts';
 import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
-import { buildWorker, defaultJar, detectJavaCached, type JavaInfo } from './java.ts';
+import { buildWorker, defaultJar, detectJavaCached, type JavaInfo, NATIVE_TRIM_MS } from './java.ts';
 import { type PoolEvent, RenderTimeout, WorkerPool } from './pool.ts';
 import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
 import { engineProfile, type FetchAnswer, JavaWorker, javaArgs, type WorkerOptions } from './worker.ts';
@@ -243,6 +243,7 @@ export class PlantumlEngine {
         classDir,
         heapBytes: this.cfg.workerHeap,
         ...(this.cfg.workerInitialHeap ? { initialHeapBytes: this.cfg.workerInitialHeap } : {}),
+        ...(info.nativeTrim ? { trimNativeHeapMs: NATIVE_TRIM_MS } : {}),
         profile: this.cfg.securityProfile,
         urlAllowlist: this.cfg.urlAllowlist,
         limitSize: this.cfg.limitSize,

@@ -1,5 +1,6 @@
 // Java detection is remembered in the data directory until the launcher or the JDK changes.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -30,6 +31,23 @@ describe('Java detection cache', { skip: toolSkip('java', ['-version']), timeout
     utimesSync(java, later, later); // an update replaced the launcher
     assert.deepEqual(await detectJavaCached(java, dir), first);
     assert.equal(count(), 2);
+  });
+
+  it('asks whether the JVM takes the native trim flag, and starts without it where it is refused', async () => {
+    const dir = tempDir();
+    const takes = spawnSync('java', ['-XX:TrimNativeHeapInterval=1000', '-version']).status === 0;
+    assert.equal((await detectJavaCached('java', dir)).nativeTrim, takes);
+    // A launcher that refuses the flag as an older JVM does, and hands everything else over.
+    const java = join(dir, 'old-java');
+    writeFileSync(
+      java,
+      `#!/bin/sh\ncase "$*" in *TrimNativeHeapInterval*) echo "Unrecognized VM option 'TrimNativeHeapInterval=10000'" >&2; exit 1;; esac\nexec java "$@"\n`,
+    );
+    chmodSync(java, 0o755);
+    const info = await detectJavaCached(java, tempDir());
+    assert.equal(info.ok, true, info.reason);
+    assert.equal(info.nativeTrim, false);
+    assert.ok((info.major ?? 0) >= 17);
   });
 
   it('never remembers a missing Java', async () => {

@@ -1,7 +1,7 @@
 // The worker JVM's weight (issue 35): it starts with DEVUTIL_DIAGRAMS_WORKER_INITIAL_HEAP, not
 // Java's 1/64 of the machine, and after DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC without renders it exits,
 // returning its memory, and the next diagram starts one again; a kept JVM shrinks its heap back
-// after a burst once renders stop. Uses the run's shared build directory.
+// after a burst once renders stop, and trims its native heap where the JVM can. Uses the run's shared build directory.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import { workerJvmPids } from '../../../../test/helpers/jvm.ts';
 import { buildTestServer, sharedDiagramsBuild, tempDir } from '../../../../test/helpers/server.ts';
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
-import { buildWorker, defaultJar, detectJavaCached } from './java.ts';
+import { buildWorker, defaultJar, detectJavaCached, NATIVE_TRIM_MS } from './java.ts';
 import { JavaWorker } from './worker.ts';
 
 const workerPids = () => workerJvmPids();
@@ -44,6 +44,12 @@ describe('PlantUML worker weight', { skip: toolSkip('java', ['-version']), timeo
     assert.ok(pid, 'a worker JVM rendered it');
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     assert.ok(args.includes('-Xms48m'), `the initial heap is set: ${args.slice(0, 4).join(' ')}`);
+    const { nativeTrim } = await detectJavaCached('java', tempDir());
+    assert.equal(
+      args.includes(`-XX:TrimNativeHeapInterval=${NATIVE_TRIM_MS}`),
+      nativeTrim,
+      'the JVM trims its native heap where it can',
+    );
     await waitFor(() => !workerPids().includes(pid), 'the idle JVM to exit', 60_000, 200);
     assert.deepEqual(workerPids(), [], 'no JVM started in its place while nothing is asked');
     const next = await post('A -> B : after idle');

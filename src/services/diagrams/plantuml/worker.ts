@@ -52,6 +52,8 @@ export interface WorkerOptions {
   nice?: boolean;
   /** The `dot` the engine runs (GRAPHVIZ_DOT; dot.ts bounds it); absent: the engine finds its own. */
   dot?: string;
+  /** -XX:TrimNativeHeapInterval, ms (a JVM that has it: JavaInfo.nativeTrim); absent: none. */
+  trimNativeHeapMs?: number;
   /** More JVM flags (benchmarks try them one at a time). */
   jvmFlags?: readonly string[];
   onStderr?: (line: string) => void;
@@ -113,6 +115,7 @@ export function javaArgs(o: WorkerOptions): string[] {
     // A full collection that finds the heap mostly free shrinks it at once, not a step per
     // collection: the worker's idle collection gives a burst's heap back in one go.
     '-XX:-ShrinkHeapInSteps',
+    ...(o.trimNativeHeapMs ? [`-XX:TrimNativeHeapInterval=${o.trimNativeHeapMs}`] : []),
     // A training run only loads classes for the archive (it holds no compiled code): C1 alone loads
     // the same classes as C1+C2 for about 60% of the CPU, where C2 would optimise code it never reuses.
     `-XX:TieredStopAtLevel=${o.trainArchive ? 1 : 4}`,
