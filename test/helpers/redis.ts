@@ -1,5 +1,6 @@
 // A real redis-server on a free loopback port, for the shared-limit and scale-out tests.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { freePort } from './ports.ts';
 import { waitFor } from './wait.ts';
@@ -14,16 +15,38 @@ export interface RedisHandle {
   signal(sig: NodeJS.Signals): void;
 }
 
+/** What a process that does not listen is doing: its state and kernel wait channel (Linux). */
+function processState(proc?: ChildProcess): string {
+  if (!proc?.pid) return 'not started';
+  try {
+    const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+    let wchan = '';
+    try {
+      wchan = readFileSync(`/proc/${proc.pid}/wchan`, 'utf8');
+    } catch {} // not readable everywhere
+    return `pid ${proc.pid} ${/^State:\s*(.*)$/m.exec(status)?.[1] ?? '?'}${wchan ? `, waiting in ${wchan}` : ''}`;
+  } catch {
+    return `pid ${proc.pid} gone`;
+  }
+}
+
 /**
  * Until `port` accepts connections. `proc`, the server that should listen there: an exit ends the
- * wait at once. The deadline allows a start on a loaded machine (5 s was once too short in CI).
+ * wait at once. The deadline allows a start on a loaded machine (5 s was once too short in CI). A
+ * wait that runs out says what the last connect met and what the process was doing.
  */
-async function waitForPort(port: number, proc?: ChildProcess, ms = 30_000): Promise<void> {
+async function waitForPort(
+  port: number,
+  proc?: ChildProcess,
+  ms = 30_000,
+  what = 'redis-server',
+): Promise<void> {
   const until = Date.now() + ms;
+  let last = 'no attempt';
   for (;;) {
     if (proc && (proc.exitCode !== null || proc.signalCode !== null))
       throw new Error(
-        `redis-server for port ${port} exited (${proc.exitCode ?? proc.signalCode}) before it listened`,
+        `${what} for port ${port} exited (${proc.exitCode ?? proc.signalCode}) before it listened`,
       );
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
@@ -31,10 +54,16 @@ async function waitForPort(port: number, proc?: ChildProcess, ms = 30_000): Prom
         s.destroy();
         resolve(true);
       });
-      s.once('error', () => resolve(false));
+      s.once('error', (err: NodeJS.ErrnoException) => {
+        last = err.code ?? err.message;
+        resolve(false);
+      });
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`redis-server did not listen on ${port} in ${ms} ms`);
+    if (Date.now() > until)
+      throw new Error(
+        `${what} did not listen on ${port} in ${ms} ms (last connect: ${last}; ${processState(proc)})`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -126,7 +155,7 @@ export async function startSentinels(
   o: { password?: string; sentinelPassword?: string } = {},
 ): Promise<SentinelGroup> {
   const { Redis } = await import('ioredis');
-  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { mkdtemp, readFile, rm, writeFile } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const name = 'devutil-test';
@@ -160,10 +189,33 @@ export async function startSentinels(
   };
   try {
     const auth = password ? ['--requirepass', password, '--masterauth', password] : [];
+    // A node or sentinel that does not listen within 10 s is killed and started again on another
+    // port, up to 3 times: in CI a redis-sentinel once stayed alive without listening for 30 s
+    // (the reason was never seen; the error now carries its state and its log).
+    const launch = async (
+      what: 'redis-server' | 'redis-sentinel',
+      argsFor: (port: number, log: string) => Promise<string[]>,
+    ): Promise<Proc> => {
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        const log = join(dir, `${what}-${port}.log`);
+        const proc = spawn(what, await argsFor(port, log), { stdio: 'ignore' });
+        const p = { port, proc };
+        procs.push(p);
+        try {
+          await waitForPort(port, proc, 10_000, what);
+          return p;
+        } catch (err) {
+          await killed(proc);
+          const tail = (await readFile(log, 'utf8').catch(() => '')).trim().split('\n').slice(-5).join(' | ');
+          const why = `${(err as Error).message}; its log: ${tail || '(empty)'}`;
+          if (attempt >= 3) throw new Error(why);
+          process.stderr.write(`# sentinel test group: ${why}; starting it again on another port\n`);
+        }
+      }
+    };
     const node = async (args: string[]) => {
-      const port = await freePort();
-      const proc = spawn(
-        'redis-server',
+      const p = await launch('redis-server', async (port, log) =>
         // --dir: a replica stores the snapshot it syncs from (dump.rdb) there, not in the checkout.
         [
           '--port',
@@ -176,40 +228,37 @@ export async function startSentinels(
           'no',
           '--dir',
           dir,
+          '--logfile',
+          log,
           ...auth,
           ...args,
         ],
-        { stdio: 'ignore' },
       );
-      const p = { port, proc };
-      procs.push(p);
       data.push(p);
-      await waitForPort(port, proc);
       return p;
     };
     const primary = await node([]);
     await node(['--replicaof', '127.0.0.1', String(primary.port)]);
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      const conf = join(dir, `sentinel-${i}.conf`);
-      const lines = [
-        `port ${port}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
-        `sentinel down-after-milliseconds ${name} 1000`,
-        `sentinel failover-timeout ${name} 10000`,
-        ...(password ? [`sentinel auth-pass ${name} ${password}`] : []),
-        ...(o.sentinelPassword
-          ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`]
-          : []),
-      ];
-      await writeFile(conf, `${lines.join('\n')}\n`);
-      const proc = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
-      const p = { port, proc };
-      procs.push(p);
+      const p = await launch('redis-sentinel', async (port, log) => {
+        const conf = join(dir, `sentinel-${port}.conf`);
+        const lines = [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `logfile ${log}`,
+          `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+          `sentinel down-after-milliseconds ${name} 1000`,
+          `sentinel failover-timeout ${name} 10000`,
+          ...(password ? [`sentinel auth-pass ${name} ${password}`] : []),
+          ...(o.sentinelPassword
+            ? [`requirepass ${o.sentinelPassword}`, `sentinel sentinel-pass ${o.sentinelPassword}`]
+            : []),
+        ];
+        await writeFile(conf, `${lines.join('\n')}\n`);
+        return [conf];
+      });
       sentinels.push(p);
-      await waitForPort(port, proc);
     }
     const sentinelClients = sentinels.map((s) => client(s.port, o.sentinelPassword ?? ''));
     const ask = (i: number, ...args: string[]) =>
