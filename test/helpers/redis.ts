@@ -68,41 +68,60 @@ async function waitForPort(
   }
 }
 
-/** A redis-server; with `password`, it requires it (requirepass) and `url` carries it. */
+/**
+ * A redis-server; with `password`, it requires it (requirepass) and `url` carries it. A first start
+ * that does not listen within 10 s is killed and made again on another port, up to 3 times: a
+ * redis-server once stayed alive without listening in CI (the error now carries its state and the
+ * end of its output).
+ */
 export async function startRedis(o: { password?: string } = {}): Promise<RedisHandle> {
-  const port = await freePort();
+  let port = 0;
   let proc: ChildProcess;
   const auth = o.password ? ['--requirepass', o.password] : [];
-  const launch = async () => {
+  const launch = async (ms: number) => {
+    let out = '';
+    const keep = (c: Buffer) => {
+      out = (out + c).slice(-2000);
+    };
     proc = spawn(
       'redis-server',
       ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
-      {
-        stdio: 'ignore',
-      },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
     try {
-      await waitForPort(port, proc);
+      await waitForPort(port, proc, ms);
     } catch (err) {
       // Not left running: its handle would keep the test file's process alive to the run's budget.
-      proc.kill('SIGKILL');
-      throw err;
+      await killed(proc);
+      const tail = out.trim().split('\n').slice(-5).join(' | ');
+      throw new Error(`${(err as Error).message}; its output: ${tail || '(none)'}`);
     }
   };
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      await launch(10_000);
+      break;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      process.stderr.write(`# startRedis: ${(err as Error).message}; starting it again on another port\n`);
+    }
+  }
   const stop = () =>
     new Promise<void>((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
       proc.once('exit', () => resolve());
       proc.kill('SIGKILL');
     });
-  await launch();
   return {
     url: `redis://${o.password ? `:${o.password}@` : ''}127.0.0.1:${port}`,
     port,
     stop,
     restart: async () => {
       await stop();
-      await launch();
+      await launch(30_000);
     },
     signal: (sig) => {
       proc.kill(sig);
