@@ -1,6 +1,6 @@
 // Free loopback ports for servers that cannot take port 0 themselves (redis-server, syncthing).
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /**
  * The first port of the kernel's ephemeral range (the ports port-0 listeners and outgoing
@@ -14,8 +14,15 @@ function ephemeralStart(): number {
   return 49_152;
 }
 
-/** Binds `port` (0: any) on loopback and closes it again; the port it got, or null if taken. */
-function probe(port: number): Promise<number | null> {
+/**
+ * Binds `port` (0: any) on loopback and closes it again; the port it got, or null if taken or
+ * unreachable. A port the kernel lets a server bind can still be one no client reaches: a NAT rule
+ * left behind by a container runtime (podman's published ports outlive a container whose network
+ * teardown never ran) sends every connection to it to an address that refuses. A server there
+ * starts, and every client gets "connection refused" (a redis-sentinel and an admin-oidc node did so
+ * in CI runs), so the port counts only once a connection to it reached this server.
+ */
+export function probe(port: number): Promise<number | null> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
@@ -25,7 +32,23 @@ function probe(port: number): Promise<number | null> {
     srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
       const got = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(got));
+      let settled = false;
+      const client = connect(got, '127.0.0.1');
+      const done = (reached: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        client.destroy();
+        srv.close(() => resolve(reached ? got : null));
+      };
+      // Refused, or answered by someone else: not this port. A loaded machine gets 5 s to accept.
+      const timer = setTimeout(() => done(false), 5000);
+      timer.unref();
+      srv.once('connection', (socket) => {
+        socket.destroy();
+        done(true);
+      });
+      client.once('error', () => done(false));
     });
   });
 }
