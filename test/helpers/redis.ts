@@ -69,46 +69,68 @@ async function waitForPort(
 }
 
 /**
- * A redis-server; with `password`, it requires it (requirepass) and `url` carries it. A first start
- * that does not listen within 10 s is killed and made again on another port, up to 3 times: a
- * redis-server once stayed alive without listening in CI (the error now carries its state and the
- * end of its output).
+ * Starts `command` and waits until it listens on `port` (`ms` at most). A start that fails is killed
+ * (its handle would keep the test file's process alive to the run's budget), and the error carries
+ * the end of the process's output.
  */
-export async function startRedis(o: { password?: string } = {}): Promise<RedisHandle> {
-  let port = 0;
-  let proc: ChildProcess;
-  const auth = o.password ? ['--requirepass', o.password] : [];
-  const launch = async (ms: number) => {
-    let out = '';
-    const keep = (c: Buffer) => {
-      out = (out + c).slice(-2000);
-    };
-    proc = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    try {
-      await waitForPort(port, proc, ms);
-    } catch (err) {
-      // Not left running: its handle would keep the test file's process alive to the run's budget.
-      await killed(proc);
-      const tail = out.trim().split('\n').slice(-5).join(' | ');
-      throw new Error(`${(err as Error).message}; its output: ${tail || '(none)'}`);
-    }
+async function spawnListening(
+  command: string,
+  args: string[],
+  port: number,
+  ms: number,
+): Promise<ChildProcess> {
+  let out = '';
+  const keep = (c: Buffer) => {
+    out = (out + c).slice(-2000);
   };
+  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  try {
+    await waitForPort(port, proc, ms, command);
+    return proc;
+  } catch (err) {
+    await killed(proc);
+    const tail = out.trim().split('\n').slice(-5).join(' | ');
+    throw new Error(`${(err as Error).message}; its output: ${tail || '(none)'}`);
+  }
+}
+
+/**
+ * `start` on a free port, and on another one when the start fails (10 s to listen), up to 3 times.
+ * freePort() already passes over ports no client reaches (ports.ts); this covers what it cannot see.
+ */
+async function onFreePort<T>(what: string, start: (port: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    port = await freePort();
     try {
-      await launch(10_000);
-      break;
+      return await start(await freePort());
     } catch (err) {
       if (attempt >= 3) throw err;
-      process.stderr.write(`# startRedis: ${(err as Error).message}; starting it again on another port\n`);
+      process.stderr.write(`# ${what}: ${(err as Error).message}; starting it again on another port\n`);
     }
   }
+}
+
+/** A redis-server; with `password`, it requires it (requirepass) and `url` carries it. */
+export async function startRedis(o: { password?: string } = {}): Promise<RedisHandle> {
+  const auth = o.password ? ['--requirepass', o.password] : [];
+  const args = (port: number) => [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    ...auth,
+  ];
+  const first = await onFreePort('startRedis', async (port) => ({
+    port,
+    proc: await spawnListening('redis-server', args(port), port, 10_000),
+  }));
+  const { port } = first;
+  let proc = first.proc;
   const stop = () =>
     new Promise<void>((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -121,7 +143,7 @@ export async function startRedis(o: { password?: string } = {}): Promise<RedisHa
     stop,
     restart: async () => {
       await stop();
-      await launch(30_000);
+      proc = await spawnListening('redis-server', args(port), port, 30_000);
     },
     signal: (sig) => {
       proc.kill(sig);
@@ -174,7 +196,7 @@ export async function startSentinels(
   o: { password?: string; sentinelPassword?: string } = {},
 ): Promise<SentinelGroup> {
   const { Redis } = await import('ioredis');
-  const { mkdtemp, readFile, rm, writeFile } = await import('node:fs/promises');
+  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const name = 'devutil-test';
@@ -208,33 +230,14 @@ export async function startSentinels(
   };
   try {
     const auth = password ? ['--requirepass', password, '--masterauth', password] : [];
-    // A node or sentinel that does not listen within 10 s is killed and started again on another
-    // port, up to 3 times: in CI a redis-sentinel once stayed alive without listening for 30 s
-    // (the reason was never seen; the error now carries its state and its log).
-    const launch = async (
-      what: 'redis-server' | 'redis-sentinel',
-      argsFor: (port: number, log: string) => Promise<string[]>,
-    ): Promise<Proc> => {
-      for (let attempt = 1; ; attempt++) {
-        const port = await freePort();
-        const log = join(dir, `${what}-${port}.log`);
-        const proc = spawn(what, await argsFor(port, log), { stdio: 'ignore' });
-        const p = { port, proc };
+    const launch = (what: 'redis-server' | 'redis-sentinel', argsFor: (port: number) => Promise<string[]>) =>
+      onFreePort(`sentinel test group, ${what}`, async (port) => {
+        const p = { port, proc: await spawnListening(what, await argsFor(port), port, 10_000) };
         procs.push(p);
-        try {
-          await waitForPort(port, proc, 10_000, what);
-          return p;
-        } catch (err) {
-          await killed(proc);
-          const tail = (await readFile(log, 'utf8').catch(() => '')).trim().split('\n').slice(-5).join(' | ');
-          const why = `${(err as Error).message}; its log: ${tail || '(empty)'}`;
-          if (attempt >= 3) throw new Error(why);
-          process.stderr.write(`# sentinel test group: ${why}; starting it again on another port\n`);
-        }
-      }
-    };
+        return p;
+      });
     const node = async (args: string[]) => {
-      const p = await launch('redis-server', async (port, log) =>
+      const p = await launch('redis-server', async (port) =>
         // --dir: a replica stores the snapshot it syncs from (dump.rdb) there, not in the checkout.
         [
           '--port',
@@ -247,8 +250,6 @@ export async function startSentinels(
           'no',
           '--dir',
           dir,
-          '--logfile',
-          log,
           ...auth,
           ...args,
         ],
@@ -259,13 +260,12 @@ export async function startSentinels(
     const primary = await node([]);
     await node(['--replicaof', '127.0.0.1', String(primary.port)]);
     for (let i = 0; i < 3; i++) {
-      const p = await launch('redis-sentinel', async (port, log) => {
+      const p = await launch('redis-sentinel', async (port) => {
         const conf = join(dir, `sentinel-${port}.conf`);
         const lines = [
           `port ${port}`,
           'bind 127.0.0.1',
           `dir ${dir}`,
-          `logfile ${log}`,
           `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
           `sentinel down-after-milliseconds ${name} 1000`,
           `sentinel failover-timeout ${name} 10000`,
