@@ -71,6 +71,9 @@ export async function buildServer(opts: BuildOptions): Promise<FastifyInstance> 
   const base = basics(opts);
   const infra = await openInfra(base.config, base.logger, base.dataDir, opts.redis);
   const { app, net } = createApp(base, infra);
+  // onClose hooks run last-added first: this one, added before any other, runs after every one of
+  // them, so what they log while closing is still masked.
+  app.addHook('onClose', base.releaseSecrets);
   const ctx = serviceContext(app, base, infra, net, opts);
   const deadline = installHooks(app, ctx, infra, net);
   app.addHook('onClose', () => closeInfra(infra));
@@ -85,16 +88,18 @@ interface Basics {
   services: readonly ServiceDef[];
   logger: Logger;
   dataDir: string;
+  /** Ends the masking of this server's configured secrets (other servers in the process keep theirs). */
+  releaseSecrets: () => void;
 }
 
 function basics(opts: BuildOptions): Basics {
   const { config } = opts;
   const services = opts.services ?? SERVICES;
-  protectSecrets(configSecrets(config, services));
+  const releaseSecrets = protectSecrets(configSecrets(config, services));
   const logger = opts.logger ?? createLogger(config.log.level, undefined, config.log.format);
   const dataDir = resolve(config.server.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  return { config, services, logger, dataDir };
+  return { config, services, logger, dataDir, releaseSecrets };
 }
 
 /** What the request hooks and the fast lane share about callers and connections. */

@@ -1,6 +1,7 @@
 // Every logged URL shape through the real logger: secrets in messages, fields of any name, nested
 // fields, request URLs, error messages, stacks and causes come out as [redacted].
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { Logger } from 'pino';
@@ -221,5 +222,22 @@ describe('log redaction through the real logger', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic['self'] = cyclic;
     assert.equal(serializeError(cyclic).message, 'a thrown object without a message');
+  });
+});
+
+describe('configured secret values', () => {
+  it('stay masked while any holder keeps them, and only until the last one releases them', () => {
+    const value = `held-${randomUUID()}`;
+    const line = (v: string) => `GET /x/${v}/y`;
+    const first = protectSecrets([value, 'short']);
+    const second = protectSecrets([value, value]);
+    assert.equal(redact(line(value)), line('[redacted]'));
+    first();
+    first(); // a release counts once
+    assert.equal(redact(line(value)), line('[redacted]'), 'the second holder still masks it');
+    second();
+    assert.equal(redact(line(value)), line(value), 'nobody holds it: ordinary text again');
+    // The module's own values are untouched by the others' releases.
+    assert.equal(redact(`x ${LITERAL} y`), 'x [redacted] y');
   });
 });

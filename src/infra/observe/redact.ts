@@ -32,12 +32,28 @@ const OIDC_CALLBACK = /(\/admin\/oidc\/callback\?)[^\s"#]+/g;
 const MAYBE = /[:=@/%]|bearer|tgr_/i;
 
 const R = '[redacted]';
-const literals = new Set<string>();
+// Each value with the number of holders that registered it: a process may build several servers
+// (tests, in-process restarts), and a value stays masked while any of them holds it.
+const literals = new Map<string, number>();
 
-/** Registers configured secret values (proxy prefix, admin tokens...) to be masked wherever they appear. */
-export function protectSecrets(values: Iterable<string>): void {
+/**
+ * Registers configured secret values (proxy prefix, admin tokens...) to be masked wherever they
+ * appear, until the returned release is called (a server calls it last when it closes).
+ */
+export function protectSecrets(values: Iterable<string>): () => void {
   // Short values would mask ordinary words; the schema asks 8+ characters of real secrets.
-  for (const v of values) if (v.length >= 8) literals.add(v);
+  const held = [...new Set(values)].filter((v) => v.length >= 8);
+  for (const v of held) literals.set(v, (literals.get(v) ?? 0) + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    for (const v of held) {
+      const n = (literals.get(v) ?? 1) - 1;
+      if (n > 0) literals.set(v, n);
+      else literals.delete(v);
+    }
+  };
 }
 
 function decodeSafe(s: string): string {
@@ -51,7 +67,7 @@ function decodeSafe(s: string): string {
 /** Masks every secret-shaped part of `s`; cheap enough to run on every logged string. */
 export function redact(s: string): string {
   let out = s;
-  for (const v of literals) if (out.includes(v)) out = out.split(v).join(R);
+  for (const v of literals.keys()) if (out.includes(v)) out = out.split(v).join(R);
   if (!MAYBE.test(out)) return out;
   return out
     .replace(BOT_PATH, `/bot${R}`)

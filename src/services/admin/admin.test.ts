@@ -11,6 +11,7 @@ import { testSecret } from '../../../test/helpers/secrets.ts';
 import { buildTestServer, LogCapture } from '../../../test/helpers/server.ts';
 import { toolSkip } from '../../../test/helpers/tools.ts';
 import { ConfigError, loadConfig } from '../../config.ts';
+import { redact } from '../../infra/observe/redact.ts';
 import { relayBackground } from '../relay/background.ts';
 import { clientIdentity, joinRelay, joinSession, requestSession } from '../relay/client.ts';
 import { RELAY } from '../relay/handle.ts';
@@ -160,6 +161,29 @@ describe('admin dashboard routes', () => {
       assert.ok(logs.lines.length > 0);
       assert.ok(!logs.text().includes(TOKEN));
     });
+  });
+});
+
+describe('the admin token in logs', () => {
+  it('is masked while a server holding it runs, and no longer once the last one closed', async () => {
+    // A process may build several servers (tests, batches of test files): a closed server's
+    // secrets must not go on masking the text of the servers that come after it.
+    const token = testSecret('admin-token-');
+    const line = `token ${token} in a message`;
+    const a = await buildTestServer({ env: { DEVUTIL_ADMIN_TOKEN: token } });
+    let b: FastifyInstance | undefined;
+    try {
+      b = await buildTestServer({ env: { DEVUTIL_ADMIN_TOKEN: token } });
+      assert.equal(redact(line), 'token [redacted] in a message');
+      await a.close();
+      assert.equal(redact(line), 'token [redacted] in a message', 'the second server still runs');
+      await b.close();
+      b = undefined;
+      assert.equal(redact(line), line);
+    } finally {
+      await a.close();
+      await b?.close();
+    }
   });
 });
 
