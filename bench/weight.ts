@@ -64,10 +64,13 @@ interface Weight {
    * counts every page a process maps once per process: the idle cap is checked on both.
    */
   by: Map<string, { rss: number; pss: number; priv: number; n: number }>;
+  /** Private MiB of each render process, largest first (which one holds the engines, which is the spare). */
+  each: number[];
 }
 
 function weigh(root: number): Weight {
   const by = new Map<string, { rss: number; pss: number; priv: number; n: number }>();
+  const each: number[] = [];
   const rss = treeSum(root, rssOf);
   const pss = treeSum(root, (p) => {
     const v = pssOf(p);
@@ -75,10 +78,11 @@ function weigh(root: number): Weight {
       const r = role(p, root);
       const e = by.get(r) ?? { rss: 0, pss: 0, priv: 0, n: 0 };
       by.set(r, { rss: e.rss + v.rss, pss: e.pss + v.pss, priv: e.priv + v.priv, n: e.n + 1 });
+      if (r === 'render processes') each.push(v.priv / MiB);
     }
     return v.pss;
   });
-  return { rss, pss, by };
+  return { rss, pss, by, each: each.sort((a, b) => b - a) };
 }
 
 const withoutChromium = (w: Weight) => w.pss - (w.by.get('chromium')?.pss ?? 0);
@@ -90,8 +94,10 @@ function print(label: string, w: Weight): void {
         `${r} x${v.n} ${(v.pss / MiB).toFixed(0)} (private ${(v.priv / MiB).toFixed(0)}, RSS ${(v.rss / MiB).toFixed(0)})`,
     )
     .join(', ');
+  const each =
+    w.each.length > 1 ? `; render processes' private: ${w.each.map((m) => m.toFixed(0)).join(', ')}` : '';
   console.log(
-    `# ${label}: RSS ${(w.rss / MiB).toFixed(0)} MiB, PSS ${(w.pss / MiB).toFixed(0)} MiB (${parts})`,
+    `# ${label}: RSS ${(w.rss / MiB).toFixed(0)} MiB, PSS ${(w.pss / MiB).toFixed(0)} MiB (${parts})${each}`,
   );
 }
 

@@ -1,5 +1,5 @@
-// One browser page over CDP, as the pool (browser-pool.ts) drives it: opened in a browser context of
-// its own with every request intercepted (the kind's files answered from memory, anything else
+// One browser page over CDP, as the pool (browser-pool.ts) drives it: opened as a tab of the
+// browser's one window, with every request intercepted (the kind's files answered from memory, anything else
 // refused), its renderer loaded once, a render called on it, and closed. The pool keeps the state:
 // which page is busy, its deadline, what a lost page means for the render on it.
 import type { Cdp } from './cdp.ts';
@@ -12,7 +12,6 @@ export interface PageTarget {
   /** Set by the pool when the page is dropped: an open still under way stops. */
   dead: boolean;
   targetId?: string;
-  contextId?: string;
   sessionId?: string;
   /** Remote object id of the page's globalThis. */
   global?: string;
@@ -25,7 +24,7 @@ const CALL = 'function (source, options) { return this.__devutilRender(source, o
 export const CLOSE_WAIT_MS = 3000;
 
 /**
- * Opens `page` in `cdp`'s browser within `deadlineMs`: a browser context, a target, its session,
+ * Opens `page` in `cdp`'s browser within `deadlineMs`: a tab, its session,
  * request interception, the kind's page and its setup script. `lost` is called when the page
  * detaches or crashes later, `blocked` for each request it was refused.
  */
@@ -36,12 +35,12 @@ export async function openPage(
   on: { lost: () => void; blocked: (url: string) => void },
 ): Promise<void> {
   await within(deadlineMs, 'opening a page', async () => {
-    const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext');
-    page.contextId = browserContextId;
-    const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', {
-      url: 'about:blank',
-      browserContextId,
-    });
+    // A tab of the browser's default context, not a browser context (and window) of its own: each
+    // window brought a WebUI renderer for its omnibox, about 40 MiB PSS a page (issue 35). Each
+    // tab still gets a renderer process of its own (a new browsing instance, measured with two
+    // pages of one kind), and a page kept no more state across the diagrams of many clients than
+    // a tab can keep across pages of its origin.
+    const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' });
     page.targetId = targetId;
     const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', {
       targetId,
@@ -113,11 +112,10 @@ export async function callRender(
     : replyOf(r.result?.value, maxOutput);
 }
 
-/** Closes the page's target and its browser context; rejects past CLOSE_WAIT_MS. */
+/** Closes the page's target; rejects past CLOSE_WAIT_MS. */
 export function closePage(cdp: Cdp, page: PageTarget): Promise<void> {
   return within(CLOSE_WAIT_MS, 'closing a page', async () => {
     await cdp.send('Target.closeTarget', { targetId: page.targetId });
-    if (page.contextId) await cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId });
   });
 }
 

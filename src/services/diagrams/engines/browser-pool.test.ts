@@ -98,6 +98,24 @@ describe('browser pool (real Chromium)', { skip, timeout: 240_000 }, () => {
     assert.deepEqual(chromiumProcesses(root), [], 'no Chromium process after close()');
   });
 
+  it('gives two pages of one kind a renderer process each: one spinning holds up no render on the other', async () => {
+    // The pages are tabs of one window (browser-page.ts): were they in one renderer process, the
+    // second render would wait for the loop's deadline on the same main thread.
+    const pool = make({ timeoutMs: 20_000 });
+    await Promise.all([pool.run(A, 'sleep 300'), pool.run(A, 'sleep 300')]);
+    assert.equal(pool.stats().pages, 2);
+    let loopEnded = false;
+    const loop = pool.run(A, 'loop').finally(() => {
+      loopEnded = true;
+    });
+    await waitFor(() => pool.stats().busy === 1, 'the loop to start');
+    assert.deepEqual(await pool.run(A, 'beside'), drawn(A, 'beside'));
+    assert.equal(loopEnded, false, 'answered while the other page still spun');
+    const loopFails = assert.rejects(loop);
+    await pool.close();
+    await loopFails;
+  });
+
   // One pool (one browser launch) for the two cases below: the requests' case leaves it as it found it.
   const killRoot = profileRoot();
   let shared: BrowserPool | undefined;

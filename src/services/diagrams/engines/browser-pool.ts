@@ -4,8 +4,7 @@
 // totals. A page loads its kind's renderer once (mermaid-browser.ts, bpmn-browser.ts) and then
 // renders diagrams of that kind only, one at a time, many times over, until `recycleAfter` renders;
 // at the cap, an idle page of a kind nobody waits for is closed to open one of the kind waited for.
-// Each page is alone in a browser context (its own renderer process, nothing shared with the
-// others) and every request it makes is intercepted: the page's own files are answered from memory,
+// Each page is a tab of its own renderer process (browser-page.ts) and every request it makes is intercepted: the page's own files are answered from memory,
 // anything else is refused. A render past `timeoutMs`
 // crashes its renderer process and closes the page; a browser that does not answer that within
 // a few seconds is killed with its whole process group (chromium.ts). A browser that dies (kill -9,
@@ -94,7 +93,6 @@ interface Page {
   dead: boolean;
   cdp?: Cdp;
   targetId?: string;
-  contextId?: string;
   sessionId?: string;
   /** Remote object id of the page's globalThis. */
   global?: string;
@@ -296,7 +294,7 @@ export class BrowserPool {
     this.used.clear();
   }
 
-  /** Opens a page in a browser context of its own, loads the renderer, intercepting every request. */
+  /** Opens a page (a tab with a renderer process of its own), loads the renderer, intercepting every request. */
   private async prepare(page: Page): Promise<void> {
     const c = await page.browser.starting;
     page.cdp = c.cdp;

@@ -53,6 +53,14 @@ describe('D2 engine process', {
       const bad = await pool.run(job('a -> b -> {'));
       assert.equal(bad.ok, false);
       assert.equal(!bad.ok && bad.kind, 'syntax');
+      // ELK is loaded on the first diagram that names it: by the layout option, or in the source.
+      const elk = await pool.run({ ...job('elk -> option'), options: { layout: 'elk' } });
+      assert.equal(elk.ok, true, elk.ok ? '' : elk.message);
+      const config = await pool.run(
+        job('vars: { d2-config: { layout-engine: elk } }\nin -> source: configured'),
+      );
+      assert.equal(config.ok, true, config.ok ? '' : config.message);
+      assert.match(config.ok ? Buffer.from(config.body).toString() : '', /configured/);
     } finally {
       await pool.close();
     }

@@ -73,7 +73,7 @@ export class RenderChild {
       [
         process.execPath,
         `--max-old-space-size=${o.heapMb}`,
-        '--max-semi-space-size=16',
+        '--max-semi-space-size=4',
         // V8's baseline WebAssembly code only: D2's 22 MB Go module is otherwise re-optimised on
         // background threads for a minute or more after it loads, at several hundred MiB (docs/diagrams.md).
         '--liftoff-only',
