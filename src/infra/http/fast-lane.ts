@@ -108,6 +108,9 @@ export class FastLane {
   private readonly expiresText = new Map<number, string>();
   private lastMaxAge = -1;
   private lastExpires = '';
+  /** lines()' Expires line, rendered, and the value it renders. */
+  private lastLine = '';
+  private lastLineOf = '';
   private warned = false;
   /** Live answers' prepared heads, by the header array a route answers with (its constants). */
   private readonly liveHeads = new WeakMap<readonly string[], RawHead | null>();
@@ -361,8 +364,14 @@ export class FastLane {
     let s = '';
     if (d && rate)
       s = `\r\nratelimit-limit: ${d.limit}\r\nratelimit-remaining: ${d.remaining}\r\nratelimit-reset: ${d.resetSec}\r\nratelimit-policy: ${d.limit};w=${Math.ceil(rate.windowMs / 1000)}`;
-    if (expiresIn !== null) s += `\r\nexpires: ${this.expires(expiresIn, now)}`;
-    return s;
+    if (expiresIn === null) return s;
+    // The rendered line is kept with the value (one per second): no string made per answer.
+    const t = this.expires(expiresIn, now);
+    if (t !== this.lastLineOf) {
+      this.lastLineOf = t;
+      this.lastLine = `\r\nexpires: ${t}`;
+    }
+    return s === '' ? this.lastLine : s + this.lastLine;
   }
 
   /**
