@@ -240,6 +240,20 @@ describe('Cache', () => {
     );
   });
 
+  it('holds() says whether memory keeps that very body, counting a memory hit only when it does', async () => {
+    const c = open(tempDir(), { memoryBytes: 10_000 });
+    await c.put('k', Buffer.from('v1'), { i: 1 });
+    const body = c.memory('k')?.body;
+    assert.ok(body);
+    assert.equal(c.holds('k', body), true);
+    assert.equal(c.holds('k', Buffer.from('v1')), false, 'the same bytes in another Buffer are not held');
+    assert.equal(c.holds('other', body), false);
+    await c.put('k', Buffer.from('v2'), { i: 2 });
+    assert.equal(c.holds('k', body), false, 'a replaced body is no longer held');
+    const s = c.stats();
+    assert.deepEqual([s.hits, s.memoryHits, s.misses], [2, 2, 0]);
+  });
+
   it('on rescan adopts what a sibling process wrote and forgets what it removed', async () => {
     const dir = tempDir();
     const a = open(dir);

@@ -123,6 +123,18 @@ export class Cache<M> {
     return this.hit('memory', { entry: m.entry, body: m.body, tier: 'memory' });
   }
 
+  /**
+   * Whether the memory tier holds exactly `body` under `key` (counted as a memory hit when it
+   * does): memory(key)?.body === body without the hit object, for the fast lane's check before
+   * each repeat of a remembered answer.
+   */
+  holds(key: string, body: Buffer): boolean {
+    if (this.mem?.get(key)?.body !== body) return false;
+    this.counts.hits++;
+    this.counts.memoryHits++;
+    return true;
+  }
+
   /** Metadata only (for answers that may need no body: 304, HEAD, a decision to revalidate). */
   async peek(key: string): Promise<CacheEntry<M> | undefined> {
     const m = this.mem?.get(key);

@@ -214,7 +214,7 @@ export class DiskCache implements ProxyCache {
     const lane: LaneHit = {
       prepared: p,
       remember: {
-        valid: () => this.store.memory(key)?.body === p.body,
+        valid: () => this.store.holds(key, p.body),
         ...(revalidate ? { until: hit.entry.checkedAt + this.ttlMs, accepts: (h) => !forcedCheck(h) } : {}),
         // A rewritten body depends on Accept (keyOf).
         ...(r.route.rewrite ? { vary: ['accept'] } : {}),

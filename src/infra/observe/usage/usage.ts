@@ -258,10 +258,10 @@ interface CountedSocket {
 }
 
 export function socketBytes(socket: CountedSocket | null | undefined): { bytesIn: number; bytesOut: number } {
-  if (!socket || typeof socket.bytesWritten !== 'number' || typeof socket.bytesRead !== 'number')
-    return { bytesIn: 0, bytesOut: 0 };
-  const r = socket.bytesRead;
-  const w = socket.bytesWritten;
+  // Each getter read once: net.Socket's bytesWritten walks (and copies) its write buffer.
+  const r = socket?.bytesRead;
+  const w = socket?.bytesWritten;
+  if (!socket || typeof w !== 'number' || typeof r !== 'number') return { bytesIn: 0, bytesOut: 0 };
   const bytesIn = r - (socket[SEEN_IN] ?? 0);
   const bytesOut = w - (socket[SEEN_OUT] ?? 0);
   socket[SEEN_IN] = r;

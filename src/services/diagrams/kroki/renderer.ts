@@ -274,7 +274,7 @@ export class DiagramRenderer {
    */
   holds(j: DiagramJob, body: Buffer): () => boolean {
     const key = this.key(j, j.format);
-    return () => this.o.cache.memory(key)?.body === body;
+    return () => this.o.cache.holds(key, body);
   }
 
   /** Renders `j` for `client` (its addressGroup), in a `render <type>` span when traced. */

@@ -381,7 +381,7 @@ export class PlantumlEngine {
    */
   holds(r: RenderRequest, body: Buffer): () => boolean {
     const key = this.key(r);
-    return () => this.cache.memory(key)?.body === body;
+    return () => this.cache.holds(key, body);
   }
 
   /** True unless the entry read URLs whose content has changed since (revalidates stale ones). */
