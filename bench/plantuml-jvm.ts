@@ -1,11 +1,13 @@
 // The PlantUML worker JVM's flags, each alone against devutil's own command line (issue 15): start
 // to the first render, and CPU per render once warm (one worker, 4 render threads, 4 renders in
-// flight), driven through the worker protocol so no HTTP is measured. CPU seconds are the figure
+// flight; BENCH_JVM_THREADS=16 for the default pool's 16), driven through the worker protocol so no
+// HTTP is measured. Heap and initial heap are the server's defaults. CPU seconds are the figure
 // that survives a loaded machine; wall times are medians of alternating rounds, with the load.
 //   BENCH_ROUNDS (3), BENCH_RENDERS (200 measured after 3 x as many to warm up), BENCH_JVM_FLAGS
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../src/config.ts';
 import { ClassArchive } from '../src/services/diagrams/plantuml/cds.ts';
 import {
   buildWorker,
@@ -19,6 +21,7 @@ import { header, median } from './lib.ts';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const RENDERS = Number(process.env['BENCH_RENDERS'] ?? 200);
+const THREADS = Number(process.env['BENCH_JVM_THREADS'] ?? 4);
 const CORPUS_DIR = new URL('../test/fixtures/plantuml/corpus/', import.meta.url).pathname;
 const corpus = readdirSync(CORPUS_DIR)
   .filter((f) => f.endsWith('.puml'))
@@ -33,15 +36,17 @@ const info = await detectJava('java');
 if (!info.ok) throw new Error(info.reason);
 const jar = defaultJar();
 const classDir = await buildWorker(info, jar, tempDir('devutil-bench-jvm-'));
+const defaults = loadConfig({ env: {} }).config.diagrams;
 const base: WorkerOptions = {
   java: 'java',
   jar,
   classDir,
-  heapBytes: 384 * 1024 ** 2,
+  heapBytes: defaults.workerHeap,
+  ...(defaults.workerInitialHeap ? { initialHeapBytes: defaults.workerInitialHeap } : {}),
   profile: 'INTERNET',
   urlAllowlist: [],
   limitSize: 4096,
-  threads: 4,
+  threads: THREADS,
   ...(info.nativeTrim ? { trimNativeHeapMs: NATIVE_TRIM_MS } : {}),
 };
 const silent = { info() {}, warn() {} } as unknown as ConstructorParameters<typeof ClassArchive>[0]['log'];
@@ -101,7 +106,7 @@ async function measure(v: { archive: boolean; flags: string[] }): Promise<Result
     if (first.status !== 'ok') throw new Error(`render: ${first.status}`);
     const firstMs = performance.now() - t0;
     const firstCpu = cpuOf(w.pid!);
-    // Four in flight, as the pool keeps them; svg and png alternately.
+    // THREADS in flight, as the pool keeps them; svg and png alternately.
     const batch = async (n: number) => {
       let next = 0;
       const lane = async () => {
@@ -111,7 +116,7 @@ async function measure(v: { archive: boolean; flags: string[] }): Promise<Result
           if (r.status !== 'ok') throw new Error(`render: ${r.status} ${r.exception ?? ''}`);
         }
       };
-      await Promise.all([lane(), lane(), lane(), lane()]);
+      await Promise.all(Array.from({ length: THREADS }, lane));
     };
     await batch(RENDERS * 3);
     const c0 = cpuOf(w.pid!);
@@ -132,7 +137,7 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const name of r % 2 ? names.reverse() : names) results.get(name)!.push(await measure(variants[name]!));
 }
 console.log(
-  `\n${ROUNDS} alternating rounds (load ${startLoad} -> ${load()}), medians; worker = 1 JVM x 4 threads`,
+  `\n${ROUNDS} alternating rounds (load ${startLoad} -> ${load()}), medians; worker = 1 JVM x ${THREADS} threads`,
 );
 console.log(
   `${'variant'.padEnd(32)} ${'first render'.padStart(13)} ${'its CPU'.padStart(8)} ${'warm CPU/render'.padStart(16)} ${'warm renders/s'.padStart(15)}`,

@@ -40,6 +40,17 @@ describe('Cache', () => {
     assert.equal((await c.get('a'))?.tier, 'memory', 'a disk hit is copied into memory');
   });
 
+  it('keeps a put with disk: false in memory only, and a later put writes it to disk', async () => {
+    const dir = tempDir();
+    const c = open(dir, { memoryBytes: 3000 });
+    assert.equal(await c.put('a', Buffer.alloc(400, 1), { i: 1 }, { disk: false }), false);
+    assert.equal((await c.get('a'))?.tier, 'memory');
+    assert.equal(records(dir).length, 0);
+    assert.equal(await open(dir).get('a'), undefined);
+    assert.equal(await c.put('a', Buffer.alloc(400, 1), { i: 1 }), true);
+    assert.equal((await open(dir).get('a'))?.tier, 'disk');
+  });
+
   it('evicts the least recently used disk entry first, not the oldest written', async () => {
     const dir = tempDir();
     // Each entry is 1000 body bytes plus a record under 100 bytes: three fit in 3300.

@@ -49,6 +49,8 @@ export interface PutOptions {
   ttlMs?: number;
   /** false: disk only (large or rarely reused bodies stay out of memory). */
   memory?: boolean;
+  /** false: memory only (a body not yet known to be reused; a later put writes it to disk). */
+  disk?: boolean;
 }
 
 export interface CacheStats {
@@ -177,7 +179,7 @@ export class Cache<M> {
     const entry: CacheEntry<M> = { key, size: body.length, meta, storedAt: now, checkedAt: now, expiresAt };
     if (o.memory === false) this.mem?.delete(key);
     else this.mem?.set(key, { entry, body });
-    return this.disk ? this.track(this.disk.put(entry, body)) : Promise.resolve(false);
+    return this.disk && o.disk !== false ? this.track(this.disk.put(entry, body)) : Promise.resolve(false);
   }
 
   /**

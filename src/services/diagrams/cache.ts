@@ -3,7 +3,7 @@
 // format, page, source); error results are kept too, as the same source fails the same way.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { Cache, type CacheHit } from '../../infra/cache/cache.ts';
+import { Cache, type CacheHit, type PutOptions } from '../../infra/cache/cache.ts';
 import type { DiagramError, IncludeRecord } from './plantuml/protocol.ts';
 
 export interface Rendered {
@@ -33,10 +33,20 @@ export function renderCache(
 
 export const fromHit = (hit: CacheHit<RenderedMeta>): Rendered => ({ ...hit.entry.meta, body: hit.body });
 
-export const store = (cache: Cache<RenderedMeta>, key: string, r: Rendered): Promise<boolean> =>
-  cache.put(key, r.body, {
-    status: r.status,
-    description: r.description,
-    errors: r.errors,
-    ...(r.includes ? { includes: r.includes } : {}),
-  });
+export const store = (
+  cache: Cache<RenderedMeta>,
+  key: string,
+  r: Rendered,
+  o: PutOptions = {},
+): Promise<boolean> =>
+  cache.put(
+    key,
+    r.body,
+    {
+      status: r.status,
+      description: r.description,
+      errors: r.errors,
+      ...(r.includes ? { includes: r.includes } : {}),
+    },
+    o,
+  );

@@ -129,6 +129,11 @@ export class PlantumlEngine {
    */
   private readonly admission: FairQueue;
   private readonly flights = new SingleFlight<RenderResult>();
+  /**
+   * Bodies of renders kept in the memory tier only: a render goes to disk once it is used again
+   * (see persist). Held weakly: an entry the memory tier dropped is forgotten with its body.
+   */
+  private readonly memoryOnly = new WeakSet<Buffer>();
   private languageText: Promise<string> | null = null;
   facts: EngineFacts | null = null;
   /** [engine version, md5 hex of it] for ETags. */
@@ -381,7 +386,33 @@ export class PlantumlEngine {
    */
   holds(r: RenderRequest, body: Buffer): () => boolean {
     const key = this.key(r);
-    return () => this.cache.holds(key, body);
+    return () => {
+      // A render already on disk is only looked at (no hit object built for each repeat).
+      if (!this.memoryOnly.has(body)) return this.cache.holds(key, body);
+      const hit = this.cache.memory(key);
+      if (hit?.body !== body) return false;
+      this.persist(key, hit.entry.meta, body);
+      return true;
+    };
+  }
+
+  /**
+   * Keeps a new render: in memory, and on disk only once it is asked for again (persist), like a
+   * cache's minimum use count. Most renders are never asked for twice (the editor's preview of
+   * every pause in typing, a bench's distinct diagrams), and writing each one to disk (two files
+   * created and renamed) cost Node about as much CPU as the rest of its work for a render (issue 35:
+   * 2.4-4.4 against 1.0-1.7 ms, every request a new diagram). A body too large for the memory tier
+   * goes to disk at once; without a memory tier, every render does.
+   */
+  private keep(key: string, result: Rendered): void {
+    const memoryOnly = result.body.length <= this.cache.memoryItemBytes;
+    if (memoryOnly) this.memoryOnly.add(result.body);
+    void store(this.cache, key, result, memoryOnly ? { disk: false } : {});
+  }
+
+  /** A memory hit on a render not on disk yet: written there now (once). */
+  private persist(key: string, meta: RenderedMeta, body: Buffer): void {
+    if (this.memoryOnly.delete(body)) void store(this.cache, key, { ...meta, body });
   }
 
   /** True unless the entry read URLs whose content has changed since (revalidates stale ones). */
@@ -408,6 +439,7 @@ export class PlantumlEngine {
     const hit = await this.cache.get(key);
     if (hit && (await this.fresh(hit.entry.meta))) {
       if (!this.facts) this.warm(); // the ETag needs the engine version
+      if (hit.tier === 'memory') this.persist(key, hit.entry.meta, hit.body);
       return { ...fromHit(hit), cached: true };
     }
     return this.flights.run(key, () => this.renderMiss(key, r, client));
@@ -431,7 +463,7 @@ export class PlantumlEngine {
     });
     const result = this.outcome(reply);
     if (reply.includes?.length) result.includes = reply.includes;
-    void store(this.cache, key, result);
+    this.keep(key, result);
     return { ...result, cached: false };
   }
 
