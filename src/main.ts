@@ -89,15 +89,17 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
     `devutil ${app.ctx.version} serving on ${u.base}`,
   );
   // The heavy extras a production install leaves out (src/infra/config/extras.ts), each with its
-  // install line: looked up after the requests already waiting (a dozen package lookups on disk).
-  setImmediate(() => {
+  // install line: looked up a while after the server listens (a dozen package lookups on disk,
+  // ~10 ms of blocking work), not ahead of the first requests a start gets (health checks, the
+  // requests that waited for a restart).
+  setTimeout(() => {
     const missing = missingExtras();
     if (missing.length)
       logger.info(
         { extras: Object.fromEntries(missing.map((n) => [n, extraInstallLine(n)])) },
         `optional extras not installed: ${missing.map((n) => EXTRAS[n].feature).join('; ')}`,
       );
-  });
+  }, EXTRAS_LOOKUP_DELAY_MS).unref();
   // The JavaScript heap a burst grew goes back once the server is idle (idle-gc.ts).
   const idleGc = startIdleCollection((r) =>
     logger.debug(
@@ -107,6 +109,9 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
   );
   return waitForSignal(app, background, config, logger).finally(() => idleGc.stop());
 }
+
+/** How long after listening the missing optional extras are looked up and logged. */
+const EXTRAS_LOOKUP_DELAY_MS = 1000;
 
 /** Errors of a machine (or container) without IPv6: `::` cannot be bound at all. */
 const NO_IPV6 = new Set(['EAFNOSUPPORT', 'EADDRNOTAVAIL']);

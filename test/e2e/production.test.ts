@@ -226,8 +226,12 @@ describe('production install (npm ci --omit=dev, node bin/devutil.js serve)', {
     const text = await r.text();
     assert.equal(r.status, 503, text.slice(0, 500));
     assert.ok(text.includes(`--save-prod @terrastruct/d2@${PEERS['@terrastruct/d2']}`), text.slice(0, 500));
-    // One start-up line lists the extras not installed, D2 among them.
-    const line = output.split('\n').find((l) => l.includes('optional extras not installed'));
+    // One start-up line lists the extras not installed, D2 among them (written a second after the
+    // server listens: waited for up to 10 s).
+    const find = () => output.split('\n').find((l) => l.includes('optional extras not installed'));
+    for (const until = Date.now() + 10_000; !find() && Date.now() < until; )
+      await new Promise((r) => setTimeout(r, 50));
+    const line = find();
     assert.ok(line, output.slice(-3000));
     assert.match(line, /D2 diagrams/);
   });

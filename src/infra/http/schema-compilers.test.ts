@@ -1,11 +1,13 @@
-// The shared validators are compiled on a route's first request: that request is still validated
-// (a bad query parameter answers 400 in the route's envelope), and every route schema of the whole
-// server compiles (compileAllValidators), so a schema Ajv refuses cannot wait for its first caller.
+// The shared validators and serializers are compiled on a route's first request: that request is
+// still validated (a bad query parameter answers 400 in the route's envelope) and its answer shaped
+// by the response schema, and every route schema of the whole server compiles and is checked
+// against the meta-schema (compileAllSchemas), so a schema Ajv refuses cannot wait for its first
+// caller.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { buildTestServer } from '../../../test/helpers/server.ts';
-import { compileAllValidators } from './schema-compilers.ts';
+import { compileAllSchemas, sharedCompilers } from './schema-compilers.ts';
 
 describe('shared schema compilers', { timeout: 60_000 }, () => {
   let app: FastifyInstance;
@@ -27,7 +29,49 @@ describe('shared schema compilers', { timeout: 60_000 }, () => {
   });
 
   it('compiles every route schema of the server', () => {
-    assert.ok(compileAllValidators() > 5, 'the routes left some validators to compile');
-    assert.equal(compileAllValidators(), 0, 'each is compiled once');
+    assert.ok(compileAllSchemas() > 5, 'the routes left some validators to compile');
+    assert.equal(compileAllSchemas(), 0, 'each is compiled once');
+  });
+});
+
+describe('shared schema compilers on a bare instance', { timeout: 60_000 }, () => {
+  it("compiles a response serializer on its route's first answer, which it still shapes", async () => {
+    const app = Fastify({ schemaController: sharedCompilers, exposeHeadRoutes: false });
+    try {
+      app.get(
+        '/shaped',
+        {
+          schema: {
+            querystring: { type: 'object', properties: { n: { type: 'integer' } } },
+            response: { 200: { type: 'object', properties: { a: { type: 'string' } } } },
+          },
+        },
+        async () => ({ a: 'kept', b: 'dropped' }),
+      );
+      await app.ready();
+      // The route's validator and its serializer both wait for the first request.
+      assert.equal(compileAllSchemas(), 2);
+      const r = await app.inject({ url: '/shaped?n=1' });
+      assert.equal(r.statusCode, 200, r.body);
+      assert.deepEqual(r.json(), { a: 'kept' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  // Last in this file: the refused schema stays in the process's list of schemas to check.
+  it('reports a route schema the JSON Schema meta-schema refuses', async () => {
+    const app = Fastify({ schemaController: sharedCompilers, exposeHeadRoutes: false });
+    try {
+      app.get(
+        '/refused',
+        { schema: { querystring: { type: 'object', properties: { s: { type: 'string', minLength: -1 } } } } },
+        async () => ({}),
+      );
+      await app.ready();
+      assert.throws(() => compileAllSchemas(), /not valid JSON Schema.*minLength/);
+    } finally {
+      await app.close();
+    }
   });
 });

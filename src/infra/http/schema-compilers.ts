@@ -1,8 +1,12 @@
 // Fastify's schema compilers, one set per process: every Fastify instance (a test file builds
 // several) reuses the Ajv instance and the validators and serializers already compiled for the
-// same schema object, instead of compiling each route's schemas again per instance. A validator is
-// compiled on its route's first request, not when the server starts: most routes of a server (and
-// nearly all of a test's) are never asked, and Ajv's code generation was a tenth of start-up.
+// same schema object, instead of compiling each route's schemas again per instance. A validator or
+// a response serializer is compiled on its route's first use, not when the server starts: most
+// routes of a server (and nearly all of a test's) are never asked, and Ajv's and
+// fast-json-stringify's code generation was a tenth of start-up. Ajv does not check each route
+// schema against the JSON Schema meta-schema when it compiles it (compiling the meta-schema's own
+// validator was most of the first request's cost): the route schemas are the code's own constants,
+// and compileAllSchemas() checks every one of them (its test runs over the whole server).
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
@@ -18,17 +22,38 @@ type Validator = ((data: unknown, ctx?: unknown) => unknown) & { errors?: unknow
 // compiled by object, so a module-level route schema is compiled once per process.
 const ajvPool = AjvCompiler();
 
-/** The validators made and not yet asked, each as its compile step (compileAllValidators). */
+/** The validators and serializers made and not yet asked, each as its compile step (compileAllSchemas). */
 const pending = new Set<() => unknown>();
+type AjvInstance = {
+  validateSchema(schema: object): unknown;
+  errorsText(errors?: unknown): string;
+  errors?: unknown;
+};
+type PoolCompiler = ReturnType<typeof ajvPool>;
+/** Each compiler of the pool: its Ajv instance and the route schemas it compiled (the meta-schema check). */
+const checks = new Map<PoolCompiler, { ajv?: AjvInstance; schemas: Set<object> }>();
 
 const buildValidator = ((externalSchemas, options) => {
-  let compiler: ReturnType<typeof ajvPool> | undefined;
+  let compiler: PoolCompiler | undefined;
   return (route) => {
     let fn: Validator | undefined;
     const compiled = () => {
       if (fn) return fn;
       pending.delete(compiled);
-      compiler ??= ajvPool(externalSchemas, options);
+      let made: AjvInstance | undefined;
+      compiler ??= ajvPool(externalSchemas, {
+        ...(options as Parameters<typeof ajvPool>[1] & object),
+        customOptions: { ...options?.customOptions, validateSchema: false },
+        // The pool calls it once, when it makes the instance for these options.
+        onCreate: (ajv: unknown) => {
+          (options?.onCreate as ((a: unknown) => void) | undefined)?.(ajv);
+          made = ajv as AjvInstance;
+        },
+      } as Parameters<typeof ajvPool>[1]);
+      const check = checks.get(compiler) ?? { schemas: new Set<object>() };
+      check.ajv ??= made;
+      check.schemas.add(route.schema as object);
+      checks.set(compiler, check);
       fn = compiler(route) as Validator;
       return fn;
     };
@@ -46,12 +71,20 @@ const buildValidator = ((externalSchemas, options) => {
 }) as ValidatorFactory;
 
 /**
- * Compiles every validator not compiled yet and returns how many: a schema Ajv refuses throws here
- * (a test calls it after building the whole server) rather than on its route's first request.
+ * Compiles every validator and serializer not compiled yet and checks every route schema given to
+ * Ajv against the meta-schema; returns how many it compiled. A schema Ajv, fast-json-stringify or
+ * the meta-schema refuses throws here (a test calls it after building the whole server) rather
+ * than on its route's first request, or never.
  */
-export function compileAllValidators(): number {
+export function compileAllSchemas(): number {
   const all = [...pending];
   for (const compile of all) compile();
+  for (const { ajv, schemas } of checks.values()) {
+    if (!ajv) continue;
+    for (const schema of schemas)
+      if (ajv.validateSchema(schema) !== true)
+        throw new Error(`a route schema is not valid JSON Schema: ${ajv.errorsText(ajv.errors)}`);
+  }
   return all.length;
 }
 
@@ -68,7 +101,15 @@ const buildSerializer: SerializerFactory = (externalSchemas, options) => {
     const schema = route.schema as object;
     let fn = cache.get(schema);
     if (!fn) {
-      fn = compile(route) as Serializer;
+      let made: Serializer | undefined;
+      const compiled = () => {
+        if (made) return made;
+        pending.delete(compiled);
+        made = compile(route) as Serializer;
+        return made;
+      };
+      pending.add(compiled);
+      fn = (doc) => (made ?? compiled())(doc);
       cache.set(schema, fn);
     }
     return fn;
