@@ -1,19 +1,19 @@
 // The bounded headless-browser pool for the diagrams that only a browser draws (the Mermaid types
 // beautiful-mermaid does not, BPMN). At most `browsers` Chromium processes, each with at most
-// `pages` pages, whatever their kind (page-kind.ts): one Chromium serves every kind, so the caps are
-// totals. A page loads its kind's renderer once (mermaid-browser.ts, bpmn-browser.ts) and then
+// `pages` pages, whatever their kind (page-kind.ts): one Chromium serves every kind, so the caps
+// are totals. A page loads its kind's renderer once (mermaid-browser.ts, bpmn-browser.ts) and then
 // renders diagrams of that kind only, one at a time, many times over, until `recycleAfter` renders;
 // at the cap, an idle page of a kind nobody waits for is closed to open one of the kind waited for.
 // Each page is a tab with a renderer process of its own (browser-page.ts), and every request it
-// makes is intercepted: the page's own files are answered from memory, anything else is refused.
-// A render past `timeoutMs` crashes its renderer process and closes the page; a browser that does
-// not answer that within a few seconds is killed with its whole process group (chromium.ts). A
-// browser that dies (kill -9, out of memory) takes its pages with it: the renders that were on them
-// go once more to a new browser. A browser whose pages of every kind are idle exits after `idleMs`. Admission (fair
-// queue, client share) is the caller's; this only dispatches to free pages. The caller admits at
-// most `browsers` x `pages` renders at once (renderer.ts), so a waiting render always finds a page
-// of its kind, room to open one, or an idle page of another kind to give way: a free page going to
-// a newer render of its own kind never starves an older render of another kind.
+// makes is intercepted: the page's own files are answered from memory, anything else is refused. A
+// render past `timeoutMs` crashes its renderer process and closes the page; a browser that does not
+// answer that within a few seconds is killed with its whole process group (chromium.ts). A browser
+// that dies (kill -9, out of memory) takes its pages with it: the renders that were on them go once
+// more to a new browser. A browser whose pages of every kind are idle exits after `idleMs`.
+// Admission (fair queue, client share) is the caller's; this only dispatches to free pages. The
+// caller admits at most `browsers` x `pages` renders at once (renderer.ts), so a waiting render
+// always finds a page of its kind, room to open one, or an idle page of another kind to give way: a
+// free page going to a newer render of its own kind never starves an older render of another kind.
 import { CLOSE_WAIT_MS, callRender, closePage, openPage, within } from './browser-page.ts';
 import type { Cdp } from './cdp.ts';
 import { type Chromium, launchChromium } from './chromium.ts';
