@@ -111,23 +111,25 @@ async function onFreePort<T>(what: string, start: (port: number) => Promise<T>):
   }
 }
 
+/** A redis-server's arguments on loopback `port`, without persistence, then `extra`. */
+const serverArgs = (port: number, ...extra: string[]) => [
+  '--port',
+  String(port),
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  ...extra,
+];
+
 /** A redis-server; with `password`, it requires it (requirepass) and `url` carries it. */
 export async function startRedis(o: { password?: string } = {}): Promise<RedisHandle> {
   const auth = o.password ? ['--requirepass', o.password] : [];
-  const args = (port: number) => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    ...auth,
-  ];
   const first = await onFreePort('startRedis', async (port) => ({
     port,
-    proc: await spawnListening('redis-server', args(port), port, 10_000),
+    proc: await spawnListening('redis-server', serverArgs(port, ...auth), port, 10_000),
   }));
   const { port } = first;
   let proc = first.proc;
@@ -143,7 +145,7 @@ export async function startRedis(o: { password?: string } = {}): Promise<RedisHa
     stop,
     restart: async () => {
       await stop();
-      proc = await spawnListening('redis-server', args(port), port, 30_000);
+      proc = await spawnListening('redis-server', serverArgs(port, ...auth), port, 30_000);
     },
     signal: (sig) => {
       proc.kill(sig);
@@ -237,22 +239,9 @@ export async function startSentinels(
         return p;
       });
     const node = async (args: string[]) => {
+      // --dir: a replica stores the snapshot it syncs from (dump.rdb) there, not in the checkout.
       const p = await launch('redis-server', async (port) =>
-        // --dir: a replica stores the snapshot it syncs from (dump.rdb) there, not in the checkout.
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          dir,
-          ...auth,
-          ...args,
-        ],
+        serverArgs(port, '--dir', dir, ...auth, ...args),
       );
       data.push(p);
       return p;
