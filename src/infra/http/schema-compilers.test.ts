@@ -59,7 +59,6 @@ describe('shared schema compilers on a bare instance', { timeout: 60_000 }, () =
     }
   });
 
-  // Last in this file: the refused schema stays in the process's list of schemas to check.
   it('reports a route schema the JSON Schema meta-schema refuses', async () => {
     const app = Fastify({ schemaController: sharedCompilers, exposeHeadRoutes: false });
     try {
@@ -70,6 +69,8 @@ describe('shared schema compilers on a bare instance', { timeout: 60_000 }, () =
       );
       await app.ready();
       assert.throws(() => compileAllSchemas(), /not valid JSON Schema.*minLength/);
+      // Reported once: the servers built after it are not held to it.
+      compileAllSchemas();
     } finally {
       await app.close();
     }
