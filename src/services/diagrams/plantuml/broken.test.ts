@@ -98,6 +98,16 @@ describe('PlantUML JVMs with a broken class state', {
     assert.deepEqual(of('broken'), [], JSON.stringify(events));
   });
 
+  it('names where an exception was thrown: the first frames of its innermost cause', async () => {
+    const { p } = pool(() => base.jar);
+    // An op the worker does not know: its request handler throws, outside the engine.
+    const r = await p.run({ op: 'unknown-op' as 'render', source: 'A -> B' });
+    assert.equal(r.status, 'exception');
+    assert.equal(r.exception, 'java.lang.IllegalArgumentException: unknown op unknown-op');
+    assert.match(String(r.at), /^DevutilPlantumlWorker\.handle:\d+ < DevutilPlantumlWorker\$Renders\.loop:\d+/);
+    assert.equal(r.broken, undefined);
+  });
+
   it('kills at most maxBroken JVMs a window: a diagram that breaks every JVM does not restart them in a loop', async () => {
     // One kill a window (the default is three, the same path with two more JVM starts), and a window
     // longer than a busy machine takes to start the JVMs.

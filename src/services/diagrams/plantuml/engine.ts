@@ -483,14 +483,14 @@ export class PlantumlEngine {
         throw new BadDiagram('No image at this index');
       default:
         if (reply.broken !== undefined) {
-          this.log.warn({ exception: reply.broken }, 'plantuml render broke a fresh JVM too');
+          this.log.warn({ exception: reply.broken, at: reply.at }, 'plantuml render broke a fresh JVM too');
           throw new EngineBroken(BROKE_TWICE);
         }
         if (reply.oom !== undefined)
           throw new TooMuchMemory(
             'the diagram needs more memory than a PlantUML worker may use (DEVUTIL_DIAGRAMS_WORKER_HEAP)',
           );
-        this.log.warn({ exception: reply.exception }, 'plantuml engine exception');
+        this.log.warn({ exception: reply.exception, at: reply.at }, 'plantuml engine exception');
         throw new RenderFailed(
           'the PlantUML engine failed on this diagram in this format (try svg or png; txt of most diagram types needs Graphviz)',
         );

@@ -51,6 +51,8 @@ export interface WorkerReply {
   width?: number;
   height?: number;
   exception?: string;
+  /** Where the exception was thrown: the first frames of its innermost cause ("class.method:line < ..."). */
+  at?: string;
   /** Out of memory: the bytes this render had allocated when it failed. */
   oom?: number;
   /**
@@ -135,6 +137,7 @@ export function parseReply(frame: Buffer): WorkerReply {
       case 'description':
       case 'url':
       case 'exception':
+      case 'at':
       case 'broken':
       case 'version':
       case 'java':

@@ -357,6 +357,23 @@ public final class DevutilPlantumlWorker {
         reply.body = new byte[0];
         reply.put("status", "exception");
         reply.put("exception", t.getClass().getName() + ": " + t.getMessage());
+        reply.put("at", frames(t));
+    }
+
+    /**
+     * Where `t` was thrown: the first frames of its innermost cause, "class.method:line" joined
+     * by " < ". Engine exceptions often carry no message (smetana's C-port helpers throw a bare
+     * IllegalStateException), so the frames are what tells one from another in the log.
+     */
+    static String frames(Throwable t) {
+        for (int i = 0; i < 16 && t.getCause() != null && t.getCause() != t; i++) t = t.getCause();
+        final StringBuilder b = new StringBuilder();
+        final StackTraceElement[] st = t.getStackTrace();
+        for (int i = 0; i < Math.min(st.length, 8); i++) {
+            if (i > 0) b.append(" < ");
+            b.append(st[i].getClassName()).append('.').append(st[i].getMethodName()).append(':').append(st[i].getLineNumber());
+        }
+        return b.toString();
     }
 
     /**
