@@ -104,7 +104,10 @@ describe('PlantUML JVMs with a broken class state', {
     const r = await p.run({ op: 'unknown-op' as 'render', source: 'A -> B' });
     assert.equal(r.status, 'exception');
     assert.equal(r.exception, 'java.lang.IllegalArgumentException: unknown op unknown-op');
-    assert.match(String(r.at), /^DevutilPlantumlWorker\.handle:\d+ < DevutilPlantumlWorker\$Renders\.loop:\d+/);
+    assert.match(
+      String(r.at),
+      /^DevutilPlantumlWorker\.handle:\d+ < DevutilPlantumlWorker\$Renders\.loop:\d+/,
+    );
     assert.equal(r.broken, undefined);
   });
 

@@ -41,4 +41,17 @@ describe('bounded dot', { skip: toolSkip('dot', ['-V']) || toolSkip('prlimit'), 
     assert.equal(code, null);
     assert.ok(signal === 'SIGXCPU' || signal === 'SIGKILL', `ended by its CPU bound (${signal})`);
   });
+
+  it("keeps one script per bounds in a shared directory: a later server with other bounds does not change the first one's", () => {
+    const dir = tempDir();
+    const long = boundedDot(dir, { cpuSeconds: 14, dataBytes: 1024 ** 3 });
+    const short = boundedDot(dir, { cpuSeconds: 5, dataBytes: 256 * 1024 ** 2 });
+    const again = boundedDot(dir, { cpuSeconds: 14, dataBytes: 1024 ** 3 });
+    assert.ok(long && short);
+    assert.notEqual(long, short);
+    assert.equal(again, long);
+    const script = readFileSync(long, 'utf8');
+    assert.match(script, /'--cpu=14:15'/);
+    assert.match(readFileSync(short, 'utf8'), /'--cpu=5:6'/);
+  });
 });

@@ -20,14 +20,18 @@ const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 
 /**
  * Writes the bounded `dot` into `dir` and returns its path; undefined (the JVM finds `dot` itself)
- * when there is no `dot` or no prlimit to bound it with.
+ * when there is no `dot` or no prlimit to bound it with. The script's name carries its bounds: a
+ * build directory is shared (by the HTTP workers of one server, by servers an operator points at one
+ * DEVUTIL_DIAGRAMS_BUILD_DIR), and a JVM reads the script each time it runs `dot`, so one script per
+ * name would give every server the bounds of whichever wrote it last (a server with a 3 s render
+ * timeout cut another's 12 s layouts at 5 CPU seconds).
  */
 export function boundedDot(dir: string, b: { cpuSeconds: number; dataBytes: number }): string | undefined {
   const dot = process.env['GRAPHVIZ_DOT'] || onPath('dot');
   if (!dot || !boundTools().prlimit) return undefined;
   const prlimit = onPath('prlimit') ?? 'prlimit';
   const argv = boundedArgv([dot], b).map((a) => (a === 'prlimit' ? prlimit : a));
-  const script = join(dir, 'dot');
+  const script = join(dir, `dot-${b.cpuSeconds}s-${b.dataBytes}b`);
   const tmp = `${script}.${process.pid}.tmp`;
   writeFileSync(tmp, `#!/bin/sh\nexec ${argv.map(quote).join(' ')} "$@"\n`);
   chmodSync(tmp, 0o755);

@@ -347,10 +347,7 @@ describe('PlantUML quarantine', { skip: toolSkip('java', ['-version']), timeout:
   it('renders a diagram that timed out, and a client whose renders timed out twice, in a low-priority JVM of its own', async () => {
     const up = await post('A -> B : up', '198.51.100.1');
     assert.equal(up.statusCode, 200, await seen(up));
-    // A runaway in `dot`: the engine's own port of Graphviz (smetana) ended this layout early with a
-    // bare IllegalStateException (422) in a fresh quarantine JVM in some CI runs, where this test is
-    // about a render that outlives its deadline. `dot` runs as the JVM's child, in its process group.
-    const bomb = runaway(false, 'suspect');
+    const bomb = runaway(true, 'suspect');
     const first = await post(bomb, '198.51.100.2');
     assert.equal(first.statusCode, 504, await seen(first));
     // One strike: the client's other diagrams stay on the main JVM; no quarantine JVM starts.
