@@ -19,6 +19,19 @@ const RESOLVED = Promise.resolve();
 /** Bytes queued for the file before append() makes its caller wait. */
 const HIGH_WATER = 4 * 1024 * 1024;
 
+/**
+ * Bytes queued before a file write starts. A network body arrives in pieces of 16 KiB or less (a TLS
+ * record each); written as they came, that was a thread-pool job and an event-loop wake-up every few
+ * pieces (strace of a cold 100 MiB OCI pull, whole process: 5 000-6 700 futex calls and 3 500-4 100
+ * writes and writevs before, about 3 000 and 2 300 with the batch). The readers that keep up take
+ * the bytes from memory, and a batch is a quarter of what memory keeps, so holding it back from the
+ * file costs them nothing.
+ */
+const WRITE_BATCH = 256 * 1024;
+
+/** Longest a queue smaller than WRITE_BATCH waits for more bytes before it is written anyway. */
+const WRITE_DELAY_MS = 20;
+
 /** Bytes each reader reads from the file per step. */
 const READ_CHUNK = 256 * 1024;
 
@@ -168,7 +181,10 @@ export class Spool {
   drain(): Promise<void> {
     if (this.writeError) return Promise.reject(this.writeError);
     if (this.queued === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject, below: 1 }));
+    const drained = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject, below: 1 }));
+    // A waiter makes the queue due now, however small.
+    this.flush();
+    return drained;
   }
 
   private queue: Buffer[] = [];
@@ -176,9 +192,26 @@ export class Spool {
   private writing = false;
   private writeError: Error | null = null;
   private waiters: { resolve: () => void; reject: (e: Error) => void; below: number }[] = [];
+  /** Set when a small queue has waited WRITE_DELAY_MS: it is written as it is. */
+  private due = false;
+  private dueTimer: NodeJS.Timeout | null = null;
 
+  /** Starts the next file write, if none runs and the queue is due (see WRITE_BATCH). */
   private flush(): void {
     if (this.writing || this.queue.length === 0 || this.wfd < 0) return;
+    if (!this.due && this.queued < WRITE_BATCH && this.waiters.length === 0) {
+      this.dueTimer ??= setTimeout(() => {
+        this.dueTimer = null;
+        this.due = true;
+        this.flush();
+      }, WRITE_DELAY_MS).unref();
+      return;
+    }
+    this.due = false;
+    if (this.dueTimer) {
+      clearTimeout(this.dueTimer);
+      this.dueTimer = null;
+    }
     this.writing = true;
     const bufs = this.queue;
     this.queue = [];
@@ -268,7 +301,15 @@ export class Spool {
    */
   reader(start: number, end?: number): Readable {
     this.readers++;
-    const cursor = { pos: start, paces: false };
+    // A reader that starts within the bytes kept in memory paces the writer from the start: the
+    // first client's reader is made while the fetch already runs, and its stream starts flowing
+    // only once the answer's headers went out. Pacing only from its first read from memory, it
+    // could be left behind the memory by a fast source meanwhile and read the whole body back from
+    // the file (an in-process source did, every byte of it).
+    const cursor = {
+      pos: start,
+      paces: this.state === 'writing' && start >= (this.recent[0]?.at ?? this.appended),
+    };
     this.cursors.add(cursor);
     let released = false;
     const release = () => {
@@ -372,6 +413,10 @@ export class Spool {
   /** The writer is done with the file (sealed or failed) and hands it on: no more appends. */
   private closeWriter(): void {
     this.writerDone = true;
+    if (this.dueTimer) {
+      clearTimeout(this.dueTimer);
+      this.dueTimer = null;
+    }
     // A write still running closes the descriptor when it returns (never under its feet).
     if (this.writing) return;
     const fd = this.wfd;
