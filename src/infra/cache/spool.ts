@@ -8,7 +8,6 @@
 // catches up again. A body that fails is never completed for anyone: readers get the error instead
 // of the end. The file can then be handed to a cache (Cache.adopt) or removed; open readers keep reading
 // from their descriptor either way.
-import { EventEmitter } from 'node:events';
 import { close, open, read, unlink, writev } from 'node:fs';
 import { Readable } from 'node:stream';
 
@@ -65,7 +64,8 @@ export class Spool {
   private pacing: { done: Promise<void>; resolve: () => void; timer: NodeJS.Timeout } | null = null;
   private state: State = 'writing';
   private failure: Error | null = null;
-  private readonly events = new EventEmitter();
+  /** Readers waiting for more bytes (or the seal, or a failure): each called once, on the next progress. */
+  private waiting: (() => void)[] = [];
   private wfd: number;
   private rfd: number;
   private readers = 0;
@@ -79,7 +79,6 @@ export class Spool {
     this.size = size;
     this.wfd = wfd;
     this.rfd = rfd;
-    this.events.setMaxListeners(0);
   }
 
   /**
@@ -131,7 +130,7 @@ export class Spool {
       this.recentBytes -= this.recent.shift()?.buf.length ?? 0;
     this.flush();
     // Readers waiting at the end take the new bytes from memory now.
-    this.events.emit('progress');
+    this.progress();
     const paced = this.pace();
     if (this.queued < HIGH_WATER) return paced;
     const written = new Promise<void>((resolve, reject) =>
@@ -244,7 +243,7 @@ export class Spool {
         }
         this.queue = [...rest, ...this.queue];
       }
-      this.events.emit('progress');
+      this.progress();
       this.waiters = this.waiters.filter((w) => {
         if (this.queued >= w.below) return true;
         w.resolve();
@@ -254,13 +253,21 @@ export class Spool {
     });
   }
 
+  /** Wakes the readers waiting for progress (a reader that must wait again queues itself anew). */
+  private progress(): void {
+    if (this.waiting.length === 0) return;
+    const w = this.waiting;
+    this.waiting = [];
+    for (const f of w) f();
+  }
+
   /** The body is complete and good: readers may read to its end. */
   seal(): void {
     if (this.state !== 'writing') return;
     if (this.queued > 0 || this.writing) throw new Error('spool sealed before drain()');
     this.state = 'sealed';
     this.closeWriter();
-    this.events.emit('progress');
+    this.progress();
   }
 
   /** The body is bad or cut: every reader fails with `err`, now or when it next waits. */
@@ -275,7 +282,7 @@ export class Spool {
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.failure = err;
     this.closeWriter();
-    this.events.emit('progress');
+    this.progress();
     this.maybeClose();
   }
 
@@ -343,7 +350,7 @@ export class Spool {
               stream.destroy(new Error('range past the end of the body'));
               return;
             }
-            this.events.once('progress', step);
+            this.waiting.push(step);
             return;
           }
           const mem = this.fromMemory(cursor.pos, limit);
@@ -357,7 +364,7 @@ export class Spool {
           // Behind the bytes kept in memory: from the file, as far as it is written.
           const n = Math.min(READ_CHUNK, Math.min(limit, this.written) - cursor.pos);
           if (n <= 0) {
-            this.events.once('progress', step);
+            this.waiting.push(step);
             return;
           }
           const buf = Buffer.allocUnsafe(n);
