@@ -188,6 +188,45 @@ describe('Spool', { timeout: 30_000 }, () => {
     s.done();
   });
 
+  it('paces the writer from the start for a reader made while it writes, which then reads from memory', async () => {
+    const s = await Spool.create(join(tempDir(), 'h'));
+    // Made but not read yet, as the first client's reader is until its answer's headers went out.
+    const r = s.reader(0);
+    // 2 MiB: past the bytes kept in memory, had the writer not waited.
+    const chunks = Array.from({ length: 32 }, (_, i) => Buffer.alloc(64 * 1024, i % 251));
+    let appended = 0;
+    const writer = (async () => {
+      for (const c of chunks) {
+        await s.append(c);
+        appended++;
+      }
+    })();
+    await tick();
+    assert.ok(appended < chunks.length, 'the writer waits for the reader that has not started');
+    const got: Buffer[] = [];
+    r.on('data', (c: Buffer) => got.push(c));
+    await writer;
+    await s.drain();
+    s.seal();
+    await new Promise((res) => r.once('end', res));
+    assert.equal(
+      got[0]?.buffer,
+      chunks[0]?.buffer,
+      'the first bytes from memory, not read back from the file',
+    );
+    assert.ok(Buffer.concat(got).equals(Buffer.concat(chunks)));
+    s.done();
+  });
+
+  it('writes a small queue to the file without a drain (batched writes wait only briefly)', async () => {
+    const s = await Spool.create(join(tempDir(), 'i'));
+    await s.append(Buffer.from('a few bytes'));
+    await waitFor(() => s.written === 11, 'the queued bytes to reach the file');
+    await s.drain();
+    s.seal();
+    s.done();
+  });
+
   it("with the size stated, holds back only the body's last byte and refuses bytes past it", async () => {
     const s = await Spool.create(join(tempDir(), 'g'), { size: 11 });
     const a = collect(s.reader(0));
