@@ -65,8 +65,8 @@ const variants: Record<string, { archive: boolean; flags: string[] }> = {
   'devutil default': { archive: true, flags: [] },
   'no archive (-Xshare default)': { archive: false, flags: [] },
   'C1 only (TieredStopAtLevel=1)': { archive: true, flags: ['-XX:TieredStopAtLevel=1'] },
-  'serial GC': { archive: true, flags: ['-XX:-UseG1GC', '-XX:+UseSerialGC', '-XX:-ShrinkHeapInSteps'] },
-  ParallelGC: { archive: true, flags: ['-XX:-UseG1GC', '-XX:+UseParallelGC'] },
+  'G1 (the JVM default GC)': { archive: true, flags: ['-XX:-UseSerialGC', '-XX:+UseG1GC'] },
+  ParallelGC: { archive: true, flags: ['-XX:-UseSerialGC', '-XX:+UseParallelGC'] },
   '-XX:-UsePerfData': { archive: true, flags: ['-XX:-UsePerfData'] },
   '-XX:CICompilerCount=2': { archive: true, flags: ['-XX:CICompilerCount=2'] },
   ...(info.nativeTrim

@@ -111,18 +111,17 @@ export function javaArgs(o: WorkerOptions): string[] {
       ? [`-Xms${Math.floor(Math.min(o.initialHeapBytes, o.heapBytes) / (1024 * 1024))}m`]
       : []),
     '-Xss8m',
-    // G1, as PicoWeb runs by default (issue 35). The serial collector cost about 1.2 ms of
-    // collector CPU per render against G1's 0.35 (worker protocol, 16 render threads, 4 in flight,
-    // the test corpus): its young generation is a third of a heap grown from 8 MiB, where G1 sizes
-    // the young generation to meet its pause and overhead goals and collects far less often. G1
-    // also maps the JDK's archived heap objects (the serial collector of Java 17 rebuilds them):
-    // about 5 ms less CPU to start. It holds more heap during a burst (peak about 270-440 MiB
-    // resident against 200-240); the idle collection gives it back (the same 134 MiB after it).
-    '-XX:+UseG1GC',
+    '-XX:+UseSerialGC',
+    // A full collection that finds the heap mostly free shrinks it at once, not a step per
+    // collection: the worker's idle collection gives a burst's heap back in one go.
+    '-XX:-ShrinkHeapInSteps',
     ...(o.trimNativeHeapMs ? [`-XX:TrimNativeHeapInterval=${o.trimNativeHeapMs}`] : []),
-    // A full collection (the idle one, which lowers both for its one collection) shrinks the heap
-    // to what these leave free; while renders run, G1's remark pauses resize by them too, and
-    // 70-80% free (Java: 40-70%) keeps a burst's heap from shrinking between its collections.
+    // While renders run, a full collection leaves 70-80% of the heap free (Java: 40-70%), and the
+    // young generation (a third of the heap) grows with it. From an 8 MiB start the default kept
+    // about 12 MiB of young generation: 0.6 young collections per render and full ones every few
+    // dozen, for about 15% more worker CPU per render than this (16 render threads, 4 in flight, the
+    // test corpus). The idle collection still shrinks the heap to what is live (it lowers both for
+    // its one collection), so an idle worker weighs what it did.
     '-XX:MinHeapFreeRatio=70',
     '-XX:MaxHeapFreeRatio=80',
     // A training run only loads classes for the archive (it holds no compiled code): C1 alone loads

@@ -307,9 +307,9 @@ public final class DevutilPlantumlWorker {
         /**
          * Gives the heap back once renders have stopped for IDLE_GC_MS (issue 35): a burst grows
          * the heap (committed and resident) to several times what the engine keeps live, and the
-         * collector only shrinks it by the free-ratio thresholds after a full collection (G1 also
-         * after a remark, which an idle JVM never reaches). So, once per idle spell, a full
-         * collection runs with the shrink thresholds at their lowest (they are manageable flags),
+         * serial collector only shrinks it when a full collection finds most of it free. So, once
+         * per idle spell, a full collection runs with the shrink thresholds at their lowest (they
+         * are manageable flags; -XX:-ShrinkHeapInSteps lets one collection shrink all the way),
          * and the thresholds go back for the renders to come. The heap never goes under -Xms.
          * The server hears the committed heap before and after.
          */
