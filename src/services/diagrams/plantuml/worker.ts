@@ -117,8 +117,8 @@ export function javaArgs(o: WorkerOptions): string[] {
     '-XX:-ShrinkHeapInSteps',
     ...(o.trimNativeHeapMs ? [`-XX:TrimNativeHeapInterval=${o.trimNativeHeapMs}`] : []),
     // While renders run, a full collection leaves 70-80% of the heap free (Java: 40-70%), and the
-    // young generation (a third of the heap) grows with it. From an 8 MiB start the default kept
-    // about 12 MiB of young generation: 0.6 young collections per render and full ones every few
+    // young generation (a share of the heap, set below) grows with it. From an 8 MiB start the
+    // default kept about 12 MiB of young generation: 0.6 young collections per render and full ones every few
     // dozen, for about 15% more worker CPU per render than this (16 render threads, 4 in flight, the
     // test corpus). The idle collection still shrinks the heap to what is live (it lowers both for
     // its one collection), so an idle worker weighs what it did.
