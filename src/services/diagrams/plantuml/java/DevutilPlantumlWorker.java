@@ -73,6 +73,16 @@ public final class DevutilPlantumlWorker {
     private static DataOutputStream out;
 
     public static void main(String[] args) throws Exception {
+        // Each `dot` the engine runs (class, component, state... diagrams) is a child process. By
+        // default Java 12+ starts one through its helper program (posix_spawn of jspawnhelper, which
+        // then execs the command): a second program start per child. vfork execs the command at
+        // once: about 0.7 ms less CPU per child (0.1 of it in the JVM; 500 starts of /bin/true,
+        // 1.2-1.3 vs 0.6 ms in the children), about 0.3 ms per diagram of the test corpus. It was
+        // Linux's default before Java 12; Java 25 deprecates it (a warning on stderr) and later ones
+        // remove it, so it is asked for only before 25, and never over a launcher set explicitly.
+        if (Runtime.version().feature() < 25 && System.getProperty("jdk.lang.Process.launchMechanism") == null) {
+            System.setProperty("jdk.lang.Process.launchMechanism", "VFORK");
+        }
         // The engine may print to System.out; the protocol owns the real stdout.
         final OutputStream raw = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
         out = new DataOutputStream(raw);
