@@ -372,8 +372,9 @@ public final class DevutilPlantumlWorker {
 
     /**
      * Where `t` was thrown: the first frames of its innermost cause, "class.method:line" joined
-     * by " < ". Engine exceptions often carry no message (smetana's C-port helpers throw a bare
-     * IllegalStateException), so the frames are what tells one from another in the log.
+     * by " < ". Engine exceptions often carry no message (a layout whose `dot` failed ends in a
+     * bare IllegalStateException, and so do smetana's C-port helpers), so the frames are what tells
+     * one from another in the log.
      */
     static String frames(Throwable t) {
         for (int i = 0; i < 16 && t.getCause() != null && t.getCause() != t; i++) t = t.getCause();
