@@ -2,11 +2,20 @@
 // (infra/http/prepared-response.ts): the same answer as the disk tier gives, 304s from the stored
 // validators, and never a stale body once the stored object is replaced.
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { curl } from '../fixtures/proxy/curl.ts';
 import { startProxy, startWorld, type World } from '../fixtures/proxy/world.ts';
 import { tempDir } from '../helpers/server.ts';
 import { toolSkip } from '../helpers/tools.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** The disk tier's published records (unfinished entries are in its `tmp` directory, unnamed). */
+function records(dir: string): string[] {
+  return readdirSync(dir, { recursive: true })
+    .filter((f) => String(f).endsWith('.meta'))
+    .map(String);
+}
 
 const PER_REQUEST = ['x-request-id', 'date', 'ratelimit-remaining', 'ratelimit-reset'];
 const without = (h: Record<string, string>) =>
@@ -48,6 +57,10 @@ describe('proxy: memory-tier hits', { skip: toolSkip('curl') }, () => {
   it('answers a memory hit with the headers and bytes of a disk-tier hit', async () => {
     const path = '/proxy/files.pythonhosted.org/packages/hh/one.whl';
     assert.equal((await curl([`${w.proxy.url}${path}`])).status, 200);
+    // The first instance writes the object to disk after the answer's last byte went out (a CI run
+    // of the Node 20 leg started the second instance before that and got a miss): the second starts
+    // once the record is published, which the disk tier renames into place after the body.
+    await waitFor(() => records(cacheDir).length === 1, 'the object published on disk', 10_000, 20);
     // A second instance on the same directory: its first answer comes from disk, the next from memory.
     const again = await startProxy(w.net, { proxy: { cacheDir } });
     try {
