@@ -1,12 +1,12 @@
 // Answers that are already bytes, served by the fast lane (src/infra/http/fast-lane.ts): the caller
-// IP, a cached Kroki diagram, a cached PlantUML diagram, a 4 KiB proxy hit and a 64 KiB npm tarball
-// hit, each against a bare node:http server sending the same bytes (same runtime) and nginx serving
+// IP, a cached 80 px identicon avatar, a cached Kroki diagram, a cached PlantUML diagram, a 4 KiB
+// proxy hit and a 64 KiB npm tarball hit, each against a bare node:http server sending the same bytes (same runtime) and nginx serving
 // them as a static file. One devutil with its defaults (byte budget on; rate limits off, as in the
 // other benches), the upstreams a local stand-in (test/fixtures/proxy/internet.ts). Rounds
 // alternate the three servers row by row so load drift on a shared machine hits all alike; medians
 // are reported, and each server's CPU per request (user+system of its own process, from /proc: on a
 // busy machine steadier than req/s; nginx is left out there, its workers being other processes).
-// Targets (issue 35): >= 0.9x bare node for the IP, diagrams and the proxy hit,
+// Targets (issue 35): >= 0.9x bare node for the IP, the avatar, diagrams and the proxy hit,
 // >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
 //   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -53,6 +53,8 @@ const dev = await startDevutil({
   DEVUTIL_PROXY_MAX_CONCURRENT: '0',
   DEVUTIL_DIAGRAMS_RATE_LIMIT: 'off',
   DEVUTIL_DIAGRAMS_WORKERS: '1',
+  // Identicons drawn here: no Gravatar stand-in to ask first.
+  DEVUTIL_AVATAR_UPSTREAM: 'none',
 });
 
 interface Hit {
@@ -65,6 +67,13 @@ interface Hit {
 }
 const hits: Hit[] = [
   { name: 'caller IP', path: '/rest/api/v1/ip', connections: 64, bare: 0.9, nginx: 0.6 },
+  {
+    name: 'cached avatar (80 px)',
+    path: '/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346?d=identicon&s=80',
+    connections: 64,
+    bare: 0.9,
+    nginx: 0.6,
+  },
   {
     name: 'cached Kroki diagram',
     path: `/plantuml/graphviz/svg/${deflateSync('digraph { lane -> fast -> bytes }').toString('base64url')}`,
@@ -129,7 +138,11 @@ require('node:http').createServer((q, s) => {
 );
 const bareProc: ChildProcess = spawn(process.execPath, [script], { stdio: ['ignore', 'ignore', 'inherit'] });
 const locations = hits
-  .map((h, i) => `location = ${h.path} { default_type "${served[h.path]?.type}"; alias ${www}/hit${i}; }`)
+  // nginx matches the path alone (the avatar's query string is not part of a location).
+  .map(
+    (h, i) =>
+      `location = ${h.path.split('?')[0]} { default_type "${served[h.path]?.type}"; alias ${www}/hit${i}; }`,
+  )
   .join('\n');
 const ngx = await startNginx(locations, '', hits[0]!.path);
 for (let i = 0; i < 100; i++) {
