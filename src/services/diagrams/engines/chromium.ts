@@ -1,8 +1,9 @@
-// One headless Chromium process for the diagram browser pool, started so that nothing it starts can
-// outlive it or the server: its own process group (every zygote, renderer, GPU and utility process
-// is in it), killed as a whole; its crash handler, which daemonises itself out of the group, exits
-// with the browser and is killed too if it does not (found by the profile directory it names, as
-// is everything the browser started); the kernel's parent-death signal (setpriv --pdeathsig, util-linux) ends it if the server dies
+// One headless Chromium process (full Chromium or its headless shell, find-chromium.ts) for the
+// diagram browser pool, started so that nothing it starts can outlive it or the server: its own
+// process group (every zygote, renderer, GPU and utility process is in it), killed as a whole; full
+// Chromium's crash handler, which daemonises itself out of the group, exits with the browser and is
+// killed too if it does not (found by the profile directory it names, as is every process of full
+// Chromium; the headless shell starts no crash handler); the kernel's parent-death signal (setpriv --pdeathsig, util-linux) ends it if the server dies
 // without closing it (kill -9), and it also shuts down when its DevTools pipe closes. It gets a
 // fresh profile and a bare environment (none of the server's variables, secrets included), and no
 // network: host names resolve nowhere and every connection goes to a proxy that does not exist (the
@@ -90,7 +91,7 @@ function killGroup(pid: number): void {
 }
 
 /**
- * Every process whose command line names `profile` (the browser's processes carry
+ * Every process whose command line names `profile` (full Chromium's processes carry
  * --user-data-dir=<profile>, its crash handler --database=<profile>/...), killed: what left the
  * process group. (--disable-crashpad-for-testing would keep the handler from starting, but it
  * also turns off the DevTools request interception the pages rely on.)
@@ -219,7 +220,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
 }
 
 /**
- * Closes the blank tab the browser opens at start (it has a renderer process of its own, 14 MiB
+ * Closes the blank tab the browser opens at start (it has a renderer process of its own, 5-14 MiB
  * PSS, and draws nothing: every page of the pool is a tab it opens itself). The browser stays up
  * with no tab.
  */
