@@ -13,6 +13,7 @@
 //   BENCH_JVM_IDLE_SEC (unset: the JVM is kept, as by default, and weighs in the idle tree)
 //   BENCH_JVM_INITIAL_HEAP (unset: the default; 0 = Java's own)
 //   MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: passed on to the server (deploy/devutil.service sets them)
+//   BENCH_CHROMIUM (unset: the one the server finds, a headless shell first): the browser pool's executable
 import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,13 +133,19 @@ async function main(): Promise<void> {
     ...(process.env['BENCH_JVM_IDLE_SEC']
       ? { DEVUTIL_DIAGRAMS_WORKER_IDLE_SEC: process.env['BENCH_JVM_IDLE_SEC'] }
       : {}),
+    ...(process.env['BENCH_CHROMIUM']
+      ? { DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM: process.env['BENCH_CHROMIUM'] }
+      : {}),
     ...(process.env['BENCH_JVM_INITIAL_HEAP']
       ? { DEVUTIL_DIAGRAMS_WORKER_INITIAL_HEAP: process.env['BENCH_JVM_INITIAL_HEAP'] }
       : {}),
   };
   console.log(
     `# idle settings: ${Object.entries(env)
-      .filter(([k]) => k.includes('IDLE') || k.includes('INITIAL') || k.startsWith('MALLOC_'))
+      .filter(
+        ([k]) =>
+          k.includes('IDLE') || k.includes('INITIAL') || k.startsWith('MALLOC_') || k.endsWith('CHROMIUM'),
+      )
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );

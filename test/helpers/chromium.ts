@@ -1,6 +1,8 @@
 // The Chromium processes of a test's browsers, found in /proc by the profile directory their command
-// lines name (every process of a browser carries it, the crash handler that leaves the process
-// group too), with their parent and their --type (none: the browser itself).
+// lines name (every process of full Chromium carries it, the crash handler that leaves the process
+// group too) or by the process group of a browser that named it (a headless shell's zygotes,
+// renderers and GPU process do not name it), with their parent and their --type (none: the browser
+// itself).
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,10 +21,27 @@ export function profileRoot(): string {
   return mkdtempSync(join(tmpdir(), 'devutil-chromium-test-'));
 }
 
+/**
+ * The browsers (process group leaders) seen so far under each root: their groups' processes are
+ * found after the browser itself has exited, as long as it was seen alive once.
+ */
+const groups = new Map<string, Set<number>>();
+
+function groupsOf(root: string): Set<number> {
+  const g = groups.get(root) ?? new Set<number>();
+  groups.set(root, g);
+  return g;
+}
+
 export function chromiumProcesses(root: string): ChromiumProcess[] {
-  return readdirSync('/proc')
-    .filter((e) => /^\d+$/.test(e))
-    .flatMap((e) => chromiumProcess(e, root) ?? []);
+  const pids = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  const named = pids.flatMap((e) => chromiumProcess(e, root) ?? []);
+  const seen = groupsOf(root);
+  for (const p of named) if (p.type === 'browser') seen.add(p.pid);
+  const mine = new Set(named.map((p) => p.pid));
+  return [...named, ...pids.flatMap((e) => (mine.has(Number(e)) ? [] : (groupMember(e, seen) ?? [])))].sort(
+    (a, b) => a.pid - b.pid,
+  );
 }
 
 /**
@@ -40,8 +59,23 @@ export function childBrowsers(root: string): ChromiumProcess[] {
     } catch {} // a thread that ended since the listing
   return [...pids].flatMap((e) => {
     const p = chromiumProcess(e, root);
+    if (p?.type === 'browser') groupsOf(root).add(p.pid);
     return p?.type === 'browser' && p.ppid === process.pid ? [p] : [];
   });
+}
+
+/** Process `pid` when it is a live member of one of the process groups `leaders`. */
+function groupMember(pid: string, leaders: Set<number>): ChromiumProcess | null {
+  if (leaders.size === 0) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid, pgid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state === 'Z' || !leaders.has(Number(pgid))) return null;
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    return { pid: Number(pid), ppid: Number(ppid), type: /--type=(\S+)/.exec(cmd)?.[1] ?? 'browser' };
+  } catch {
+    return null;
+  }
 }
 
 /** Process `pid` when it is a live process of a browser profiled under `root`. */

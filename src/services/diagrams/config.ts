@@ -91,7 +91,7 @@ export const diagramsSection = {
   mermaidChromium: str('', {
     pattern: /^(?:off|\/.*)?$/,
     hint: 'an absolute path to a Chromium/Chrome executable, or off',
-    doc: 'Chromium executable of the headless-browser pool that draws the Mermaid types beautiful-mermaid does not (gantt, pie, mindmap, gitGraph...) and BPMN; empty = the first chromium/google-chrome on PATH or in the usual places, off = no pool (those types answer 422)',
+    doc: 'Chromium executable of the headless-browser pool that draws the Mermaid types beautiful-mermaid does not (gantt, pie, mindmap, gitGraph...) and BPMN; empty = a headless shell (chromium-headless-shell, chrome-headless-shell: lighter) if there is one, else the first chromium/google-chrome on PATH or in the usual places, off = no pool (those types answer 422)',
   }),
   mermaidBrowsers: int(2, {
     min: 1,

@@ -93,7 +93,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
           noBrowser:
             cfg.mermaidChromium === 'off'
               ? 'the operator turned the browser pool off (DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM=off)'
-              : 'no Chromium was found on this server: install one (Debian/Ubuntu: apt-get install chromium) or set DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM to the path of a Chromium/Chrome executable',
+              : 'no Chromium was found on this server: install one (Debian/Ubuntu: apt-get install chromium-headless-shell, the lightest, or chromium) or set DEVUTIL_DIAGRAMS_MERMAID_CHROMIUM to the path of a Chromium/Chrome executable',
         }),
   };
   // The renderer and its engines (render processes, the browser pool) load with the first Kroki

@@ -20,6 +20,7 @@ export interface PageTarget {
 }
 
 const CALL = 'function (source, options) { return this.__devutilRender(source, options); }';
+const VIEWPORT = { width: 780, height: 493, deviceScaleFactor: 1, mobile: false };
 /** How long closing a page or the browser may take before the browser is killed. */
 export const CLOSE_WAIT_MS = 3000;
 
@@ -48,6 +49,9 @@ export async function openPage(
     });
     page.sessionId = sessionId;
     if (page.dead) throw new Error('closed');
+    // The page's size, which Mermaid's gantt, for one, lays out to: that of a tab of full headless
+    // Chromium, whatever runs the page (its headless shell's are 800 x 600).
+    await cdp.send('Emulation.setDeviceMetricsOverride', VIEWPORT, sessionId);
     let loaded: () => void = () => {};
     const load = new Promise<void>((r) => {
       loaded = r;

@@ -11,10 +11,12 @@ import { chromiumProcesses, profileRoot, startTrap, type Trap } from '../../../.
 import { toolSkip } from '../../../../test/helpers/tools.ts';
 import { waitFor } from '../../../../test/helpers/wait.ts';
 import { BrowserPool, type BrowserPoolOptions } from './browser-pool.ts';
+import { findChromium } from './find-chromium.ts';
 import type { PageKind } from './page-kind.ts';
 import { RenderTimeout } from './render-job.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
+// What the server finds by itself (a headless shell first, find-chromium.ts).
+const CHROMIUM = findChromium() ?? '/usr/bin/chromium';
 const skip = toolSkip(CHROMIUM, ['--version']);
 
 /** A page whose render function does what the source says: echo, loop, fetch a URL. */

@@ -1,8 +1,9 @@
-// One headless Chromium process for the diagram browser pool, started so that nothing it starts can
-// outlive it or the server: its own process group (every zygote, renderer, GPU and utility process
-// is in it), killed as a whole; its crash handler, which daemonises itself out of the group, exits
-// with the browser and is killed too if it does not (found by the profile directory it names, as
-// is everything the browser started); the kernel's parent-death signal (setpriv --pdeathsig, util-linux) ends it if the server dies
+// One headless Chromium process (full Chromium or its headless shell, find-chromium.ts) for the
+// diagram browser pool, started so that nothing it starts can outlive it or the server: its own
+// process group (every zygote, renderer, GPU and utility process is in it), killed as a whole; full
+// Chromium's crash handler, which daemonises itself out of the group, exits with the browser and is
+// killed too if it does not (found by the profile directory it names, as is every process of full
+// Chromium; the headless shell starts no crash handler); the kernel's parent-death signal (setpriv --pdeathsig, util-linux) ends it if the server dies
 // without closing it (kill -9), and it also shuts down when its DevTools pipe closes. It gets a
 // fresh profile and a bare environment (none of the server's variables, secrets included), and no
 // network: host names resolve nowhere and every connection goes to a proxy that does not exist (the
@@ -50,10 +51,21 @@ const FLAGS = [
   '--disable-default-apps',
   '--mute-audio',
   '--hide-scrollbars',
-  // Fewer processes (issue 35): no spare renderer started ahead of a page, and no WebUI omnibox
-  // popup preloaded for the window (measured on Chromium 156 with a Mermaid and a BPMN page: 13
-  // processes, 537 MiB PSS, before; the AI-mode popup, which no flag found turns off, stays).
-  '--disable-features=WebUIOmniboxPopup,SpareRendererForSitePerProcess',
+  // Fewer processes and less memory (issue 35), measured on Chromium 156 with one Mermaid and one
+  // BPMN page drawn, PSS of every process of the browser: no spare renderer started ahead of a page,
+  // no WebUI omnibox popups preloaded for the window (the AI-mode one has a feature of its own:
+  // 55 MiB, a renderer), the network service in the browser process (it runs unsandboxed on Linux
+  // either way, and every request of a page is answered or refused by the browser before it: 14 MiB,
+  // a utility process), and no software GL in the GPU process, which only composites here
+  // (--disable-gpu; 12-16 MiB). The start-up tab is closed too (closeStartPages). Together: full
+  // Chromium 12 processes, 425 MiB, to 9, 355 MiB; its headless shell (find-chromium.ts) 8, 256 MiB,
+  // to 6, 226 MiB. Measured and left out: --in-process-gpu (one process fewer, the same PSS),
+  // --no-zygote (+59 MiB: every renderer a fresh exec), V8's --lite-mode and a garbage collection or a
+  // memory-pressure signal after a page loads (no change), --single-process (pages would share one
+  // renderer: a page's crash or timeout would end the others).
+  '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
+  '--enable-features=NetworkServiceInProcess2',
+  '--disable-software-rasterizer',
   // The pages are tabs of one window (browser-page.ts): a tab in the background renders at full
   // speed, its timers unthrottled and its renderer at the priority of the others.
   '--disable-background-timer-throttling',
@@ -79,7 +91,7 @@ function killGroup(pid: number): void {
 }
 
 /**
- * Every process whose command line names `profile` (the browser's processes carry
+ * Every process whose command line names `profile` (full Chromium's processes carry
  * --user-data-dir=<profile>, its crash handler --database=<profile>/...), killed: what left the
  * process group. (--disable-crashpad-for-testing would keep the handler from starting, but it
  * also turns off the DevTools request interception the pages rely on.)
@@ -186,7 +198,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      cdp.send('Browser.getVersion'),
+      cdp.send('Browser.getVersion').then(() => closeStartPages(cdp)),
       exited.then(() => {
         throw new Error(`the browser exited at start: ${lastLines(tail)}`);
       }),
@@ -205,6 +217,20 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
     clearTimeout(timer);
   }
   return chromium;
+}
+
+/**
+ * Closes the blank tab the browser opens at start (it has a renderer process of its own, 5-14 MiB
+ * PSS, and draws nothing: every page of the pool is a tab it opens itself). The browser stays up
+ * with no tab.
+ */
+async function closeStartPages(cdp: Cdp): Promise<void> {
+  const { targetInfos } = await cdp.send<{ targetInfos: { targetId: string; type: string; url: string }[] }>(
+    'Target.getTargets',
+  );
+  for (const t of targetInfos)
+    if (t.type === 'page' && t.url === 'about:blank')
+      await cdp.send('Target.closeTarget', { targetId: t.targetId });
 }
 
 function lastLines(s: string): string {

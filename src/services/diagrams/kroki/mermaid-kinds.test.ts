@@ -194,12 +194,21 @@ describe('Mermaid with the browser pool off', { timeout: 120_000 }, () => {
     assert.match(messageOf(r.body), /line:? 4\b/);
   });
 
-  it('finds a Chromium on PATH, and none where there is none', () => {
+  it('finds a Chromium on PATH, a headless shell first, and none where there is none', () => {
     const dir = join(root, 'bin');
     mkdirSync(dir, { recursive: true });
-    assert.equal(findChromium(dir, []), null);
-    writeFileSync(join(dir, 'chromium'), '#!/bin/sh\n');
-    chmodSync(join(dir, 'chromium'), 0o755);
-    assert.equal(findChromium(`/nonexistent:${dir}`, []), join(dir, 'chromium'));
+    assert.equal(findChromium(dir, [], []), null);
+    const put = (name: string) => {
+      writeFileSync(join(dir, name), '#!/bin/sh\n');
+      chmodSync(join(dir, name), 0o755);
+    };
+    put('chromium');
+    assert.equal(findChromium(`/nonexistent:${dir}`, [], []), join(dir, 'chromium'));
+    const shell = join(root, 'shell');
+    writeFileSync(shell, '#!/bin/sh\n');
+    chmodSync(shell, 0o755);
+    assert.equal(findChromium(dir, [], [shell]), shell);
+    put('chrome-headless-shell');
+    assert.equal(findChromium(dir, [], [shell]), join(dir, 'chrome-headless-shell'));
   });
 });
