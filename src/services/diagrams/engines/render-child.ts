@@ -41,11 +41,14 @@ export interface ChildOptions {
   maxOutputBytes: number;
   /** CPU priority (nice). */
   nice: number;
+  /** The process collects its heap once it has been idle this long (ms; 0 = never; render-process.js). */
+  collectIdleMs: number;
 }
 
 export type ChildMessage =
   | { ready: true }
   | { seq: number; warmed: true }
+  | { collected: { before: number; after: number; cpuMs: number } }
   | { seq: number; started: true; rss?: number; limit?: number }
   | { seq: number; reply: unknown };
 
@@ -80,6 +83,7 @@ export class RenderChild {
       LANG: 'C.UTF-8',
       DEVUTIL_RENDER_MAX_OUTPUT: String(o.maxOutputBytes),
       DEVUTIL_RENDER_MEMORY: String(o.memoryBytes),
+      DEVUTIL_RENDER_COLLECT_IDLE_MS: String(o.collectIdleMs),
       ...ALLOCATOR,
     };
     for (const k of ['HOME', 'TMPDIR', 'NODE_COMPILE_CACHE']) if (process.env[k]) env[k] = process.env[k];

@@ -185,4 +185,14 @@ process.on('message', async ({ seq, job, warm }) => {
   current = 0;
   send({ seq, reply });
 });
+// Once idle, the heap is collected (once per idle spell; process-pool.ts says why and what it saves),
+// by the server's own mechanism; the pool hears what it gave back.
+const COLLECT_IDLE_MS = Number(process.env.DEVUTIL_RENDER_COLLECT_IDLE_MS) || 0;
+if (COLLECT_IDLE_MS > 0) {
+  const { startIdleCollection } = await import('../../../infra/process/idle-gc.ts');
+  startIdleCollection(
+    (r) => send({ collected: { before: r.before, after: r.after, cpuMs: Math.round(r.cpuMs) } }),
+    COLLECT_IDLE_MS,
+  );
+}
 send({ ready: true });
