@@ -136,9 +136,22 @@ function ensure(names, strict) {
         if (strict) throw err;
       }
     }
+    flushCache();
   });
   loading = run.catch(() => {});
   return run;
+}
+
+/**
+ * Writes what this process compiled to the compile cache now: Node writes it at a clean exit, and a
+ * render process never has one (it is killed). Without it every new process type-stripped the
+ * engine modules again, loading Node's stripper (12 MiB of heap and WebAssembly memory that stay),
+ * and compiled every engine package from scratch.
+ */
+function flushCache() {
+  try {
+    module.flushCompileCache?.();
+  } catch {}
 }
 
 function load(name) {
