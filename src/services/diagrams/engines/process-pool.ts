@@ -30,8 +30,8 @@ export type PoolEvent = 'spawn' | 'exit' | 'timeout' | 'crash' | 'cold' | 'colle
  * the server's own idle collection): the garbage of its renders and engine loads stays otherwise
  * until the process exits (DEVUTIL_DIAGRAMS_RENDER_THREAD_IDLE_SEC, 5 minutes by default), since an
  * idle heap is never collected. Measured on Node 26 (docs/diagrams.md): every engine loaded and 20
- * renders of each sample, 90 to 66 MiB of heap and 25-58 MiB less anonymous memory, for 170-220 ms
- * of CPU once per idle spell.
+ * renders of each sample, 89-101 to 66-72 MiB of heap and 25-58 MiB less anonymous memory, for
+ * 170-280 ms of CPU once per idle spell.
  */
 const COLLECT_IDLE_MS = 10_000;
 
