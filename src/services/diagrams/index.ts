@@ -25,7 +25,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const log = ctx.logger.child({ svc: 'diagrams' });
   const renderEvents = ctx.metrics.counter(
     'devutil_plantuml_render_events_total',
-    'render process events: spawn, exit, timeout (killed at the deadline), crash (died under a render; memory=true: out of memory), cold (a render that waited for a process start), by lane (main, quarantine)',
+    'render process events: spawn, exit, timeout (killed at the deadline), crash (died under a render; memory=true: out of memory), cold (a render that waited for a process start), collect (an idle process collected its heap), by lane (main, quarantine)',
     ['event', 'lane'],
   );
   // URL includes are fetched here, not by the JVM: through the address guard, with validators.

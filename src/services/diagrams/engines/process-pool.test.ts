@@ -1,13 +1,14 @@
 // The render processes: a layout past the deadline is killed with its process (the event loop keeps
 // turning meanwhile) and a warm spare takes its place, a diagram that allocates past every limit
 // ends its process and not this one (this test process is the server here), the kernel's memory
-// bound is set on each process, an answer over its cap is refused before it crosses, and close()
-// leaves no process behind.
+// bound is set on each process, with glibc's allocator settings, an idle process collects its heap,
+// an answer over its cap is refused before it crosses, and close() leaves no process behind.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { waitFor } from '../../../../test/helpers/wait.ts';
 import { ProcessPool, type ProcessPoolOptions } from './process-pool.ts';
+import { ALLOCATOR } from './render-child.ts';
 import { RenderCrashed, type RenderJob, RenderTimeout } from './render-job.ts';
 
 /** A complete graph: dot's crossing minimisation on it runs far past any render deadline. */
@@ -160,6 +161,27 @@ describe('render processes', { timeout: 240_000 }, () => {
     }
     assert.deepEqual(p.pids(), []);
     await waitFor(() => !alive(pid), 'the process is gone');
+  });
+
+  it("starts each process with glibc's allocator settings and collects its heap once it is idle", async () => {
+    const collected: Record<string, unknown>[] = [];
+    const p = pool({ collectIdleMs: 1500, onEvent: (e, d) => e === 'collect' && collected.push(d) });
+    try {
+      assert.equal((await p.run(small)).ok, true);
+      const pid = p.pids()[0]!;
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      for (const [k, v] of Object.entries(ALLOCATOR))
+        assert.ok(env.includes(`${k}=${process.env[k] || v}`), `${k} in ${env.join(' ')}`);
+      await waitFor(() => collected.length > 0, 'an idle collection', 60_000);
+      const c = collected[0] as { pid: number; before: number; after: number };
+      assert.equal(c.pid, pid);
+      assert.ok(c.before > 0 && c.after > 0, `the heap went from ${c.before} to ${c.after} bytes`);
+      // Node 20's V8 runs a plain full collection there, which may leave the heap as large.
+      if (Number(process.versions.node.split('.')[0]) >= 26)
+        assert.ok(c.after <= c.before, `the heap went from ${c.before} to ${c.after} bytes`);
+    } finally {
+      await p.close();
+    }
   });
 
   it('lets every process go when idle, the spare too, and starts one again for the next diagram', async () => {

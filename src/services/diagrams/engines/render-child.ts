@@ -11,6 +11,19 @@ const ENTRY = new URL('./render-process.js', import.meta.url);
 const WATCH_MS = 200;
 /** Committed memory this close to the kernel's bound means an allocation is being refused. */
 const AT_BOUND = 16 * 1024 * 1024;
+/**
+ * glibc's allocator settings of deploy/ (docs/operations.md), given to every render process whatever
+ * the server was started with (the server's own MALLOC_* win where it has them): the process gets
+ * only the environment below, so it never had them. Loading the engines (Mermaid's ELK, D2's
+ * 22 MB module) leaves glibc's heap holding tens of MiB the compilers freed, and threads each
+ * taking an arena. Measured on Node 26, every engine loaded in one process and one sample each
+ * rendered: 223-236 MiB anonymous memory by default, 183-185 with these (a 32 KiB threshold 178);
+ * 20 renders of each sample took the same CPU within the noise (docs/diagrams.md).
+ */
+export const ALLOCATOR: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+};
 /** V8's and Node's words for running out of memory (the last lines of a fatal error). */
 const OOM =
   /out of memory|heap limit|allocation failed|invalid (?:typed )?array length|ENOMEM|Cannot allocate/i;
@@ -28,11 +41,14 @@ export interface ChildOptions {
   maxOutputBytes: number;
   /** CPU priority (nice). */
   nice: number;
+  /** The process collects its heap once it has been idle this long (ms; 0 = never; render-process.js). */
+  collectIdleMs: number;
 }
 
 export type ChildMessage =
   | { ready: true }
   | { seq: number; warmed: true }
+  | { collected: { before: number; after: number; cpuMs: number } }
   | { seq: number; started: true; rss?: number; limit?: number }
   | { seq: number; reply: unknown };
 
@@ -67,8 +83,11 @@ export class RenderChild {
       LANG: 'C.UTF-8',
       DEVUTIL_RENDER_MAX_OUTPUT: String(o.maxOutputBytes),
       DEVUTIL_RENDER_MEMORY: String(o.memoryBytes),
+      DEVUTIL_RENDER_COLLECT_IDLE_MS: String(o.collectIdleMs),
+      ...ALLOCATOR,
     };
     for (const k of ['HOME', 'TMPDIR', 'NODE_COMPILE_CACHE']) if (process.env[k]) env[k] = process.env[k];
+    for (const [k, v] of Object.entries(process.env)) if (k.startsWith('MALLOC_') && v) env[k] = v;
     const argv = boundedArgv(
       [
         process.execPath,

@@ -162,10 +162,11 @@ export class DiagramRenderer {
         // a process that gets such a job loads them. A suspect's process loads only its engine.
         preload: (engine) => lane === 'main' && engine !== 'd2' && engine !== 'raster',
         onEvent: (event, detail) => {
-          o.log[event === 'spawn' || event === 'exit' || event === 'cold' ? 'debug' : 'warn'](
-            { ...detail, lane },
-            `render process ${event}`,
-          );
+          o.log[
+            event === 'spawn' || event === 'exit' || event === 'cold' || event === 'collect'
+              ? 'debug'
+              : 'warn'
+          ]({ ...detail, lane }, `render process ${event}`);
           o.onEvent?.(event, lane);
         },
       });
