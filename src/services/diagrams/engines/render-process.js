@@ -101,12 +101,13 @@ function setLimit(value) {
  * The kernel's bound (RLIMIT_DATA) is what the engines hold plus what one render may add. What the
  * engines hold differs a lot between runtimes (Node 26 maps half a GiB of code space, writable and
  * unused, per isolate, which RLIMIT_DATA counts) and grows as engines load, so the process sets it
- * on itself before a render: when none is set (an engine was loaded since), or garbage the heap
- * kept has moved the base up by a quarter of the allowance.
+ * on itself before a render: when none is set (an engine was loaded since), or the base has moved
+ * by a quarter of the allowance: up with garbage the heap kept, down after the idle collection gave
+ * memory back (else the next render could add the allowance and what was given back).
  */
 function bound() {
   const u = usage();
-  if (!ALLOWANCE || !u.data || (limit && u.data < boundAt + ALLOWANCE / 4)) return u;
+  if (!ALLOWANCE || !u.data || (limit && Math.abs(u.data - boundAt) < ALLOWANCE / 4)) return u;
   if (setLimit(u.data + ALLOWANCE)) {
     boundAt = u.data;
     limit = u.data + ALLOWANCE;
