@@ -8,7 +8,11 @@
 // busy machine steadier than req/s; nginx is left out there, its workers being other processes).
 // Targets (issue 35): >= 0.9x bare node for the IP, the avatar, diagrams and the proxy hit,
 // >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
-//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out.
+// The CPU line also gives the medians of user and kernel time per answer: two servers making the
+// same system calls for the same bytes differ in the first.
+//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out,
+//   BENCH_HITS_ROWS=proxy,ip measures only the rows whose names contain one of these words
+//   (case-insensitive; every row is still made once, so the process has served all of them).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +22,7 @@ import { serveFile, startInternet } from '../test/fixtures/proxy/internet.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { tempDir } from '../test/helpers/server.ts';
 import {
-  cpuSecondsOf,
+  cpuTimesOf,
   header,
   invalid,
   median,
@@ -32,6 +36,11 @@ import {
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 5);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const JAVA = process.env['BENCH_HITS_JAVA'] !== '0';
+const ONLY = (process.env['BENCH_HITS_ROWS'] ?? '')
+  .split(',')
+  .map((w) => w.trim().toLowerCase())
+  .filter(Boolean);
+const measured = (name: string) => ONLY.length === 0 || ONLY.some((w) => name.toLowerCase().includes(w));
 
 header('answers that are bytes already (fast lane): devutil vs bare node:http vs nginx, same bytes');
 const dir = tempDir('devutil-bench-hits-');
@@ -164,17 +173,26 @@ try {
   const byNginx: Parameters<typeof report>[2] = [];
   const byCpu: Parameters<typeof report>[2] = [];
   for (const h of hits) {
+    if (!measured(h.name)) continue;
     const runs: Record<string, WrkResult[]> = { devutil: [], bare: [], nginx: [] };
     /** Microseconds of the server process's CPU per answer, per round (devutil and bare). */
     const cpu: Record<string, number[]> = { devutil: [], bare: [] };
+    /** The same, user and kernel time apart. */
+    const user: Record<string, number[]> = { devutil: [], bare: [] };
+    const system: Record<string, number[]> = { devutil: [], bare: [] };
     for (const s of servers) wrk(s.url + h.path, { durationSec: 1, connections: h.connections });
     for (let i = 0; i < ROUNDS; i++)
       for (const s of i % 2 ? [...servers].reverse() : servers) {
-        const before = s.name in cpu ? cpuSecondsOf(s.pid) : 0;
+        const before = s.name in cpu ? cpuTimesOf(s.pid) : null;
         const r = wrk(s.url + h.path, { durationSec, connections: h.connections });
         runs[s.name]!.push(r);
-        if (s.name in cpu && r.requests > 0)
-          cpu[s.name]!.push(((cpuSecondsOf(s.pid) - before) / r.requests) * 1e6);
+        if (before && r.requests > 0) {
+          const after = cpuTimesOf(s.pid);
+          const per = (a: number, b: number) => ((a - b) / r.requests) * 1e6;
+          user[s.name]!.push(per(after.user, before.user));
+          system[s.name]!.push(per(after.system, before.system));
+          cpu[s.name]!.push(per(after.user + after.system, before.user + before.system));
+        }
       }
     const rps = (n: string) => median(runs[n]!.map((r) => r.rps));
     console.log(
@@ -190,7 +208,7 @@ try {
       invalid: invalid({ devutil: runs['devutil'], bare: runs['bare'] }),
     });
     console.log(
-      `${h.name}: CPU us/answer rounds ${['devutil', 'bare'].map((n) => `${n} ${cpu[n]!.map((v) => v.toFixed(1)).join('/')}`).join('; ')}`,
+      `${h.name}: CPU us/answer rounds ${['devutil', 'bare'].map((n) => `${n} ${cpu[n]!.map((v) => v.toFixed(1)).join('/')} (median user ${median(user[n]!).toFixed(1)}, system ${median(system[n]!).toFixed(1)})`).join('; ')}`,
     );
     byCpu.push({
       metric: h.name,
