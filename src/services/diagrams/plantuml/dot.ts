@@ -5,7 +5,7 @@
 // one that allocates without end fails in its own process; the JVM only sees `dot` fail.
 import { chmodSync, existsSync, renameSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { boundedArgv, boundTools } from '../../../infra/process/bounds.ts';
+import { boundedArgv, limitTools } from '../../../infra/process/bounds.ts';
 
 /** An executable named `name` on PATH, or undefined. */
 function onPath(name: string): string | undefined {
@@ -28,7 +28,7 @@ const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
  */
 export function boundedDot(dir: string, b: { cpuSeconds: number; dataBytes: number }): string | undefined {
   const dot = process.env['GRAPHVIZ_DOT'] || onPath('dot');
-  if (!dot || !boundTools().prlimit) return undefined;
+  if (!dot || !limitTools().prlimit) return undefined;
   const prlimit = onPath('prlimit') ?? 'prlimit';
   const argv = boundedArgv([dot], b).map((a) => (a === 'prlimit' ? prlimit : a));
   const script = join(dir, `dot-${b.cpuSeconds}s-${b.dataBytes}b`);
