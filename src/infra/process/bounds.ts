@@ -105,6 +105,27 @@ export function boundedArgv(argv: readonly string[], b: ProcessBounds): string[]
   return out;
 }
 
+/**
+ * Shell commands that set `b`'s CPU, data and core bounds on the shell itself with its ulimit
+ * builtin (dash, bash and busybox sh have these options; POSIX asks only for -f), joined with &&
+ * and silent when they fail: a command the shell then execs runs under the same bounds as
+ * boundedArgv's prlimit gives it, one program start fewer. Undefined when `b` asks for a bound this
+ * does not set (setpriv's, nice, a file size: ulimit -f counts in blocks of a size shells differ on).
+ */
+export function shellLimits(b: ProcessBounds): string | undefined {
+  if (b.dieWithParent || b.nice || b.fileBytes) return undefined;
+  const cmds: string[] = [];
+  if (b.cpuSeconds) {
+    const s = Math.max(1, Math.ceil(b.cpuSeconds));
+    // The soft limit first: a hard limit under the soft one in force (unlimited) is refused.
+    cmds.push(`ulimit -S -t ${s}`, `ulimit -H -t ${s + 1}`);
+  }
+  // Both limits (neither -S nor -H), in KiB.
+  if (b.dataBytes) cmds.push(`ulimit -d ${Math.floor(b.dataBytes / 1024)}`);
+  cmds.push('ulimit -c 0');
+  return cmds.map((c) => `${c} 2>/dev/null`).join(' && ');
+}
+
 const PAGE = 4096;
 /** USER_HZ: Linux reports process times in 1/100 s on every architecture it runs on. */
 const CLOCK_TICKS = 100;
