@@ -35,9 +35,20 @@ function onPath(name: string): boolean {
     .some((dir) => dir !== '' && existsSync(join(dir, name)));
 }
 
+let onPathTools: { prlimit: boolean; nice: boolean } | undefined;
+
 /**
- * Which of the helper programs this system has (looked up once). prlimit and nice have had what is
- * used here since they exist; setpriv gained --pdeathsig in util-linux 2.33, so it is asked.
+ * prlimit and nice: found on PATH (looked up once, no child started). They have had what is used
+ * here since they exist; a command that asks for no setpriv bound needs only these.
+ */
+export function limitTools(): { prlimit: boolean; nice: boolean } {
+  onPathTools ??= { prlimit: onPath('prlimit'), nice: onPath('nice') };
+  return onPathTools;
+}
+
+/**
+ * Which of the helper programs this system has (looked up once). setpriv gained --pdeathsig in
+ * util-linux 2.33, so it is asked (a child started and waited for).
  */
 export function boundTools(): { prlimit: boolean; setpriv: boolean; nice: boolean } {
   tools ??= found(
@@ -51,7 +62,7 @@ const SETPRIV_ASK = ['--help'];
 
 function found(setprivHelp: string | false): { prlimit: boolean; setpriv: boolean; nice: boolean } {
   const setpriv = setprivHelp !== false && setprivHelp.includes('--pdeathsig');
-  return { prlimit: onPath('prlimit'), setpriv, nice: onPath('nice') };
+  return { ...limitTools(), setpriv };
 }
 
 let probing: Promise<{ prlimit: boolean; setpriv: boolean; nice: boolean }> | undefined;
@@ -77,9 +88,10 @@ export function probeBoundTools(): Promise<{ prlimit: boolean; setpriv: boolean;
 
 /** `argv` prefixed with the programs that apply `b` (those this system has). */
 export function boundedArgv(argv: readonly string[], b: ProcessBounds): string[] {
-  const t = boundTools();
+  // setpriv is asked about only when its bound is wanted: the other bounds need no child started.
+  const t = limitTools();
   const out: string[] = [];
-  if (b.dieWithParent && t.setpriv) out.push('setpriv', '--pdeathsig', 'KILL', '--');
+  if (b.dieWithParent && boundTools().setpriv) out.push('setpriv', '--pdeathsig', 'KILL', '--');
   const limits: string[] = [];
   if (b.dataBytes) limits.push(`--data=${Math.floor(b.dataBytes)}`);
   if (b.cpuSeconds) {
@@ -91,6 +103,27 @@ export function boundedArgv(argv: readonly string[], b: ProcessBounds): string[]
   if (b.nice && t.nice) out.push('nice', '-n', String(Math.min(19, Math.max(1, Math.round(b.nice)))), '--');
   out.push(...argv);
   return out;
+}
+
+/**
+ * Shell commands that set `b`'s CPU, data and core bounds on the shell itself with its ulimit
+ * builtin (dash, bash and busybox sh have these options; POSIX asks only for -f), joined with &&
+ * and silent when they fail: a command the shell then execs runs under the same bounds as
+ * boundedArgv's prlimit gives it, one program start fewer. Undefined when `b` asks for a bound this
+ * does not set (setpriv's, nice, a file size: ulimit -f counts in blocks of a size shells differ on).
+ */
+export function shellLimits(b: ProcessBounds): string | undefined {
+  if (b.dieWithParent || b.nice || b.fileBytes) return undefined;
+  const cmds: string[] = [];
+  if (b.cpuSeconds) {
+    const s = Math.max(1, Math.ceil(b.cpuSeconds));
+    // The soft limit first: a hard limit under the soft one in force (unlimited) is refused.
+    cmds.push(`ulimit -S -t ${s}`, `ulimit -H -t ${s + 1}`);
+  }
+  // Both limits (neither -S nor -H), in KiB.
+  if (b.dataBytes) cmds.push(`ulimit -d ${Math.floor(b.dataBytes / 1024)}`);
+  cmds.push('ulimit -c 0');
+  return cmds.map((c) => `${c} 2>/dev/null`).join(' && ');
 }
 
 const PAGE = 4096;

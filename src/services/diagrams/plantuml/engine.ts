@@ -226,8 +226,11 @@ export class PlantumlEngine {
   /** Detects Java, builds the worker and creates the pool (once); throws EngineUnavailable. */
   prepare(): Promise<WorkerPool> {
     this.prepared ??= (async () => {
-      // The bound programs are asked about now, off the event loop: boundedDot() below would ask synchronously.
-      const [info] = await Promise.all([this.java(), probeBoundTools()]);
+      // setpriv is asked about now, off the event loop, for the commands that use it later (the
+      // Kroki engines' children); the bounded `dot` below needs only prlimit, so the JVM's start
+      // does not wait for that child (30-40 ms of a cold start on a loaded machine).
+      void probeBoundTools();
+      const info = await this.java();
       if (!info.ok) throw new EngineUnavailable(info.reason ?? 'diagram rendering needs Java 17+');
       let classDir: string;
       try {

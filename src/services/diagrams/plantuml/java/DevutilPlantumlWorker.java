@@ -110,6 +110,14 @@ public final class DevutilPlantumlWorker {
         // in progress, and the next step waits until no request is running. When it is done the
         // server hears "warmed": a worker started to replace another takes work only then.
         final Thread warm = new Thread(() -> {
+            try {
+                // Work the server queued for this JVM before its hello (the first diagram of a
+                // cold start) arrives within a few milliseconds of it: a warm-up render started
+                // first would share the cores with that render, the JIT and the server's start.
+                Thread.sleep(WARM_DELAY_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
             for (int i = 0; i < WARM_UP.length * 2; i++) {
                 try {
                     while (renders.active.get() > 0) Thread.sleep(50);
@@ -166,6 +174,8 @@ public final class DevutilPlantumlWorker {
     private static final long STALE_CHILD_MS = TIMEOUT_MS + 2_000L;
     /** Renders stopped this long: the heap is collected and shrunk once (0: never). */
     private static final long IDLE_GC_MS = Long.getLong("devutil.idleGcMs", 30_000L);
+    /** The warm-up's first step waits this long after the hello (see main). */
+    private static final long WARM_DELAY_MS = Long.getLong("devutil.warmDelayMs", 100L);
 
     private static void shrinkHeap() {
         final com.sun.management.HotSpotDiagnosticMXBean vm =
