@@ -5,7 +5,7 @@ import type { Config } from '../../config.ts';
 import { evaluate, type Precondition } from '../../infra/http/conditional.ts';
 import type { FastLane } from '../../infra/http/fast-lane.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
-import type { Outcome } from './service.ts';
+import type { Outcome, Served } from './service.ts';
 import type { Uploads } from './uploads.ts';
 
 /** How long the fast lane repeats an avatar without asking the lookups again. */
@@ -22,7 +22,7 @@ export class AvatarAnswers {
   private readonly cfg: Config['avatar'];
   private readonly lane: FastLane;
   private readonly uploads: Uploads | null;
-  private readonly served: (source: string) => void;
+  private readonly served: (source: Served) => void;
   /** Short and revalidated: a changed avatar shows within max-age, an unchanged one costs a 304. */
   private readonly cacheControl: string;
   /** A memory hit's headers are worked out once per rendered body and file name. */
@@ -34,7 +34,7 @@ export class AvatarAnswers {
     cfg: Config['avatar'],
     lane: FastLane,
     uploads: Uploads | null,
-    served: (source: string) => void,
+    served: (source: Served) => void,
   ) {
     this.cfg = cfg;
     this.lane = lane;
@@ -78,14 +78,13 @@ export class AvatarAnswers {
         // and no upload changed (here or announced by another instance), for at most LANE_MS: the
         // lookups this answer rests on (an upload's absence, the mirror's copy) are not repeated
         // meanwhile, as the uploads' own lookup memo does for longer. Each 200 repeat is a cache hit
-        // (counted by out.hit()); a 304 reads no cache, as through the router. Each is a served
+        // (counted by out.holds()); a 304 reads no cache, as through the router. Each is a served
         // answer of its source.
         const source = out.source;
         const generation = uploads?.generation ?? 0;
         this.lane.remember(req, answer, {
           until: Date.now() + LANE_MS,
-          valid: (status) =>
-            (uploads?.generation ?? 0) === generation && (status === 304 || out.hit() === body),
+          valid: (status) => (uploads?.generation ?? 0) === generation && (status === 304 || out.holds(body)),
           onHit: () => served(source),
         });
         return answer.sendBody(reply);

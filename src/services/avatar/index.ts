@@ -11,7 +11,7 @@ import { githubSource } from './github.ts';
 import { createMirrorStore, Mirror } from './mirror.ts';
 import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';
-import { AvatarService } from './service.ts';
+import { AvatarService, type Served } from './service.ts';
 import { type Changed, Uploads } from './uploads.ts';
 
 const CHANGED = 'avatar:changed';
@@ -35,31 +35,26 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   const root = join(ctx.dataDir, 'avatar');
   const log = ctx.logger.child({ svc: 'avatar' });
 
-  const served = ctx.metrics.counter('devutil_avatar_responses_total', 'avatar answers by source', [
-    'source',
-  ]);
-  const cache = ctx.metrics.counter('devutil_avatar_cache_total', 'rendered avatar lookups by layer', [
+  // Counted on every answer and every cache lookup, the fast lane's repeats included: plain numbers,
+  // reported when scraped (a prom-client child's inc() hashes its labels on every call).
+  const servedBy = ctx.metrics.tally('devutil_avatar_responses_total', 'avatar answers by source', 'source', [
+    'upload',
+    'mirror',
+    'github',
+    'generated',
+    'not_found',
+    'redirect',
+  ] as const) satisfies Record<Served, { inc(): void }>;
+  const cacheBy = ctx.metrics.tally(
+    'devutil_avatar_cache_total',
+    'rendered avatar lookups by layer',
     'layer',
-  ]);
+    ['memory', 'disk', 'render'] as const,
+  );
   const upstream = ctx.metrics.counter('devutil_avatar_upstream_total', 'upstream mirror fetches', [
     'result',
   ]);
   const renderTime = ctx.metrics.histogram('devutil_avatar_render_seconds', 'time to render one avatar', []);
-
-  // Label children resolved once: the cached path is hot enough for the lookup to show.
-  const children = <T>(make: (label: string) => T) => {
-    const m = new Map<string, T>();
-    return (label: string): T => {
-      let c = m.get(label);
-      if (!c) {
-        c = make(label);
-        m.set(label, c);
-      }
-      return c;
-    };
-  };
-  const servedBy = children((source) => served.labels({ source }));
-  const cacheBy = children((layer) => cache.labels({ layer }));
 
   // Mirrored originals are kept only in the disk cache: with no disk budget there is no mirror.
   const upstreams = (
@@ -143,7 +138,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
         'avatar uploads unavailable: serving mirrored and generated avatars without them',
       );
     },
-    onCache: (layer) => cacheBy(layer).inc(),
+    onCache: (layer) => cacheBy[layer].inc(),
     onRender: (s) => renderTime.observe({}, s),
   });
 
@@ -183,7 +178,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     limits: { fileSize: cfg.uploadMaxBytes, files: 4, fields: 16, fieldSize: 4096, parts: 20 },
   });
 
-  avatarRoutes(app, ctx, svc, uploads, (source) => servedBy(source).inc());
+  avatarRoutes(app, ctx, svc, uploads, (source) => servedBy[source].inc());
 };
 
 export default avatar;

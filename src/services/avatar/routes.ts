@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
 import { lazyImpl } from '../../infra/http/lazy.ts';
 import type { AvatarDeps, AvatarReq, AvatarRoute } from './handlers.ts';
-import type { AvatarService } from './service.ts';
+import type { AvatarService, Served } from './service.ts';
 import type { Uploads } from './uploads.ts';
 
 const config = { svc: 'avatar' };
@@ -23,7 +23,7 @@ export function avatarRoutes(
   ctx: ServiceContext,
   svc: AvatarService,
   uploads: Uploads | null,
-  served: (source: string) => void,
+  served: (source: Served) => void,
 ): void {
   const cfg = ctx.config.avatar;
   const impl = lazyImpl('the avatar handlers', async () => {

@@ -27,6 +27,8 @@ const ETAG_MEMO = 20_000;
 const TRACKED_UPLOADS = 20_000;
 
 export type Source = 'upload' | 'mirror' | 'github' | 'generated';
+/** What an answer is counted as (devutil_avatar_responses_total): its image's source, else its kind. */
+export type Served = Source | 'not_found' | 'redirect';
 
 export type Outcome =
   | {
@@ -39,6 +41,11 @@ export type Outcome =
       body(): Promise<Buffer>;
       /** The bytes if the memory tier has them, synchronously (the hot path); else undefined. */
       hit(): Buffer | undefined;
+      /**
+       * Whether the memory tier still holds exactly `body` (counted as a memory hit when it does):
+       * hit() === body without a hit object made, for the fast lane's check before each repeat.
+       */
+      holds(body: Buffer): boolean;
     }
   | { kind: 'redirect'; location: string }
   | { kind: 'not_found' };
@@ -257,6 +264,12 @@ export class AvatarService {
         if (upload) this.track(upload, key);
         this.d.onCache?.('memory');
         return h.body;
+      },
+      holds: (body) => {
+        if (!this.d.cache.holds(key, body)) return false;
+        if (upload) this.track(upload, key);
+        this.d.onCache?.('memory');
+        return true;
       },
     };
   }
