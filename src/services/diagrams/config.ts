@@ -112,6 +112,11 @@ export const diagramsSection = {
     min: 32 * 1024 ** 2,
     doc: 'JavaScript heap cap of each browser page (Mermaid and BPMN); a diagram that needs more crashes its page and answers 422',
   }),
+  // Chromium's own sandbox needs user namespaces, which Docker's default seccomp profile refuses a
+  // container (podman's allows them): the image says auto (deploy/Dockerfile, docs/diagrams.md).
+  mermaidBrowserSandbox: oneOf('on', ['on', 'auto', 'off'] as const, {
+    doc: "Chromium's own sandbox for the browser pool (it needs user namespaces): on = required: a browser that cannot start it fails, and those types answer 503 saying so; auto = kept where it can start, else the browser runs without it (a warning is logged); off = never (--no-sandbox). As root Chromium always runs without it",
+  }),
   queueSize: int(64, { min: 0, doc: 'renders waiting for a worker before 503 + Retry-After' }),
   clientShare: int(50, {
     min: 1,

@@ -86,6 +86,7 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
             pages: cfg.mermaidBrowserPages,
             idleMs: cfg.mermaidBrowserIdleSec * 1000,
             heapMb: Math.round(cfg.mermaidBrowserHeap / 1024 ** 2),
+            sandbox: cfg.mermaidBrowserSandbox,
             maxSource: cfg.maxSourceBytes,
           },
         }

@@ -16,7 +16,7 @@
 // free page going to a newer render of its own kind never starves an older render of another kind.
 import { CLOSE_WAIT_MS, callRender, closePage, openPage, within } from './browser-page.ts';
 import type { Cdp } from './cdp.ts';
-import { type Chromium, launchChromium } from './chromium.ts';
+import { type Chromium, launchChromium, type SandboxMode } from './chromium.ts';
 import type { PageKind } from './page-kind.ts';
 import { RenderCrashed, RenderPoolClosed, type RenderReply, RenderTimeout } from './render-job.ts';
 
@@ -34,6 +34,8 @@ export interface BrowserPoolOptions {
   maxOutput: number;
   /** Where the browsers' profile directories are made (tests find their processes by it). */
   profileRoot?: string;
+  /** Chromium's own sandbox (chromium.ts; default on). */
+  sandbox?: SandboxMode;
   onEvent?: (event: BrowserEvent, detail: Record<string, unknown>) => void;
 }
 
@@ -264,11 +266,12 @@ export class BrowserPool {
       startTimeoutMs: this.o.startTimeoutMs,
       maxMessage: this.o.maxOutput * 2 + 1024 * 1024,
       ...(this.o.profileRoot ? { profileRoot: this.o.profileRoot } : {}),
+      ...(this.o.sandbox ? { sandbox: this.o.sandbox } : {}),
     }).then(
       (c) => {
         browser.chromium = c;
         this.started++;
-        this.event('browser-start', null, { pid: c.pid });
+        this.event('browser-start', null, { pid: c.pid, sandbox: c.sandboxed });
         void c.exited.then(() => this.browserGone(browser, c));
         if (this.closed) c.kill();
         return c;

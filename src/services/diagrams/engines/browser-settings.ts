@@ -3,6 +3,7 @@
 // pool event.
 import type { Logger } from 'pino';
 import { type BrowserEvent, BrowserPool } from './browser-pool.ts';
+import type { SandboxMode } from './chromium.ts';
 
 /** The operator's browser settings (DEVUTIL_DIAGRAMS_MERMAID_*): totals over every page kind. */
 export interface BrowserSettings {
@@ -12,6 +13,8 @@ export interface BrowserSettings {
   idleMs: number;
   heapMb: number;
   timeoutMs: number;
+  /** Chromium's own sandbox (DEVUTIL_DIAGRAMS_MERMAID_BROWSER_SANDBOX). */
+  sandbox: SandboxMode;
   log: Logger;
 }
 
@@ -27,9 +30,11 @@ const DETAILED = new Set<BrowserEvent>(['browser-start', 'browser-exit', 'page-o
 /**
  * The pool under the operator's settings, its events logged as `<kind> browser <event>` (a page's
  * event: `mermaid browser page-open`) or `browser <event>` (the browser's, for every kind):
- * failures at warn, DETAILED at info, the rest at debug.
+ * failures at warn, DETAILED at info, the rest at debug. The first browser that runs without
+ * Chromium's own sandbox under `auto` (it could not start here) is said at warn, once.
  */
 export function settingsPool(o: BrowserSettings): BrowserPool {
+  let warned = false;
   return new BrowserPool({
     executable: o.executable,
     browsers: o.browsers,
@@ -41,13 +46,22 @@ export function settingsPool(o: BrowserSettings): BrowserPool {
     heapMb: o.heapMb,
     recycleAfter: RECYCLE_AFTER,
     maxOutput: MAX_SVG,
-    onEvent: (event, detail) =>
+    sandbox: o.sandbox,
+    onEvent: (event, detail) => {
+      if (event === 'browser-start' && detail['sandbox'] === false && o.sandbox === 'auto' && !warned) {
+        warned = true;
+        o.log.warn(
+          detail,
+          "browser pool: Chromium's sandbox cannot start here (no user namespaces), so its browsers run without it (DEVUTIL_DIAGRAMS_MERMAID_BROWSER_SANDBOX=auto)",
+        );
+      }
       o.log[
         event === 'timeout' || event === 'crash' || event === 'blocked'
           ? 'warn'
           : DETAILED.has(event)
             ? 'info'
             : 'debug'
-      ](detail, `${typeof detail['kind'] === 'string' ? `${detail['kind']} ` : ''}browser ${event}`),
+      ](detail, `${typeof detail['kind'] === 'string' ? `${detail['kind']} ` : ''}browser ${event}`);
+    },
   });
 }

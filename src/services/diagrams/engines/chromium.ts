@@ -8,6 +8,12 @@
 // fresh profile and a bare environment (none of the server's variables, secrets included), and no
 // network: host names resolve nowhere and every connection goes to a proxy that does not exist (the
 // pages' requests are also intercepted, browser-pool.ts).
+// Chromium's own sandbox (its processes in user namespaces of their own, under seccomp-bpf filters)
+// is kept unless the server runs as root (Chromium refuses it there) or the operator says otherwise
+// (`sandbox`): it needs unprivileged user namespaces, which some hosts and container runtimes refuse
+// (Docker's default seccomp profile does; podman's allows them). Chromium then exits at start saying
+// "No usable sandbox": `on` fails with a message saying what to change, `auto` starts it again
+// without its sandbox, and every later browser of that executable too.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,13 +31,20 @@ export interface ChromiumOptions {
   maxMessage: number;
   /** Where its profile directory is made (default: the system's temporary directory). */
   profileRoot?: string;
+  /** Chromium's own sandbox (default on; see the top of this file). */
+  sandbox?: SandboxMode;
 }
+
+/** on: required; auto: kept where it can start, else none; off: none (--no-sandbox). */
+export type SandboxMode = 'on' | 'auto' | 'off';
 
 export interface Chromium {
   readonly pid: number;
   readonly cdp: Cdp;
   /** Resolves once the browser process has exited and its group was killed. */
   readonly exited: Promise<void>;
+  /** Whether it runs in Chromium's own sandbox. */
+  readonly sandboxed: boolean;
   /** The last lines it wrote to stderr (start-up failures say why there). */
   stderr(): string;
   /** SIGKILL to the whole process group; the profile directory is removed on exit. */
@@ -121,7 +134,27 @@ function hasSetpriv(): boolean {
   return setpriv;
 }
 
+/** Chromium's own sandbox cannot start here (its stderr says "No usable sandbox"). */
+export class SandboxUnusable extends Error {}
+
+/** Executables whose sandbox could not start here: under `auto` they start without it from then on. */
+const unsandboxable = new Set<string>();
+
 export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
+  const mode = o.sandbox ?? 'on';
+  // Chromium refuses to run as root with its sandbox.
+  const bare =
+    process.getuid?.() === 0 || mode === 'off' || (mode === 'auto' && unsandboxable.has(o.executable));
+  try {
+    return await start(o, !bare);
+  } catch (err) {
+    if (bare || mode !== 'auto' || !(err instanceof SandboxUnusable)) throw err;
+    unsandboxable.add(o.executable);
+    return start(o, false);
+  }
+}
+
+async function start(o: ChromiumOptions, sandboxed: boolean): Promise<Chromium> {
   if (!hooked) {
     hooked = true;
     process.on('exit', () => {
@@ -134,8 +167,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
   const profile = mkdtempSync(join(o.profileRoot ?? tmpdir(), 'devutil-chromium-'));
   const args = [
     ...FLAGS,
-    // Chromium refuses to run as root with its sandbox; elsewhere it keeps it.
-    ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
+    ...(sandboxed ? [] : ['--no-sandbox']),
     `--js-flags=--max-old-space-size=${o.heapMb}`,
     `--user-data-dir=${profile}`,
     'about:blank',
@@ -190,6 +222,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
     pid,
     cdp,
     exited,
+    sandboxed,
     stderr: () => tail.trim(),
     kill: () => {
       if (pid) killGroup(pid);
@@ -212,11 +245,31 @@ export async function launchChromium(o: ChromiumOptions): Promise<Chromium> {
   } catch (err) {
     chromium.kill();
     await exited;
+    await drained(proc.stderr);
+    // Said on stderr before it exits (its DevTools pipe may close first: the error is the pipe's).
+    // A runtime that answers ENOSYS, not EPERM, to the user namespace (podman's errno for what its
+    // profile denies) fails a check of the sandbox's instead.
+    if (sandboxed && /No usable sandbox|sandbox\/linux\/services\/credentials\.cc.*Check failed/.test(tail))
+      throw new SandboxUnusable(
+        "Chromium's sandbox cannot start here: it needs user namespaces, which this host or container refuses (Docker's default seccomp profile does). Allow them, or set DEVUTIL_DIAGRAMS_MERMAID_BROWSER_SANDBOX=auto (or off) to run the browser without its own sandbox",
+      );
     throw err;
   } finally {
     clearTimeout(timer);
   }
   return chromium;
+}
+
+/** The rest of a stream, once its process is gone (at most a second: a stray child may hold it). */
+function drained(stream: Readable | null): Promise<void> {
+  if (!stream || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    stream.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /**
