@@ -7,10 +7,10 @@
 // schema against the JSON Schema meta-schema when it compiles it (compiling the meta-schema's own
 // validator was most of the first request's cost): the route schemas are the code's own constants,
 // and compileAllSchemas() checks every one of them (its test runs over the whole server).
-// The compilers' own modules (Ajv, fast-json-stringify and theirs, over a hundred files, ~40 ms of
-// a start's CPU) are loaded by the first compile too, synchronously (Fastify compiles inside the
-// request), not when the server starts: the answers the first requests of a start get most (the
-// fast lane's, health checks) need neither. loadCompilers() loads them ahead, for a warm-up.
+// The compilers' own modules (Ajv, fast-json-stringify and theirs: over a hundred files, 30-40 ms
+// of CPU loaded by themselves) are loaded by the first compile too, synchronously (Fastify compiles
+// inside the request), not when the server starts: the first requests a start gets (health checks,
+// the fast lane's answers) mostly need neither. loadCompilers() loads them ahead, for a warm-up.
 import { createRequire } from 'node:module';
 import type AjvCompilerModule from '@fastify/ajv-compiler';
 import type SerializerSelectorModule from '@fastify/fast-json-stringify-compiler';
