@@ -7,6 +7,7 @@ import { ACTIVATED_BACKLOG, type ActivatedSocket } from './activation.ts';
 import { type Background, ListenError, listenFailure, startBackground } from './background.ts';
 import type { Config } from './config.ts';
 import { EXTRAS, extraInstallLine, missingExtras } from './infra/config/extras.ts';
+import { loadCompilers } from './infra/http/schema-compilers.ts';
 import { createLogger } from './infra/observe/logger.ts';
 import { startIdleCollection } from './infra/process/idle-gc.ts';
 import { type Prelaunched, prelaunch, workerCount } from './prelaunch.ts';
@@ -91,8 +92,11 @@ async function runWorker(config: Config, logger: Logger, opts: ServeOptions): Pr
   // The heavy extras a production install leaves out (src/infra/config/extras.ts), each with its
   // install line: looked up a while after the server listens (a dozen package lookups on disk,
   // ~10 ms of blocking work), not ahead of the first requests a start gets (health checks, the
-  // requests that waited for a restart).
+  // requests that waited for a restart). The schema compilers' modules (Ajv, fast-json-stringify)
+  // are loaded then too, unless a request has already needed them: the later first requests do
+  // not wait for them.
   setTimeout(() => {
+    loadCompilers();
     const missing = missingExtras();
     if (missing.length)
       logger.info(

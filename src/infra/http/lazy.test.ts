@@ -1,7 +1,8 @@
 // A lazily loaded route implementation: nothing is imported until its route is asked, requests that
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
 // the next request loads again; and a server start leaves the tus handlers, the Telegram relay, the
-// Kroki renderer and the image and avatar handlers unloaded until asked.
+// Kroki renderer and the image and avatar handlers unloaded until asked, and the schema compilers
+// (Ajv, fast-json-stringify's) until a route's schema is first used.
 import assert from 'node:assert/strict';
 import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
@@ -11,14 +12,60 @@ import { lazyImpl } from './lazy.ts';
 
 // Every module URL loaded from here on (synchronous hooks: Node 22.15+, 24, 26).
 const loads = new Set<string>();
+const loadCounts = new Map<string, number>();
 const hooks = (module as { registerHooks?: (h: object) => unknown }).registerHooks;
 hooks?.({
   load(url: string, ctx: unknown, next: (u: string, c: unknown) => unknown) {
     loads.add(url);
+    loadCounts.set(url, (loadCounts.get(url) ?? 0) + 1);
     return next(url, ctx);
   },
 });
 const { buildTestServer } = await import('../../../test/helpers/server.ts');
+
+// First in the file: a plain Fastify instance (the suite below builds one) loads Fastify's default
+// compilers, Ajv among them, as it is made.
+describe('schema compilers loaded on first use', { timeout: 60_000 }, () => {
+  it("starts a server without Ajv or fast-json-stringify's compiler; the first validated requests load them once", {
+    skip: !hooks,
+  }, async () => {
+    const compilers = /\/node_modules\/(ajv|@fastify\/ajv-compiler|@fastify\/fast-json-stringify-compiler)\//;
+    const loaded = () => [...loads].filter((u) => compilers.test(u));
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      const health = await server.inject('/healthz');
+      assert.equal(health.statusCode, 200, health.body);
+      assert.deepEqual(loaded(), [], 'a server start (or a request without a schema) loaded the compilers');
+      // Requests that arrive together, each the first of its route: all validated, all shaped.
+      const [bad, badAgain, v1, legacy] = await Promise.all([
+        server.inject('/rest/api/v1/ip/port/80?format=xml'),
+        server.inject('/rest/api/v1/ip/port/80?format=xml'),
+        server.inject('/rest/api/v1/ip'),
+        server.inject('/api/ip'),
+      ]);
+      for (const r of [bad, badAgain]) {
+        assert.equal(r?.statusCode, 400, r?.body);
+        assert.match(r?.body ?? '', /format/);
+      }
+      assert.equal(v1?.statusCode, 200, v1?.body);
+      assert.equal(v1?.json().data.ip, '127.0.0.1', v1?.body);
+      assert.equal(legacy?.statusCode, 200, legacy?.body);
+      const after = loaded();
+      assert.ok(
+        after.some((u) => /\/ajv-compiler\/index\.js$/.test(u)),
+        'the first validated request did not load Ajv',
+      );
+      assert.deepEqual(
+        after.filter((u) => loadCounts.get(u) !== 1),
+        [],
+        'requests that arrived together loaded a compiler module more than once',
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
 
 describe('lazy route implementations', { timeout: 60_000 }, () => {
   let app: FastifyInstance;

@@ -7,8 +7,13 @@
 // schema against the JSON Schema meta-schema when it compiles it (compiling the meta-schema's own
 // validator was most of the first request's cost): the route schemas are the code's own constants,
 // and compileAllSchemas() checks every one of them (its test runs over the whole server).
-import { AjvCompiler } from '@fastify/ajv-compiler';
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+// The compilers' own modules (Ajv, fast-json-stringify and theirs: over a hundred files, 30-40 ms
+// of CPU loaded by themselves) are loaded by the first compile too, synchronously (Fastify compiles
+// inside the request), not when the server starts: the first requests a start gets (health checks,
+// the fast lane's answers) mostly need neither. loadCompilers() loads them ahead, for a warm-up.
+import { createRequire } from 'node:module';
+import type AjvCompilerModule from '@fastify/ajv-compiler';
+import type SerializerSelectorModule from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
 
 type Factories = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
@@ -18,9 +23,25 @@ type Serializer = (doc: unknown) => string;
 /** What Fastify reads of an Ajv validator: the call, its `errors` and (Ajv's mark) `schemaEnv`. */
 type Validator = ((data: unknown, ctx?: unknown) => unknown) & { errors?: unknown; schemaEnv?: unknown };
 
-// @fastify/ajv-compiler pools one Ajv per (external schemas, options); Ajv keeps every schema it
-// compiled by object, so a module-level route schema is compiled once per process.
-const ajvPool = AjvCompiler();
+interface Compilers {
+  /**
+   * @fastify/ajv-compiler pools one Ajv per (external schemas, options); Ajv keeps every schema it
+   * compiled by object, so a module-level route schema is compiled once per process.
+   */
+  ajvPool: ReturnType<typeof AjvCompilerModule>;
+  selectSerializer: ReturnType<typeof SerializerSelectorModule>;
+}
+let compilers: Compilers | undefined;
+
+/** The compiler modules, loaded by the first call (synchronous: both packages are CommonJS). */
+export function loadCompilers(): Compilers {
+  if (compilers) return compilers;
+  const require = createRequire(import.meta.url);
+  const ajv = require('@fastify/ajv-compiler') as typeof AjvCompilerModule;
+  const fjs = require('@fastify/fast-json-stringify-compiler') as typeof SerializerSelectorModule;
+  compilers = { ajvPool: ajv(), selectSerializer: fjs() };
+  return compilers;
+}
 
 /** The validators and serializers made and not yet asked, each as its compile step (compileAllSchemas). */
 const pending = new Set<() => unknown>();
@@ -29,7 +50,7 @@ type AjvInstance = {
   errorsText(errors?: unknown): string;
   errors?: unknown;
 };
-type PoolCompiler = ReturnType<typeof ajvPool>;
+type PoolCompiler = ReturnType<Compilers['ajvPool']>;
 /** Each compiler of the pool: its Ajv instance and the route schemas it compiled (the meta-schema check). */
 const checks = new Map<PoolCompiler, { ajv?: AjvInstance; schemas: Set<object> }>();
 
@@ -41,15 +62,15 @@ const buildValidator = ((externalSchemas, options) => {
       if (fn) return fn;
       pending.delete(compiled);
       let made: AjvInstance | undefined;
-      compiler ??= ajvPool(externalSchemas, {
-        ...(options as Parameters<typeof ajvPool>[1] & object),
+      compiler ??= loadCompilers().ajvPool(externalSchemas, {
+        ...(options as Parameters<Compilers['ajvPool']>[1] & object),
         customOptions: { ...options?.customOptions, validateSchema: false },
         // The pool calls it once, when it makes the instance for these options.
         onCreate: (ajv: unknown) => {
           (options?.onCreate as ((a: unknown) => void) | undefined)?.(ajv);
           made = ajv as AjvInstance;
         },
-      } as Parameters<typeof ajvPool>[1]);
+      } as Parameters<Compilers['ajvPool']>[1]);
       const check = checks.get(compiler) ?? { schemas: new Set<object>() };
       check.ajv ??= made;
       check.schemas.add(route.schema as object);
@@ -92,12 +113,11 @@ export function compileAllSchemas(): number {
   return all.length;
 }
 
-const selectSerializer = SerializerSelector();
 /** Per (external schemas, options): the serializer made for each response schema object. */
 const serializers = new Map<string, WeakMap<object, Serializer>>();
 
 const buildSerializer: SerializerFactory = (externalSchemas, options) => {
-  const compile = selectSerializer(externalSchemas, options);
+  let compile: ReturnType<Compilers['selectSerializer']> | undefined;
   const key = JSON.stringify(externalSchemas) + JSON.stringify(options ?? {});
   const cache = serializers.get(key) ?? new WeakMap<object, Serializer>();
   serializers.set(key, cache);
@@ -109,6 +129,7 @@ const buildSerializer: SerializerFactory = (externalSchemas, options) => {
       const compiled = () => {
         if (made) return made;
         pending.delete(compiled);
+        compile ??= loadCompilers().selectSerializer(externalSchemas, options);
         made = compile(route) as Serializer;
         return made;
       };
