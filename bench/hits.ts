@@ -10,7 +10,7 @@
 // >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
 // The CPU line also gives the medians of user and kernel time per answer: two servers making the
 // same system calls for the same bytes differ in the first.
-//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_HITS_JAVA=0 leaves the PlantUML row out,
+//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3, per row and server), BENCH_HITS_JAVA=0 leaves the PlantUML row out,
 //   BENCH_HITS_ROWS=proxy,ip measures only the rows whose names contain one of these words
 //   (case-insensitive; every row is still made once, so the process has served all of them).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -34,6 +34,11 @@ import {
 } from './lib.ts';
 
 const durationSec = Number(process.env['BENCH_SECONDS'] ?? 5);
+/**
+ * Each row's warm-up per server (s): 1 s left devutil's hot paths still being compiled by V8 in the
+ * measured rounds of later rows (TurboFan work on its helper threads, counted in its CPU).
+ */
+const warmupSec = Number(process.env['BENCH_WARMUP_SECONDS'] ?? 3);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const JAVA = process.env['BENCH_HITS_JAVA'] !== '0';
 const ONLY = (process.env['BENCH_HITS_ROWS'] ?? '')
@@ -180,7 +185,7 @@ try {
     /** The same, user and kernel time apart. */
     const user: Record<string, number[]> = { devutil: [], bare: [] };
     const system: Record<string, number[]> = { devutil: [], bare: [] };
-    for (const s of servers) wrk(s.url + h.path, { durationSec: 1, connections: h.connections });
+    for (const s of servers) wrk(s.url + h.path, { durationSec: warmupSec, connections: h.connections });
     for (let i = 0; i < ROUNDS; i++)
       for (const s of i % 2 ? [...servers].reverse() : servers) {
         const before = s.name in cpu ? cpuTimesOf(s.pid) : null;
