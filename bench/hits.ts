@@ -10,7 +10,8 @@
 // >= 0.6x nginx for all (the npm hit is measured against nginx only as its target).
 // The CPU line also gives the medians of user and kernel time per answer: two servers making the
 // same system calls for the same bytes differ in the first.
-//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3, per row and server), BENCH_HITS_JAVA=0 leaves the PlantUML row out,
+//   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3, per row and server),
+//   BENCH_HITS_JAVA=0 leaves the PlantUML row out,
 //   BENCH_HITS_ROWS=proxy,ip measures only the rows whose names contain one of these words
 //   (case-insensitive; every row is still made once, so the process has served all of them).
 import { type ChildProcess, spawn } from 'node:child_process';
