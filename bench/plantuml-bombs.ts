@@ -6,7 +6,7 @@
 // abandoned on the main JVM). The pool's events during the attack (JVM starts, timeouts) are printed.
 //   BENCH_SECONDS (30: each phase; longer than the render timeout), BENCH_PLANTUML_TIMEOUT_MS
 //   (10000, the default timeout), BENCH_CONNECTIONS (4: victims), BENCH_ATTACKERS (2)
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +21,7 @@ import {
   wrk,
   wrkThreads,
 } from './lib.ts';
-import { load, removeScratch, status, uniquePaths, walker } from './plantuml-lib.ts';
+import { events, load, removeScratch, status, uniquePaths, walker } from './plantuml-lib.ts';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 30);
 const TIMEOUT_MS = Number(process.env['BENCH_PLANTUML_TIMEOUT_MS'] ?? 10_000);
@@ -45,18 +45,6 @@ function attack(url: string, n: number): ChildProcess {
     `-H 'content-type: text/plain' --data-binary @'${bombFile}' '${url}/plantuml/svg' >> '${statusFile}'; done`;
   const script = Array.from({ length: n }, () => `(${loop}) &`).join('\n') + '\nwait';
   return spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
-}
-
-/** devutil_plantuml_worker_events_total by "pool event" (DEVUTIL_METRICS_ENABLED is on by default). */
-function events(url: string): Record<string, number> {
-  // curl, not fetch: a kept-alive connection would have been closed by the server during wrk's run.
-  const text = execFileSync('curl', ['-fsS', `${url}/metrics`], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^devutil_plantuml_worker_events_total\{([^}]*)\} (\d+)/gm)) {
-    const l = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    out[`${l['pool']} ${l['event']}`] = Number(m[2]);
-  }
-  return out;
 }
 
 /** Until a diagram never asked for before answers 200 from `url`. */

@@ -1,6 +1,6 @@
 // What the PlantUML benches share: the corpus, distinct (uncached) diagram URLs and the wrk script
 // that walks them, process-tree CPU, and `devutil serve` started as a separate process.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -148,4 +148,16 @@ export async function spawnDevutil(
 /** Removes the scripts and path lists walker() wrote. */
 export function removeScratch(): void {
   for (const d of scratch.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** devutil_plantuml_worker_events_total by "pool event" (DEVUTIL_METRICS_ENABLED is on by default). */
+export function events(url: string): Record<string, number> {
+  // curl, not fetch: a kept-alive connection would have been closed by the server during wrk's run.
+  const text = execFileSync('curl', ['-fsS', `${url}/metrics`], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^devutil_plantuml_worker_events_total\{([^}]*)\} (\d+)/gm)) {
+    const l = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    out[`${l['pool']} ${l['event']}`] = Number(m[2]);
+  }
+  return out;
 }

@@ -31,6 +31,7 @@ import {
 } from './lib.ts';
 import {
   corpus,
+  events,
   exitOf,
   FORMATS,
   jar,
@@ -286,6 +287,17 @@ for (const c of [1, 4, 16]) {
 console.log(
   `\nuncached, ${ROUNDS} alternating rounds of ${SECONDS} s (load ${uncachedLoad} -> ${load()}), medians:`,
 );
+// A render past its deadline (a cold JIT with 16 renders in flight on a loaded machine) makes the
+// one client of the bench a suspect: from then on its renders go to the quarantine JVM (2 threads,
+// lowest priority), and the figures below are not the main pool's.
+for (const s of servers.filter((x) => x.name !== 'picoweb')) {
+  const e = events(s.proc.url);
+  const odd = Object.entries(e).filter(([k]) => k.startsWith('quarantine') || /timeout|crash|retire/.test(k));
+  if (odd.length)
+    console.log(
+      `  WARNING ${s.name}: ${odd.map(([k, v]) => `${k} ${v}`).join(', ')}: the bench client may have been rendered in quarantine from then on`,
+    );
+}
 const stat = (name: string, c: number) => {
   const rs = runs.get(`${name} c=${c}`) ?? [];
   return {

@@ -116,14 +116,16 @@ export function javaArgs(o: WorkerOptions): string[] {
     // collection: the worker's idle collection gives a burst's heap back in one go.
     '-XX:-ShrinkHeapInSteps',
     ...(o.trimNativeHeapMs ? [`-XX:TrimNativeHeapInterval=${o.trimNativeHeapMs}`] : []),
-    // While renders run, a full collection leaves 70-80% of the heap free (Java: 40-70%), and the
-    // young generation (a share of the heap, set below) grows with it. From an 8 MiB start the
-    // default kept about 12 MiB of young generation: 0.6 young collections per render and full ones every few
-    // dozen, for about 15% more worker CPU per render than this (16 render threads, 4 in flight, the
-    // test corpus). The idle collection still shrinks the heap to what is live (it lowers both for
-    // its one collection), so an idle worker weighs what it did.
-    '-XX:MinHeapFreeRatio=70',
-    '-XX:MaxHeapFreeRatio=80',
+    // While renders run, a full collection leaves 90-95% of the heap free (Java: 40-70%), and the
+    // young generation (a share of the heap, set below) grows with it. The serial collector sizes
+    // the young generation only there, from the old one: with 16 renders in flight the live set
+    // is 20-30 MiB, so 70-80% free kept about 50 MiB young, a young collection every 8-10
+    // renders, each promoting the renders in flight (a full one every few seconds); 90-95% keeps
+    // 150-200 MiB young and collects every 20 renders (collector CPU per render 0.6 against 1.0 ms,
+    // PicoWeb's G1 0.5). The idle collection still shrinks the heap to what is live (it lowers both
+    // for its one collection), so an idle worker weighs what it did.
+    '-XX:MinHeapFreeRatio=90',
+    '-XX:MaxHeapFreeRatio=95',
     // Half the heap young (Java: a third): a render's garbage dies young, and a larger young
     // generation collects it less often. Collector CPU per render 0.7 ms instead of 1.2-1.3 with 4
     // renders in flight and 1.3-1.5 instead of 1.9 with 16 (the test corpus, worker protocol,
