@@ -105,8 +105,11 @@ function runOptions(name: string, data: string, port: number, base: string): str
   ];
 }
 
-/** Waits for the container's /healthz, failing with its log if it stops or never answers. */
-async function untilHealthy(name: string, base: string): Promise<void> {
+/**
+ * Waits for the container's /healthz, failing with its log if it stops or never answers; `pm` is
+ * the podman that runs it (root's by default, or the rootless user's).
+ */
+async function untilHealthy(name: string, base: string, pm: typeof podman = podman): Promise<void> {
   const until = Date.now() + 120_000;
   for (;;) {
     const ok = await fetch(`${base}/healthz`).then(
@@ -114,9 +117,9 @@ async function untilHealthy(name: string, base: string): Promise<void> {
       () => false,
     );
     if (ok) return;
-    const state = (await podman(['inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+    const state = (await pm(['inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
     if (state !== 'running' || Date.now() > until) {
-      const logs = await podman(['logs', name]);
+      const logs = await pm(['logs', name]);
       assert.fail(
         `the container is ${state} and never answered /healthz:\n${(logs.stdout + logs.stderr).slice(-4000)}`,
       );
@@ -621,20 +624,7 @@ describe('container image: run by rootless podman as an unprivileged user', {
     }
     assert.equal(r.code, 0, `rootless podman run:\n${r.stderr.slice(-3000)}`);
     started = true;
-    const until = Date.now() + 120_000;
-    for (;;) {
-      const ok = await fetch(`${rlBase}/healthz`).then(
-        (x) => x.ok,
-        () => false,
-      );
-      if (ok) break;
-      const state = (await asUser(['inspect', '--format', '{{.State.Status}}', RL_NAME])).stdout.trim();
-      if (state !== 'running' || Date.now() > until) {
-        const logs = await asUser(['logs', RL_NAME]);
-        assert.fail(`the rootless container is ${state}:\n${(logs.stdout + logs.stderr).slice(-4000)}`);
-      }
-      await new Promise((res) => setTimeout(res, 250));
-    }
+    await untilHealthy(RL_NAME, rlBase, asUser);
     process.stdout.write(
       `# rootless: container answered /healthz ${seconds(t)} s after podman run (${hostNetwork ? 'host network' : 'published port'})\n`,
     );
