@@ -28,12 +28,13 @@ describe('bounded dot', { skip: toolSkip('dot', ['-V']) || toolSkip('prlimit'), 
       runaway.once('exit', (c, s) => r([c, s])),
     );
     runaway.stdin.end(complete(150));
-    // The script and prlimit exec in turn: read the limits once they are the real dot's.
+    // The script sets one bound after another and then execs dot: read the limits once the process
+    // is the real dot (reading when the soft CPU bound appeared saw the hard one still unlimited).
     let limits = '';
-    for (let t = 0; t < 10_000; t += 50) {
-      limits = readFileSync(`/proc/${runaway.pid}/limits`, 'utf8');
-      if (/^Max cpu time\s+2\s/m.test(limits)) break;
-      await new Promise((r) => setTimeout(r, 50));
+    for (let t = 0; t < 10_000 && !limits; t += 50) {
+      if (readFileSync(`/proc/${runaway.pid}/comm`, 'utf8').trim() === 'dot')
+        limits = readFileSync(`/proc/${runaway.pid}/limits`, 'utf8');
+      else await new Promise((r) => setTimeout(r, 50));
     }
     assert.match(limits, /^Max cpu time\s+2\s+3/m);
     assert.match(limits, new RegExp(`^Max data size\\s+${512 * 1024 * 1024}\\s`, 'm'));
