@@ -97,10 +97,10 @@ function settle(req: IncomingMessage): void {
 
 /**
  * Bodies up to this size are sent from a frame (framed-body.ts): the head and the body in one
- * Buffer, one write. Larger ones go as they are (a writev of the head and the body): there the
- * frame's copy of the body would cost more memory than the write saves.
+ * Buffer, one write. Larger ones go as they are (a writev of the head and the body): the writev's
+ * cost is small beside theirs, and a frame would hold a second copy of each.
  */
-const FRAME_MAX = 64 * 1024;
+const FRAME_MAX = 16 * 1024;
 /** Bytes of frames made before the lane lets them all go and starts again. */
 const FRAME_BUDGET = 4 * 1024 * 1024;
 

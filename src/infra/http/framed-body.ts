@@ -12,10 +12,11 @@
 //
 // How: after writeHead, Node keeps the head in res._header and writes it before the first body
 // chunk unless res._headerSent says it went out already. The frame carries the head, so the lane
-// sets _headerSent and ends the response with the frame's bytes. A frame is in use while the socket
-// holds bytes it did not write at once (a slow reader, an earlier answer still going out): the lane
-// then lets that frame go with the write and makes another on the next answer. A runtime without
-// these fields (or a head that is not a plain string) is answered with res.end(body) as before.
+// sets _headerSent and ends the response with the frame's bytes. A frame is in use while the
+// response or its socket holds bytes not written at once (a slow reader; a response still waiting
+// for its connection keeps them too): the lane then lets that frame go with the write and makes
+// another on the next answer. A runtime without these fields (or a head that is not a plain string)
+// is answered with res.end(body) as before.
 import type { ServerResponse } from 'node:http';
 
 /** Room for the head before the body: at least this, and a quarter more than the first head's. */
