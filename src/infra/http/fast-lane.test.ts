@@ -157,7 +157,7 @@ describe('the fast lane', { timeout: 120_000 }, () => {
     const before = answered();
     const again = await get(url, '127.0.0.6');
     assert.equal(answered(), before + 1, 'the repeat came from the lane');
-    // Byte for byte: a small body goes out as a latin1 string (every byte value, a PNG's too).
+    // Byte for byte: a body goes out from its frame with the head (every byte value, a PNG's too).
     assert.ok(first.bytes.some((b) => b >= 0x80));
     assert.ok(again.bytes.equals(first.bytes), 'the same bytes as the router');
     assert.deepEqual(stable(again.headers), stable(first.headers));

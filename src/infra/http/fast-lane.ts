@@ -26,6 +26,7 @@ import { type Subjects, socketBytes, type UsageRecorder } from '../observe/usage
 import { addressGroup, type ClientIpOptions, clientIp } from './client-ip.ts';
 import type { Drain } from './drain.ts';
 import { type Entry, entryOf, MemoTable, partialHead, type RememberOptions } from './fast-lane-memo.ts';
+import { Frame, pendingHead } from './framed-body.ts';
 import type { PreparedResponse } from './prepared-response.ts';
 import { rangeOf } from './range.ts';
 import { RawHead } from './raw-head.ts';
@@ -95,15 +96,13 @@ function settle(req: IncomingMessage): void {
 }
 
 /**
- * Bodies up to this size are sent as a latin1 string (the same bytes): Node then writes the head
- * and the body with one write() of one string, where a Buffer body takes a writev() of a head
- * string and the Buffer and the stream code's chunk list around it (a bare node:http server on
- * Node 26 spent about 0.4 us less CPU per 4 KiB answer so). Larger bodies stay Buffers: at 8 KiB
- * the string's copies cost what the writev saves.
+ * Bodies up to this size are sent from a frame (framed-body.ts): the head and the body in one
+ * Buffer, one write. Larger ones go as they are (a writev of the head and the body): the writev's
+ * cost is small beside theirs, and a frame would hold a second copy of each.
  */
-const TEXT_MAX = 4 * 1024;
-/** Bytes of such strings made before the lane lets them all go and starts again. */
-const TEXT_BUDGET = 4 * 1024 * 1024;
+const FRAME_MAX = 16 * 1024;
+/** Bytes of frames made before the lane lets them all go and starts again. */
+const FRAME_BUDGET = 4 * 1024 * 1024;
 
 const kRemember = Symbol('fast-lane remember');
 const kPeer = Symbol('fast-lane peer');
@@ -129,11 +128,11 @@ export class FastLane {
   /** The server's idle timeout, armed by the lane (install()); 0 when there is none. */
   private idleMs = 0;
   /**
-   * Small bodies as latin1 strings, by the prepared answer they belong to: each lives while its
-   * cache keeps the body, and all go when they add up to TEXT_BUDGET (the map is replaced).
+   * Frames of bodies, by the prepared answer they belong to: each lives while its cache keeps the
+   * body, and all go when they add up to FRAME_BUDGET (the map is replaced).
    */
-  private texts = new WeakMap<PreparedResponse, string>();
-  private textBytes = 0;
+  private frames = new WeakMap<PreparedResponse, Frame>();
+  private frameBytes = 0;
   /** Answers the lane sent itself (status pages, tests). */
   answered = 0;
 
@@ -347,8 +346,7 @@ export class FastLane {
     const bytes = status === 304 || method === 'HEAD' ? 0 : body.length;
     settle(req);
     if (!bytes) res.end();
-    else if (part || bytes > TEXT_MAX) res.end(body);
-    else res.end(this.textOf(prepared), 'latin1');
+    else if (part || bytes > FRAME_MAX || !this.framed(res, prepared)) res.end(body);
     this.unsent(res);
     o.onHit?.(status, ip, bytes, now);
     this.done(
@@ -388,19 +386,22 @@ export class FastLane {
     return ip;
   }
 
-  /** The whole body of a small prepared answer as a latin1 string (its bytes), made on first use. */
-  private textOf(prepared: PreparedResponse): string {
-    let t = this.texts.get(prepared);
-    if (t === undefined) {
-      if (this.textBytes + prepared.body.length > TEXT_BUDGET) {
-        this.texts = new WeakMap();
-        this.textBytes = 0;
+  /** Ends `res` with the whole body of `prepared` from its frame (framed-body.ts); false when it cannot. */
+  private framed(res: ServerResponse, prepared: PreparedResponse): boolean {
+    const head = pendingHead(res);
+    if (head === null) return false;
+    let f = this.frames.get(prepared);
+    if (f === undefined || !f.fits(head)) {
+      f = new Frame(prepared.body, head.length);
+      if (this.frameBytes + f.size > FRAME_BUDGET) {
+        this.frames = new WeakMap();
+        this.frameBytes = 0;
       }
-      t = prepared.body.toString('latin1');
-      this.texts.set(prepared, t);
-      this.textBytes += t.length;
+      this.frames.set(prepared, f);
+      this.frameBytes += f.size;
     }
-    return t;
+    if (!f.send(res, head)) this.frames.delete(prepared);
+    return true;
   }
 
   /** The entry's prepared head for a 200 or a 304 (raw-head.ts), made on its first use. */
