@@ -75,6 +75,7 @@ describe('framed bodies', { timeout: 60_000 }, () => {
   /** What Frame.send returned, per answer of the large body. */
   const kept: boolean[] = [];
   let n = 0;
+  let chunkedHead: string | null | undefined;
 
   function head(res: ServerResponse, body: Buffer): void {
     res.writeHead(200, {
@@ -86,6 +87,13 @@ describe('framed bodies', { timeout: 60_000 }, () => {
 
   before(async () => {
     server = createServer((req, res) => {
+      if (req.url === '/chunked') {
+        // No Content-Length: Node sends the body in chunks, and a frame would go out as one.
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        chunkedHead = pendingHead(res);
+        res.end('chunked');
+        return;
+      }
       if (req.url === '/plain') {
         head(res, SMALL);
         res.end(SMALL);
@@ -147,6 +155,14 @@ describe('framed bodies', { timeout: 60_000 }, () => {
       assert.match(a.head, new RegExp(`\\r\\nx-n: ${first + i}(\\r|$)`));
       assert.ok(a.body.equals(LARGE), `answer ${i} carries the body byte for byte`);
     }
+  });
+
+  it('has no pending head for a body Node sends chunked', async () => {
+    const raw = await exchange(port, 'GET /chunked HTTP/1.1\r\nhost: x\r\n\r\n', (got) =>
+      got.includes('\r\n0\r\n\r\n'),
+    );
+    assert.match(raw.toString('latin1'), /transfer-encoding: chunked/i);
+    assert.equal(chunkedHead, null);
   });
 
   it('has no pending head once the head went out, and a frame too small for a head says so', () => {

@@ -22,13 +22,16 @@ import type { ServerResponse } from 'node:http';
 /** Room for the head before the body: at least this, and a quarter more than the first head's. */
 const ROOM = 1024;
 
-type Pending = ServerResponse & { _header?: unknown; _headerSent?: unknown };
+type Pending = ServerResponse & { _header?: unknown; _headerSent?: unknown; chunkedEncoding?: unknown };
 
-/** The head writeHead made for `res`, not yet written; null when there is none (or another runtime). */
+/**
+ * The head writeHead made for `res`, not yet written; null when there is none (or another runtime),
+ * or when Node would send the body chunked (no Content-Length): it would frame the head as a chunk.
+ */
 export function pendingHead(res: ServerResponse): string | null {
   const r = res as Pending;
   const head = r._header;
-  return typeof head === 'string' && r._headerSent === false ? head : null;
+  return typeof head === 'string' && r._headerSent === false && r.chunkedEncoding === false ? head : null;
 }
 
 export class Frame {
