@@ -1,8 +1,10 @@
 // A lazily loaded route implementation: nothing is imported until its route is asked, requests that
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
-// the next request loads again; and a server start leaves the tus handlers, the Telegram relay, the
-// Kroki renderer and the image and avatar handlers unloaded until asked, and the schema compilers
-// (Ajv, fast-json-stringify's) until a route's schema is first used.
+// the next request loads again; and a server start leaves unloaded until asked the tus handlers, the
+// Telegram relay, the Kroki renderer, the image handlers, the avatar handlers and service,
+// plantuml-server's handlers and Kroki's error answers, and the schema compilers (Ajv,
+// fast-json-stringify's) until a route's schema is first used; an admin dashboard that is off is
+// never loaded.
 import assert from 'node:assert/strict';
 import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
@@ -278,14 +280,14 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     }
   });
 
-  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers', {
+  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers and the avatar service', {
     skip: !hooks,
   }, async () => {
     const lazy = {
       telegram: /\/telegram\/(relay|api-gateway|notice)\.(ts|js)$/,
       kroki: /\/diagrams\/(kroki\/(renderer|handlers)|engines\/process-pool)\.(ts|js)$/,
       image: /\/image\/(handlers|list)\.(ts|js)$/,
-      avatar: /\/avatar\/(handlers|answer)\.(ts|js)$/,
+      avatar: /\/avatar\/(handlers|answer|service|uploads|github|redirect)\.(ts|js)$/,
     };
     const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
     const server = await buildTestServer();
@@ -314,7 +316,11 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       // The operator's delete checks the admin token in a hook, before any handler.
       const del = await server.inject({ method: 'DELETE', url: `/avatar/${'0'.repeat(32)}` });
       assert.ok([401, 403].includes(del.statusCode), del.body);
-      assert.equal(loaded(lazy.avatar).length, 2, 'the first avatar request did not load its handlers');
+      assert.equal(
+        loaded(lazy.avatar).length,
+        6,
+        'the first avatar request did not load its handlers and service',
+      );
     } finally {
       await server.close();
     }
