@@ -2,7 +2,7 @@
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
 // the next request loads again; and a server start leaves unloaded until asked the tus handlers, the
 // Telegram relay, the Kroki renderer, the image handlers, the avatar handlers and service,
-// plantuml-server's handlers and Kroki's error answers, and the schema compilers (Ajv,
+// plantuml-server's handlers and Kroki's error answers, the proxy's forwarding, and the schema compilers (Ajv,
 // fast-json-stringify's) until a route's schema is first used; an admin dashboard that is off is
 // never loaded.
 import assert from 'node:assert/strict';
@@ -241,6 +241,26 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
         [],
         'requests that arrived together loaded a handler module more than once',
       );
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("starts a server without the proxy's forwarding; the first proxied request loads it", {
+    skip: !hooks,
+  }, async () => {
+    const forwarding = /\/proxy\/(forward|policy|subjects|rewrite)\.(ts|js)$/;
+    const loaded = () => [...loads].filter((u) => forwarding.test(u));
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
+      assert.deepEqual(loaded(), [], "a server start loaded the proxy's forwarding");
+      // Refused by the host policy, which comes with the forwarding: no upstream is asked.
+      const r = await server.inject({ method: 'DELETE', url: '/proxy/github.com/owner/repo.git/info/refs' });
+      assert.equal(r.statusCode, 403, r.body);
+      assert.match(r.body, /path not allowed for github\.com/);
+      assert.equal(loaded().length, 4, "the first proxied request did not load the proxy's forwarding");
     } finally {
       await server.close();
     }
