@@ -1,5 +1,6 @@
 // plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), beside
-// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply. Kroki's routes have the same
+// Kroki's (kroki/routes.ts); the route table, whose handlers (handlers.ts) load on first use.
+// Thin: decode -> engine -> diagram-reply. Kroki's routes have the same
 // shapes as three of the server's (a first segment, then one or two more): one route serves both, so
 // those three are registered by kroki/routes.ts, which hands a first segment that is not a Kroki
 // type to the handlers returned here.
@@ -65,10 +66,11 @@ export async function plantumlRoutes(
     const h = await import('./handlers.ts');
     return { ...h, server: h.serverRoutes(ctx, engine, memos, opts) };
   });
+  const loaded = async () => handlers.value ?? (await handlers.get());
   const server: PlantumlServerRoutes = {
     encoded: async (req, reply, fmt, index, encoded) =>
-      (await handlers.get()).server.encoded(req, reply, fmt, index, encoded),
-    posted: async (req, reply, fmt, index) => (await handlers.get()).server.posted(req, reply, fmt, index),
+      (await loaded()).server.encoded(req, reply, fmt, index, encoded),
+    posted: async (req, reply, fmt, index) => (await loaded()).server.posted(req, reply, fmt, index),
   };
 
   // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
@@ -93,7 +95,7 @@ export async function plantumlRoutes(
     { schema: decodeDoc },
     async (req, reply) => {
       reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
-      const { decodeOrThrow } = await handlers.get();
+      const { decodeOrThrow } = await loaded();
       return decodeOrThrow(memos.decoded, req.params.encoded, cfg.maxSourceBytes);
     },
   );
@@ -102,14 +104,14 @@ export async function plantumlRoutes(
     { schema: brief('Encode the diagram text in the body') },
     async (req, reply) => {
       reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
-      const { bodyText } = await handlers.get();
+      const { bodyText } = await loaded();
       return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
     },
   );
 
   const languageDoc = brief("The engine's keywords, types and skin parameters (for editors)");
   app.get('/plantuml/language', { onRequest, schema: languageDoc }, async (_req, reply) => {
-    const { httpError } = await handlers.get();
+    const { httpError } = await loaded();
     let text: string;
     try {
       text = await engine.language();
