@@ -1,12 +1,15 @@
 // A lazily loaded route implementation: nothing is imported until its route is asked, requests that
 // arrive together share one load, a failed load answers 503 in the route's envelope (no crash) and
-// the next request loads again; and a server start leaves the tus handlers, the Telegram relay, the
-// Kroki renderer and the image and avatar handlers unloaded until asked, and the schema compilers
-// (Ajv, fast-json-stringify's) until a route's schema is first used.
+// the next request loads again; and a server start leaves unloaded until asked the tus handlers, the
+// Telegram relay, the Kroki renderer, the image handlers, the avatar handlers and service,
+// plantuml-server's handlers and Kroki's error answers, the proxy's forwarding, and the schema compilers (Ajv,
+// fast-json-stringify's) until a route's schema is first used; an admin dashboard that is off is
+// never loaded.
 import assert from 'node:assert/strict';
 import module from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { testSecret } from '../../../test/helpers/secrets.ts';
 import { EnvelopeTable, installErrorHandling } from './errors.ts';
 import { lazyImpl } from './lazy.ts';
 
@@ -195,6 +198,90 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     assert.equal(await asked, 'failed');
   });
 
+  it("starts a server without plantuml-server's handlers, Kroki's error answers or the off admin dashboard", {
+    skip: !hooks,
+  }, async () => {
+    const lazy = {
+      plantuml: /\/diagrams\/plantuml\/(handlers|decode|diagram-reply|formats)\.(ts|js)$/,
+      krokiErrors: /\/diagrams\/(kroki\/reply|engines\/raster)\.(ts|js)$/,
+      admin: /\/admin\/(routes|oidc|page|probes)\.(ts|js)$/,
+    };
+    const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
+      for (const [name, re] of Object.entries(lazy))
+        assert.deepEqual(loaded(re), [], `a server start loaded ${name}'s modules`);
+      // The admin dashboard is off: its routes do not exist, and nothing of it is loaded.
+      assert.equal((await server.inject('/rest/api/v1/admin/stats')).statusCode, 404);
+      assert.deepEqual(loaded(lazy.admin), [], 'an off admin dashboard loaded its modules');
+      // First requests of different PlantUML routes arriving together share one load and answer
+      // as before: a decoded source, an encoded one, an unknown format in Kroki's error shape.
+      const encoded = 'SyfFKj2rKt3CoKnELR1Io4ZDoSa70000'; // "Bob -> Alice : hello"
+      const [decoded, again, encodedBack, unknown] = await Promise.all([
+        server.inject(`/plantuml/coder/${encoded}`),
+        server.inject(`/plantuml/coder/${encoded}`),
+        server.inject({ method: 'POST', url: '/plantuml/coder', payload: 'Bob -> Alice : hello' }),
+        server.inject(`/plantuml/nosuchformat/${encoded}`),
+      ]);
+      for (const r of [decoded, again]) {
+        assert.equal(r?.statusCode, 200, r?.body);
+        assert.match(r?.body ?? '', /Bob -> Alice : hello/);
+      }
+      assert.equal(encodedBack?.statusCode, 200, encodedBack?.body);
+      const roundTrip = await server.inject(`/plantuml/coder/${encodedBack?.body}`);
+      assert.equal(roundTrip.body, decoded?.body, encodedBack?.body);
+      assert.equal(unknown?.statusCode, 404, unknown?.body);
+      assert.match(unknown?.body ?? '', /unknown format or diagram type nosuchformat/);
+      const handlers = loaded(/\/diagrams\/plantuml\/handlers\.(ts|js)$/);
+      assert.equal(handlers.length, 1, "the first PlantUML requests did not load plantuml-server's handlers");
+      assert.deepEqual(
+        loaded(lazy.plantuml).filter((u) => loadCounts.get(u) !== 1),
+        [],
+        'requests that arrived together loaded a handler module more than once',
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("starts a server without the proxy's forwarding; the first proxied request loads it", {
+    skip: !hooks,
+  }, async () => {
+    const forwarding = /\/proxy\/(forward|policy|subjects|rewrite)\.(ts|js)$/;
+    const loaded = () => [...loads].filter((u) => forwarding.test(u));
+    const server = await buildTestServer();
+    try {
+      await server.ready();
+      assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
+      assert.deepEqual(loaded(), [], "a server start loaded the proxy's forwarding");
+      // Refused by the host policy, which comes with the forwarding: no upstream is asked.
+      const r = await server.inject({ method: 'DELETE', url: '/proxy/github.com/owner/repo.git/info/refs' });
+      assert.equal(r.statusCode, 403, r.body);
+      assert.match(r.body, /path not allowed for github\.com/);
+      assert.equal(loaded().length, 4, "the first proxied request did not load the proxy's forwarding");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('loads the admin dashboard when it is on: its routes answer', { skip: !hooks }, async () => {
+    const server = await buildTestServer({ env: { DEVUTIL_ADMIN_TOKEN: testSecret('admin-token-') } });
+    try {
+      await server.ready();
+      const r = await server.inject('/rest/api/v1/admin/stats');
+      assert.equal(r.statusCode, 401, r.body);
+      assert.match(String(r.headers['www-authenticate']), /Bearer/);
+      assert.equal(
+        [...loads].some((u) => /\/admin\/routes\.(ts|js)$/.test(u)),
+        true,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
   it('starts a server without the tus handlers; the first tus request loads them', {
     skip: !hooks,
   }, async () => {
@@ -213,14 +300,14 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     }
   });
 
-  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers', {
+  it('starts a server without the Telegram relay, the Kroki renderer, the image or avatar handlers and the avatar service', {
     skip: !hooks,
   }, async () => {
     const lazy = {
       telegram: /\/telegram\/(relay|api-gateway|notice)\.(ts|js)$/,
       kroki: /\/diagrams\/(kroki\/(renderer|handlers)|engines\/process-pool)\.(ts|js)$/,
       image: /\/image\/(handlers|list)\.(ts|js)$/,
-      avatar: /\/avatar\/(handlers|answer)\.(ts|js)$/,
+      avatar: /\/avatar\/(handlers|answer|service|uploads|github|redirect)\.(ts|js)$/,
     };
     const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
     const server = await buildTestServer();
@@ -237,13 +324,23 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       const kroki = await server.inject('/plantuml/graphviz/svg/@@@');
       assert.equal(kroki.statusCode, 400, kroki.body);
       assert.equal(loaded(lazy.kroki).length, 3, 'the first Kroki request did not load the renderer');
+      // Its failure is answered in Kroki's shape, by Kroki's error answers loaded then.
+      assert.equal(
+        [...loads].filter((u) => /\/diagrams\/(kroki\/reply|engines\/raster)\.(ts|js)$/.test(u)).length,
+        2,
+        "a Kroki failure did not load Kroki's error answers",
+      );
       const img = await server.inject('/rest/api/v1/image?width=nope');
       assert.equal(img.statusCode, 400, img.body);
       assert.equal(loaded(lazy.image).length, 2, 'the first image request did not load its handlers');
       // The operator's delete checks the admin token in a hook, before any handler.
       const del = await server.inject({ method: 'DELETE', url: `/avatar/${'0'.repeat(32)}` });
       assert.ok([401, 403].includes(del.statusCode), del.body);
-      assert.equal(loaded(lazy.avatar).length, 2, 'the first avatar request did not load its handlers');
+      assert.equal(
+        loaded(lazy.avatar).length,
+        6,
+        'the first avatar request did not load its handlers and service',
+      );
     } finally {
       await server.close();
     }

@@ -7,12 +7,11 @@ import { Gauge } from 'prom-client';
 import type { ServiceContext } from '../../context.ts';
 import { Cache } from '../../infra/cache/cache.ts';
 import { createEgress } from '../../infra/egress/client.ts';
-import { githubSource } from './github.ts';
+import { lazyImpl } from '../../infra/http/lazy.ts';
 import { createMirrorStore, Mirror } from './mirror.ts';
-import { parseAllowList } from './redirect.ts';
 import { avatarRoutes } from './routes.ts';
-import { AvatarService, type Served } from './service.ts';
-import { type Changed, Uploads } from './uploads.ts';
+import type { Served } from './service.ts';
+import type { Changed } from './uploads.ts';
 
 const CHANGED = 'avatar:changed';
 
@@ -78,35 +77,6 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     userAgent: `devutil-avatar/${ctx.version}`,
     onResult: (result: string) => upstream.inc({ result }),
   };
-  // Each mirror's own outbound client (its host overrides differ), behind the egress guard.
-  const egress = (resolve: readonly string[], caFile?: string) =>
-    createEgress({
-      resolve,
-      policy: ctx.config.egress,
-      timeoutMs: cfg.upstreamTimeoutMs,
-      connections: 16,
-      ...(caFile ? { caFile } : {}),
-    });
-  const mirror =
-    originals && upstreams.length > 0
-      ? new Mirror({ ...common, upstreams, cache: originals, http: egress(ctx.config.egress.resolve) })
-      : null;
-  // GitHub is reached like the proxy reaches it: the same overrides and extra CAs.
-  const github =
-    originals && cfg.github
-      ? new Mirror({
-          ...common,
-          ...githubSource(cfg.githubUrl),
-          cache: originals,
-          http: egress(
-            [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
-            ctx.config.proxy.upstreamCa,
-          ),
-          onResult: (result: string) => upstream.inc({ result: `github_${result}` }),
-        })
-      : null;
-  // Looked up even with uploads switched off, so avatars stored earlier keep being served.
-  const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels, cfg.lookupTtlSec * 1000);
   const rendered = new Cache<null>({
     name: 'avatar',
     dir: join(root, 'rendered'),
@@ -116,30 +86,73 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
       log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'avatar disk cache failed'),
   });
   ctx.metrics.caches.push(rendered, ...(originals ? [originals] : []));
-  let storeWarnedAt = 0;
-  const svc = new AvatarService({
-    uploads,
-    mirror,
-    github,
-    cache: rendered,
-    redirectRules: parseAllowList(cfg.redirectAllow),
-    maxPixels: cfg.maxInputPixels,
-    concurrency: cfg.renderConcurrency,
-    queue: cfg.renderQueue,
-    clientShare: cfg.clientShare / 100,
-    storeTimeoutMs: cfg.storeTimeoutMs,
-    onStoreError: (err) => {
-      // Once a minute at most: an outage would otherwise log once per avatar asked for.
-      const now = Date.now();
-      if (now - storeWarnedAt < 60_000) return;
-      storeWarnedAt = now;
-      log.warn(
-        { reason: err instanceof Error ? err.message : String(err) },
-        'avatar uploads unavailable: serving mirrored and generated avatars without them',
-      );
-    },
-    onCache: (layer) => cacheBy[layer].inc(),
-    onRender: (s) => renderTime.observe({}, s),
+  // The lookup order, the renderers, the mirrors' fetchers and the uploads load with the first avatar
+  // request (routes.ts), not at start; what must be there from the start stays here: the caches
+  // (their sweeps and metrics), the change subscription and the gauges, which read an unloaded
+  // service as nothing queued, nothing remembered.
+  const core = lazyImpl('the avatar service', async () => {
+    const [{ githubSource }, { parseAllowList }, { AvatarService }, { Uploads }] = await Promise.all([
+      import('./github.ts'),
+      import('./redirect.ts'),
+      import('./service.ts'),
+      import('./uploads.ts'),
+    ]);
+    // Each mirror's own outbound client (its host overrides differ), behind the egress guard.
+    const egress = (resolve: readonly string[], caFile?: string) =>
+      createEgress({
+        resolve,
+        policy: ctx.config.egress,
+        timeoutMs: cfg.upstreamTimeoutMs,
+        connections: 16,
+        ...(caFile ? { caFile } : {}),
+      });
+    const mirror =
+      originals && upstreams.length > 0
+        ? new Mirror({ ...common, upstreams, cache: originals, http: egress(ctx.config.egress.resolve) })
+        : null;
+    // GitHub is reached like the proxy reaches it: the same overrides and extra CAs.
+    const github =
+      originals && cfg.github
+        ? new Mirror({
+            ...common,
+            ...githubSource(cfg.githubUrl),
+            cache: originals,
+            http: egress(
+              [...ctx.config.egress.resolve, ...ctx.config.proxy.resolve],
+              ctx.config.proxy.upstreamCa,
+            ),
+            onResult: (result: string) => upstream.inc({ result: `github_${result}` }),
+          })
+        : null;
+    // Looked up even with uploads switched off, so avatars stored earlier keep being served.
+    const uploads = new Uploads(ctx.blobs, cfg.maxInputPixels, cfg.lookupTtlSec * 1000);
+    let storeWarnedAt = 0;
+    const svc = new AvatarService({
+      uploads,
+      mirror,
+      github,
+      cache: rendered,
+      redirectRules: parseAllowList(cfg.redirectAllow),
+      maxPixels: cfg.maxInputPixels,
+      concurrency: cfg.renderConcurrency,
+      queue: cfg.renderQueue,
+      clientShare: cfg.clientShare / 100,
+      storeTimeoutMs: cfg.storeTimeoutMs,
+      onStoreError: (err) => {
+        // Once a minute at most: an outage would otherwise log once per avatar asked for.
+        const now = Date.now();
+        if (now - storeWarnedAt < 60_000) return;
+        storeWarnedAt = now;
+        log.warn(
+          { reason: err instanceof Error ? err.message : String(err) },
+          'avatar uploads unavailable: serving mirrored and generated avatars without them',
+        );
+      },
+      onCache: (layer) => cacheBy[layer].inc(),
+      onRender: (s) => renderTime.observe({}, s),
+    });
+    uploads.onChange = (c) => ctx.broadcast.publish(CHANGED, JSON.stringify(c));
+    return { svc, uploads, mirror, github };
   });
 
   new Gauge({
@@ -147,7 +160,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     help: 'avatar renders waiting for a slot',
     registers: [ctx.metrics.registry],
     collect() {
-      this.set(svc.queued);
+      this.set(core.value?.svc.queued ?? 0);
     },
   });
 
@@ -157,15 +170,17 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     message: (text) => {
       const c = parseChanged(text);
       if (!c) return;
-      uploads.forget(c.sha256, c.md5);
-      if (c.sha256) svc.evict(c.sha256);
+      // Nothing is remembered before the service loads.
+      const loaded = core.value;
+      loaded?.uploads.forget(c.sha256, c.md5);
+      if (c.sha256) loaded?.svc.evict(c.sha256);
     },
-    resync: () => uploads.forgetAll(),
+    resync: () => core.value?.uploads.forgetAll(),
   });
-  uploads.onChange = (c) => ctx.broadcast.publish(CHANGED, JSON.stringify(c));
 
   app.addHook('onClose', async () => {
-    await Promise.all([rendered.idle(), mirror?.close(), github?.close()]);
+    const loaded = await core.settled();
+    await Promise.all([rendered.idle(), loaded?.mirror?.close(), loaded?.github?.close()]);
   });
 
   // Upload bodies: a raw image buffered up to the upload limit, or a multipart form read by the
@@ -178,7 +193,7 @@ const avatar: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     limits: { fileSize: cfg.uploadMaxBytes, files: 4, fields: 16, fieldSize: 4096, parts: 20 },
   });
 
-  avatarRoutes(app, ctx, svc, uploads, (source) => servedBy[source].inc());
+  avatarRoutes(app, ctx, core, (source) => servedBy[source].inc());
 };
 
 export default avatar;

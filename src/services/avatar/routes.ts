@@ -1,10 +1,10 @@
 // GET/HEAD /avatar/<hash>[.ext] and /avatar/ (Gravatar's image URL), plus the operator's PUT and
 // DELETE for uploads. The route table: the handlers are handlers.ts, the answers answer.ts,
 // parsing request.ts, the lookup order service.ts, storage uploads.ts. The handlers and answers
-// load on the first avatar request (infra/http/lazy.ts).
+// load on the first avatar request (infra/http/lazy.ts), with the service and uploads (index.ts).
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../context.ts';
-import { lazyImpl } from '../../infra/http/lazy.ts';
+import { type LazyImpl, lazyImpl } from '../../infra/http/lazy.ts';
 import type { AvatarDeps, AvatarReq, AvatarRoute } from './handlers.ts';
 import type { AvatarService, Served } from './service.ts';
 import type { Uploads } from './uploads.ts';
@@ -21,13 +21,17 @@ const getDoc = {
 export function avatarRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
-  svc: AvatarService,
-  uploads: Uploads | null,
+  core: LazyImpl<{ svc: AvatarService; uploads: Uploads | null }>,
   served: (source: Served) => void,
 ): void {
   const cfg = ctx.config.avatar;
+  // The handlers load with the service they answer from (index.ts): one load for both.
   const impl = lazyImpl('the avatar handlers', async () => {
-    const [{ AvatarAnswers }, handlers] = await Promise.all([import('./answer.ts'), import('./handlers.ts')]);
+    const [{ svc, uploads }, { AvatarAnswers }, handlers] = await Promise.all([
+      core.get(),
+      import('./answer.ts'),
+      import('./handlers.ts'),
+    ]);
     const d: AvatarDeps = {
       cfg,
       svc,

@@ -219,12 +219,12 @@ const plantuml: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
   });
 
   // The fast lane's repeats of cached diagrams skip the onResponse hook above: counted as they go.
-  const server = await plantumlRoutes(app, ctx, engine, (status) =>
+  const { server, handlers } = await plantumlRoutes(app, ctx, engine, (status) =>
     laneHits.set(status, (laneHits.get(status) ?? 0) + 1),
   );
   await krokiRoutes(app, ctx, engine, renderer, server);
-  await proxyRoute(app, ctx, engine);
-  await editorRoutes(app, ctx);
+  await proxyRoute(app, ctx, engine, handlers);
+  await editorRoutes(app, ctx, handlers);
 };
 
 export default plantuml;

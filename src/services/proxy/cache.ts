@@ -12,7 +12,12 @@ import { evaluate, validatorsOf } from '../../infra/http/conditional.ts';
 import { PreparedMemo } from '../../infra/http/prepared-response.ts';
 import { contentRange, rangeOf } from '../../infra/http/range.ts';
 import { storeRule, urlKey, variantKey, varyNames } from './cache-rules.ts';
-import { type ForwardOptions, type ForwardRequest, forward, type LaneHit, type Upstream } from './forward.ts';
+import type { ForwardOptions, ForwardRequest, LaneHit, Upstream } from './forward.ts';
+import { forwarding } from './forwarding.ts';
+
+/** forward(), loaded with the first request the proxy forwards (forwarding.ts). */
+const forward = async (o: ForwardOptions, r: ForwardRequest): Promise<Upstream> =>
+  (forwarding.value ?? (await forwarding.get())).forward(o, r);
 
 /** Relayed response headers kept with an object (content-length is its size, set when answering). */
 const STORED = ['content-type', 'etag', 'last-modified', 'content-disposition', 'cache-control', 'vary'];

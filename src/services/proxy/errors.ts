@@ -3,8 +3,19 @@
 import { refusal, undiciCode } from '../../infra/egress/client.ts';
 import { EgressProxyError } from '../../infra/egress/tunnel.ts';
 import { AppError } from '../../infra/http/errors.ts';
-import { ProxyError } from './forward.ts';
+import type { HeaderMap } from './headers.ts';
 import { TargetError } from './target.ts';
+
+/** A refusal or failure of the proxy's own, with its status (and headers, such as Allow). */
+export class ProxyError extends Error {
+  readonly status: number;
+  readonly headers: HeaderMap;
+  constructor(status: number, message: string, headers: HeaderMap = {}) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
 
 export interface Failure {
   status: number;

@@ -12,20 +12,13 @@ import { REDIRECT_STATUSES, type RedirectFault, redirectTarget } from '../../inf
 import { verifiedBody } from '../../infra/egress/verified-body.ts';
 import type { RememberOptions } from '../../infra/http/fast-lane.ts';
 import type { PreparedResponse } from '../../infra/http/prepared-response.ts';
+import { ProxyError } from './errors.ts';
 import { type HeaderMap, requestHeaders, responseHeaders } from './headers.ts';
 import type { Links } from './links.ts';
 import { decide, type HostPolicy, type Route } from './policy.ts';
 import { rewriteLfs, rewritePypi } from './rewrite.ts';
 
-export class ProxyError extends Error {
-  readonly status: number;
-  readonly headers: HeaderMap;
-  constructor(status: number, message: string, headers: HeaderMap = {}) {
-    super(message);
-    this.status = status;
-    this.headers = headers;
-  }
-}
+export { ProxyError };
 
 export interface Upstream {
   status: number;

@@ -9,10 +9,9 @@ import type { ProxyCache } from './cache.ts';
 import { MOUNT } from './definition.ts';
 import { classify } from './errors.ts';
 import type { ProxyGate } from './exchange.ts';
-import { type ForwardOptions, forward } from './forward.ts';
+import type { ForwardOptions } from './forward.ts';
+import { forwarding } from './forwarding.ts';
 import { SAFETY_HEADERS } from './headers.ts';
-import { decide } from './policy.ts';
-import { subjectsOf } from './subjects.ts';
 import { type AllowList, parseTarget } from './target.ts';
 
 export interface ProxyDeps {
@@ -91,6 +90,7 @@ export async function proxyRoutes(app: FastifyInstance, ctx: ServiceContext, dep
           })
           .send();
       }
+      const { decide, forward, subjectsOf } = forwarding.value ?? (await forwarding.get());
       const d = decide(t.host, req.method, t.url, deps.fwd);
       if (!d.ok)
         throw new AppError('NOT_ALLOWED', d.status, d.reason, d.allow ? { headers: { allow: d.allow } } : {});

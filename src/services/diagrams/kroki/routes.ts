@@ -19,7 +19,6 @@ import { ENCODED, type PlantumlServerRoutes, SERVER_FORMATS } from '../plantuml/
 import type { KrokiDeps, KrokiReq } from './handlers.ts';
 import { LANGUAGES, type Language } from './languages.ts';
 import type { DiagramRenderer } from './renderer.ts';
-import { krokiStatus, sendKrokiError } from './reply.ts';
 
 type Params = { type: string; fmt?: string; encoded?: string };
 type Req = FastifyRequest<{ Params: Params }>;
@@ -27,6 +26,9 @@ type Req = FastifyRequest<{ Params: Params }>;
 // Exactly the type as written: the router matched a type's static segment case-sensitively before.
 const byType = new Map<string, Language>(LANGUAGES.map((l) => [l.type, l]));
 const krokiType = (type: string) => byType.get(type);
+
+/** Kroki's error answers (reply.ts, and the rasteriser it brings): loaded by the first failure. */
+const replies = lazyImpl("Kroki's error answers", () => import('./reply.ts'));
 
 /**
  * Every failure in Kroki's shape (the route family's own envelope), chosen by Accept. `httpOf` maps
@@ -42,6 +44,7 @@ const guarded =
     try {
       return await fn(req, reply, ...a);
     } catch (err) {
+      const { krokiStatus, sendKrokiError } = replies.value ?? (await replies.get());
       const e = krokiStatus(httpOf(err));
       if (!e) throw err;
       return sendKrokiError(req, reply, e.status, e.message, e.headers);

@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
-import { decodeOrThrow } from './decode.ts';
 import { encodeDiagram } from './encoding.ts';
+import type { PlantumlHandlers } from './routes.ts';
 
 const DEFAULT = 'Bob -> Alice : hello';
 
@@ -34,7 +34,12 @@ nav a{margin-right:1rem}code{word-break:break-all}</style></head>
 </body></html>`;
 }
 
-export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+/** `handlers` (routes.ts) brings the decoder on the first request of an encoded page. */
+export async function editorRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  handlers: PlantumlHandlers,
+): Promise<void> {
   const cfg = ctx.config.diagrams;
   const base = ctx.urls.diagrams;
   const { decoded } = ctx.local(DIAGRAM_MEMOS);
@@ -56,6 +61,7 @@ export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): P
     '/plantuml/uml/:encoded',
     { schema: encodedDoc },
     async (req, reply) => {
+      const { decodeOrThrow } = await handlers.get();
       const text = decodeOrThrow(decoded, req.params.encoded, cfg.maxSourceBytes);
       return reply.type('text/html; charset=utf-8').send(show(text));
     },
@@ -65,6 +71,7 @@ export async function editorRoutes(app: FastifyInstance, ctx: ServiceContext): P
     { schema: page('Web editor page showing image number index of an encoded diagram') },
     async (req, reply) => {
       const idx = /^\d{1,4}$/.test(req.params.index) ? Number(req.params.index) : 0;
+      const { decodeOrThrow } = await handlers.get();
       const text = decodeOrThrow(decoded, req.params.encoded, cfg.maxSourceBytes);
       return reply.type('text/html; charset=utf-8').send(show(text, idx));
     },

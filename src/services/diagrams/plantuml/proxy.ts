@@ -15,10 +15,9 @@ import {
   notFound,
 } from '../../../infra/http/errors.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
-import { sendDiagram } from './diagram-reply.ts';
 import { normalizeSource } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
-import { formatOf } from './formats.ts';
+import type { PlantumlHandlers } from './routes.ts';
 
 const PROXY_FORMATS = new Set(['png', 'svg', 'eps', 'epstext', 'txt', 'map', 'pdf']);
 const FETCH_TIMEOUT_MS = 10_000;
@@ -39,7 +38,13 @@ export function checkSource(src: string, hosts: readonly string[]): URL {
   return u;
 }
 
-export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engine: PlantumlEngine) {
+/** `handlers` (routes.ts) brings the formats and the diagram answer on the first request. */
+export async function proxyRoute(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  engine: PlantumlEngine,
+  handlers: PlantumlHandlers,
+) {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const { plantuml: prepared } = ctx.local(DIAGRAM_MEMOS);
@@ -97,6 +102,7 @@ export async function proxyRoute(app: FastifyInstance, ctx: ServiceContext, engi
     if (cfg.proxyHosts.length === 0) throw forbidden('the /proxy endpoint is off on this server');
     const { src, fmt: word = 'png', idx = '0' } = req.query;
     if (typeof src !== 'string' || src === '') throw badRequest('missing src parameter');
+    const { formatOf, sendDiagram } = await handlers.get();
     const fmt = PROXY_FORMATS.has(word) ? formatOf(word) : null;
     if (!fmt) throw notFound(`unknown format ${String(word).slice(0, 40)}`);
     if (!/^\d{1,4}$/.test(idx)) throw badRequest('idx must be a small number');

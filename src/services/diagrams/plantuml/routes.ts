@@ -1,21 +1,21 @@
 // plantuml-server's URL API under /plantuml (the PlantUML host is rewritten onto it), beside
-// Kroki's (kroki/routes.ts). Thin: decode -> engine -> diagram-reply. Kroki's routes have the same
+// Kroki's (kroki/routes.ts); the route table, whose handlers (handlers.ts) load on first use.
+// Thin: decode -> engine -> diagram-reply. Kroki's routes have the same
 // shapes as three of the server's (a first segment, then one or two more): one route serves both, so
 // those three are registered by kroki/routes.ts, which hands a first segment that is not a Kroki
 // type to the handlers returned here.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../../../context.ts';
-import { badRequest } from '../../../infra/http/errors.ts';
-import { typeList } from '../kroki/languages.ts';
-import { sendKrokiError } from '../kroki/reply.ts';
+import { type LazyImpl, lazyImpl } from '../../../infra/http/lazy.ts';
 import { DIAGRAM_MEMOS } from '../memos.ts';
-import { decodeOrThrow } from './decode.ts';
-import { httpError, sendDiagram } from './diagram-reply.ts';
-import { encodeDiagram, normalizeSource } from './encoding.ts';
+import { encodeDiagram } from './encoding.ts';
 import type { PlantumlEngine } from './engine.ts';
-import { formatOf } from './formats.ts';
+import type * as Handlers from './handlers.ts';
 
 type Params = { fmt: string; index?: string; encoded?: string };
+
+/** handlers.ts once loaded, with the shared routes' handlers made for this server. */
+export type PlantumlHandlers = LazyImpl<typeof Handlers & { server: PlantumlServerRoutes }>;
 
 /** plantuml-server's handlers for the routes Kroki's share: the path segments are passed in. */
 export interface PlantumlServerRoutes {
@@ -36,35 +36,17 @@ export interface PlantumlServerRoutes {
   ): Promise<FastifyReply>;
 }
 
-const MAX_INDEX = 10_000;
-
 /** The server's format words, for the route documentation (/docs). */
 export const SERVER_FORMATS = 'png img svg txt utxt eps epstext pdf base64 map check, dark: dpng dsvg dtxt';
 /** What an encoded path segment may be, for the route documentation. */
 export const ENCODED = 'PlantUML DEFLATE, ~h hex or Kroki base64url';
-
-function bodyText(body: unknown, maxBytes: number): string {
-  if (!Buffer.isBuffer(body) || body.length === 0)
-    throw badRequest('send the diagram text as the request body');
-  if (body.length > maxBytes) throw badRequest('diagram source is too large', 'TOO_LARGE');
-  // UTF-8 whatever the charset says: the reference's Latin-1 default is not kept
-  // (docs/protocols/plantuml-server.md §1).
-  return body.toString('utf8');
-}
-
-/** The image index (0 when the route has none), or null when the segment is not an image number. */
-function parseIndex(s: string | undefined): number | null {
-  if (s === undefined) return 0;
-  if (!/^\d{1,5}$/.test(s) || Number(s) > MAX_INDEX) return null;
-  return Number(s);
-}
 
 export async function plantumlRoutes(
   app: FastifyInstance,
   ctx: ServiceContext,
   engine: PlantumlEngine,
   laneHit?: (status: number) => void,
-): Promise<PlantumlServerRoutes> {
+): Promise<{ server: PlantumlServerRoutes; handlers: PlantumlHandlers }> {
   const cfg = ctx.config.diagrams;
   const onRequest = ctx.limiter.hook('diagrams', cfg.rateLimit);
   const memos = ctx.local(DIAGRAM_MEMOS);
@@ -78,52 +60,17 @@ export async function plantumlRoutes(
     (_r, b, done) => done(null, b),
   );
 
-  // The source is read once the route is known to name a format: a wrong path is told before the body.
-  async function diagram(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    word: string,
-    index: string | undefined,
-    read: () => string,
-  ) {
-    const mapper = req.headers['x-preferred-color-mapper'];
-    const fmt = formatOf(word, typeof mapper === 'string' ? mapper : undefined);
-    // An unknown first segment is most often a mistyped Kroki diagram type (POST /plantuml/nosuch/svg):
-    // answered in Kroki's error shape, so a client asking for JSON gets JSON as for Kroki's other errors.
-    if (!fmt)
-      return sendKrokiError(
-        req,
-        reply,
-        404,
-        `unknown format or diagram type ${word.slice(0, 40)}; formats: png svg txt eps epstext pdf base64 map check; diagram types: ${typeList()}`,
-      );
-    const idx = parseIndex(index);
-    if (idx === null)
-      return sendKrokiError(
-        req,
-        reply,
-        404,
-        `no such diagram route: ${String(index).slice(0, 40)} is not an image number after ${word.slice(0, 40)}; diagram types: ${typeList()}`,
-      );
-    const source = read();
-    reply.header('access-control-allow-origin', '*');
-    if (fmt.op === 'check') {
-      let line: string;
-      try {
-        line = await engine.check(source, req.clientKey);
-      } catch (err) {
-        throw httpError(err);
-      }
-      return reply.type(fmt.contentType).send(line);
-    }
-    return sendDiagram(req, reply, engine, fmt, idx, source, opts);
-  }
-
+  // The handlers (and the decoder, the formats and the diagram answer they use) load with the first
+  // request of a PlantUML route; the editor's and /proxy's routes share the one load.
+  const handlers = lazyImpl('the PlantUML handlers', async () => {
+    const h = await import('./handlers.ts');
+    return { ...h, server: h.serverRoutes(ctx, engine, memos, opts) };
+  });
+  const loaded = async () => handlers.value ?? (await handlers.get());
   const server: PlantumlServerRoutes = {
-    encoded: (req, reply, fmt, index, encoded) =>
-      diagram(req, reply, fmt, index, () => decodeOrThrow(memos.decoded, encoded, cfg.maxSourceBytes)),
-    posted: (req, reply, fmt, index) =>
-      diagram(req, reply, fmt, index, () => normalizeSource(bodyText(req.body, cfg.maxSourceBytes))),
+    encoded: async (req, reply, fmt, index, encoded) =>
+      (await loaded()).server.encoded(req, reply, fmt, index, encoded),
+    posted: async (req, reply, fmt, index) => (await loaded()).server.posted(req, reply, fmt, index),
   };
 
   // Documented in /docs (no params schema: unknown formats get the server's 404, not a validation 400).
@@ -148,6 +95,7 @@ export async function plantumlRoutes(
     { schema: decodeDoc },
     async (req, reply) => {
       reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      const { decodeOrThrow } = await loaded();
       return decodeOrThrow(memos.decoded, req.params.encoded, cfg.maxSourceBytes);
     },
   );
@@ -156,12 +104,14 @@ export async function plantumlRoutes(
     { schema: brief('Encode the diagram text in the body') },
     async (req, reply) => {
       reply.header('access-control-allow-origin', '*').type('text/plain;charset=UTF-8');
+      const { bodyText } = await loaded();
       return encodeDiagram(bodyText(req.body, cfg.maxSourceBytes));
     },
   );
 
   const languageDoc = brief("The engine's keywords, types and skin parameters (for editors)");
   app.get('/plantuml/language', { onRequest, schema: languageDoc }, async (_req, reply) => {
+    const { httpError } = await loaded();
     let text: string;
     try {
       text = await engine.language();
@@ -171,5 +121,5 @@ export async function plantumlRoutes(
     // [quirk] the server's content type for /language.
     return reply.header('access-control-allow-origin', '*').type('text/text').send(text);
   });
-  return server;
+  return { server, handlers };
 }
