@@ -11,7 +11,7 @@ import {
   normalizeSource,
 } from './encoding.ts';
 import { formatOf } from './formats.ts';
-import { encodeRequest, FrameReader, parseReply } from './protocol.ts';
+import { encodeRequest, FrameReader, ownBody, parseReply } from './protocol.ts';
 
 const MAX = 1024 * 1024;
 const hex = (s: string) => `~h${Buffer.from(s, 'utf8').toString('hex')}`;
@@ -110,6 +110,9 @@ describe('worker protocol', { timeout: 60_000 }, () => {
     assert.equal(req.readUInt32BE(0), req.length - 4);
     assert.equal(req.readUInt32BE(4), 7);
     assert.equal(req.subarray(8).toString(), 'render\tsvg\t2\t1\nA\tB');
+    const utf8 = encodeRequest({ op: 'render', source: 'é→😀' }, 8);
+    assert.equal(utf8.readUInt32BE(0), utf8.length - 4);
+    assert.equal(utf8.subarray(8).toString(), 'render\tpng\t0\t0\né→😀');
 
     const meta = Buffer.from('status\terror\ndescription\t(Error)\nerror\t3 Syntax Error?\n');
     const body = Buffer.from('IMG');
@@ -166,5 +169,15 @@ describe('worker protocol', { timeout: 60_000 }, () => {
     const head = Buffer.alloc(4);
     head.writeUInt32BE(10_000);
     assert.throws(() => new FrameReader(1024).push(head));
+  });
+
+  it('keeps a reply body as it is when it fills its read, and copies one that shares a larger read', () => {
+    const alone = Buffer.alloc(5000 + 60).subarray(60);
+    assert.equal(ownBody(alone), alone);
+    const shared = Buffer.alloc(3 * 5000).subarray(5000, 10_000);
+    shared.fill(7);
+    const own = ownBody(shared);
+    assert.notEqual(own.buffer, shared.buffer);
+    assert.ok(own.equals(shared));
   });
 });

@@ -17,7 +17,7 @@ import { encode64 } from './encoding.ts';
 import type { IncludeFetcher } from './includes.ts';
 import { buildWorker, defaultJar, detectJavaCached, type JavaInfo, NATIVE_TRIM_MS } from './java.ts';
 import { type PoolEvent, RenderTimeout, WorkerPool } from './pool.ts';
-import type { IncludeRecord, WorkerReply, WorkerRequest } from './protocol.ts';
+import { type IncludeRecord, ownBody, type WorkerReply, type WorkerRequest } from './protocol.ts';
 import { engineProfile, type FetchAnswer, JavaWorker, javaArgs, type WorkerOptions } from './worker.ts';
 
 export interface EngineConfig {
@@ -478,7 +478,7 @@ export class PlantumlEngine {
           status: reply.status,
           description: reply.description ?? '',
           errors: reply.errors,
-          body: Buffer.from(reply.body),
+          body: ownBody(reply.body),
         };
       case 'nodiagram':
         throw new BadDiagram('No UML diagram found');

@@ -75,11 +75,14 @@ export interface WorkerReply {
 export function encodeRequest(r: WorkerRequest, id: number): Buffer {
   const clean = (s: string) => s.replace(/[\t\n]/g, ' ');
   const head = [r.op, clean(r.format ?? 'png'), String(r.index ?? 0), r.dark ? '1' : '0'].join('\t');
-  const payload = Buffer.from(`${head}\n${r.source ?? ''}`, 'utf8');
-  const pre = Buffer.alloc(8);
-  pre.writeUInt32BE(payload.length + 4, 0);
-  pre.writeUInt32BE(id, 4);
-  return Buffer.concat([pre, payload]);
+  const text = `${head}\n${r.source ?? ''}`;
+  // One buffer, the text encoded into it in place (not encoded, then copied behind the prefix).
+  const n = Buffer.byteLength(text, 'utf8');
+  const frame = Buffer.allocUnsafe(8 + n);
+  frame.writeUInt32BE(n + 4, 0);
+  frame.writeUInt32BE(id, 4);
+  frame.write(text, 8, 'utf8');
+  return frame;
 }
 
 /** The answer to a fetch frame: the status the engine sees, the content type and the body. */
@@ -103,6 +106,17 @@ const STATUSES = new Set([
   'pong',
   'idle-gc',
 ]);
+
+/**
+ * A reply body to keep (in the cache): as it is when it is nearly all of the memory it lies in, the
+ * usual case (a pipe read of one reply, or the join of one reply's reads); copied when it lies in a
+ * larger read that held other replies too (many renders in flight), which it would otherwise keep
+ * alive for as long as it is cached.
+ */
+export function ownBody(body: Buffer): Buffer {
+  const extra = body.buffer.byteLength - body.length;
+  return extra <= Math.max(1024, body.length >> 3) ? body : Buffer.from(body);
+}
 
 /** A reply frame: u32 request id (0 = hello), u32 meta length, meta lines, body. */
 export function parseReply(frame: Buffer): WorkerReply {
