@@ -25,6 +25,8 @@ hooks?.({
   },
 });
 const { buildTestServer } = await import('../../../test/helpers/server.ts');
+/** The modules loaded so far whose URL matches `re`. */
+const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
 
 // First in the file: a plain Fastify instance (the suite below builds one) loads Fastify's default
 // compilers, Ajv among them, as it is made.
@@ -33,13 +35,16 @@ describe('schema compilers loaded on first use', { timeout: 60_000 }, () => {
     skip: !hooks,
   }, async () => {
     const compilers = /\/node_modules\/(ajv|@fastify\/ajv-compiler|@fastify\/fast-json-stringify-compiler)\//;
-    const loaded = () => [...loads].filter((u) => compilers.test(u));
     const server = await buildTestServer();
     try {
       await server.ready();
       const health = await server.inject('/healthz');
       assert.equal(health.statusCode, 200, health.body);
-      assert.deepEqual(loaded(), [], 'a server start (or a request without a schema) loaded the compilers');
+      assert.deepEqual(
+        loaded(compilers),
+        [],
+        'a server start (or a request without a schema) loaded the compilers',
+      );
       // Requests that arrive together, each the first of its route: all validated, all shaped.
       const [bad, badAgain, v1, legacy] = await Promise.all([
         server.inject('/rest/api/v1/ip/port/80?format=xml'),
@@ -54,7 +59,7 @@ describe('schema compilers loaded on first use', { timeout: 60_000 }, () => {
       assert.equal(v1?.statusCode, 200, v1?.body);
       assert.equal(v1?.json().data.ip, '127.0.0.1', v1?.body);
       assert.equal(legacy?.statusCode, 200, legacy?.body);
-      const after = loaded();
+      const after = loaded(compilers);
       assert.ok(
         after.some((u) => /\/ajv-compiler\/index\.js$/.test(u)),
         'the first validated request did not load Ajv',
@@ -206,7 +211,6 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       krokiErrors: /\/diagrams\/(kroki\/reply|engines\/raster)\.(ts|js)$/,
       admin: /\/admin\/(routes|oidc|page|probes)\.(ts|js)$/,
     };
-    const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
     const server = await buildTestServer();
     try {
       await server.ready();
@@ -250,17 +254,20 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
     skip: !hooks,
   }, async () => {
     const forwarding = /\/proxy\/(forward|policy|subjects|rewrite)\.(ts|js)$/;
-    const loaded = () => [...loads].filter((u) => forwarding.test(u));
     const server = await buildTestServer();
     try {
       await server.ready();
       assert.equal((await server.inject('/rest/api/v1/ip')).statusCode, 200);
-      assert.deepEqual(loaded(), [], "a server start loaded the proxy's forwarding");
+      assert.deepEqual(loaded(forwarding), [], "a server start loaded the proxy's forwarding");
       // Refused by the host policy, which comes with the forwarding: no upstream is asked.
       const r = await server.inject({ method: 'DELETE', url: '/proxy/github.com/owner/repo.git/info/refs' });
       assert.equal(r.statusCode, 403, r.body);
       assert.match(r.body, /path not allowed for github\.com/);
-      assert.equal(loaded().length, 4, "the first proxied request did not load the proxy's forwarding");
+      assert.equal(
+        loaded(forwarding).length,
+        4,
+        "the first proxied request did not load the proxy's forwarding",
+      );
     } finally {
       await server.close();
     }
@@ -309,7 +316,6 @@ describe('lazy route implementations', { timeout: 60_000 }, () => {
       image: /\/image\/(handlers|list)\.(ts|js)$/,
       avatar: /\/avatar\/(handlers|answer|service|uploads|github|redirect)\.(ts|js)$/,
     };
-    const loaded = (re: RegExp) => [...loads].filter((u) => re.test(u));
     const server = await buildTestServer();
     try {
       await server.ready();
