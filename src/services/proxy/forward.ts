@@ -18,8 +18,6 @@ import type { Links } from './links.ts';
 import { decide, type HostPolicy, type Route } from './policy.ts';
 import { rewriteLfs, rewritePypi } from './rewrite.ts';
 
-export { ProxyError };
-
 export interface Upstream {
   status: number;
   headers: HeaderMap;
