@@ -1,7 +1,11 @@
 // Answers that are already bytes, served by the fast lane (src/infra/http/fast-lane.ts): the caller
 // IP, a cached 80 px identicon avatar, a cached Kroki diagram, a cached PlantUML diagram, a 4 KiB
 // proxy hit and a 64 KiB npm tarball hit, each against a bare node:http server sending the same bytes (same runtime) and nginx serving
-// them as a static file. One devutil with its defaults (byte budget on; rate limits off, as in the
+// them as a static file. The bare server sends the same head too: the header lines devutil sent for
+// that answer (taken from one of its answers, sent verbatim each time), its body with
+// `res.writeHead(200, headers); res.end(body)`; node:http adds Date, Connection and Keep-Alive to both.
+// BENCH_HITS_BARE_HEAD=minimal gives it only Content-Type and Content-Length (how this bench measured before: the
+// heads then differ by up to ~500 bytes per answer). nginx sends its own head (~230 bytes). One devutil with its defaults (byte budget on; rate limits off, as in the
 // other benches), the upstreams a local stand-in (test/fixtures/proxy/internet.ts). Rounds
 // alternate the three servers row by row so load drift on a shared machine hits all alike; medians
 // are reported, and each server's CPU per request (user+system of its own process, from /proc: on a
@@ -12,10 +16,12 @@
 // same system calls for the same bytes differ in the first.
 //   BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (3, per row and server),
 //   BENCH_HITS_JAVA=0 leaves the PlantUML row out,
+//   BENCH_HITS_BARE_HEAD=minimal (see above),
 //   BENCH_HITS_ROWS=proxy,ip measures only the rows whose names contain one of these words
 //   (case-insensitive; every row is still made once, so the process has served all of them).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import plantumlEncoder from 'plantuml-encoder';
@@ -46,6 +52,7 @@ const ONLY = (process.env['BENCH_HITS_ROWS'] ?? '')
   .split(',')
   .map((w) => w.trim().toLowerCase())
   .filter(Boolean);
+const MINIMAL_HEAD = process.env['BENCH_HITS_BARE_HEAD'] === 'minimal';
 const measured = (name: string) => ONLY.length === 0 || ONLY.some((w) => name.toLowerCase().includes(w));
 
 header('answers that are bytes already (fast lane): devutil vs bare node:http vs nginx, same bytes');
@@ -122,8 +129,11 @@ const hits: Hit[] = [
   },
 ];
 
-// Each answer as devutil sends it: the anchors send these bytes with its content type.
-const served: Record<string, { type: string; file: string }> = {};
+// Each answer as devutil sends it: the anchors send these bytes, the bare server with the same header
+// lines (node:http writes Date, Connection and Keep-Alive itself; Content-Length is given, or writeHead
+// would choose chunked encoding).
+const OWN_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
+const served: Record<string, { type: string; file: string; headers: Record<string, string> }> = {};
 for (const [i, h] of hits.entries()) {
   let r: Response | undefined;
   // Rendered or fetched, then hits: the lane repeats a hit the router answered.
@@ -135,18 +145,24 @@ for (const [i, h] of hits.entries()) {
   const body = Buffer.from(await (r as Response).arrayBuffer());
   const file = `hit${i}`;
   writeFileSync(join(www, file), body);
-  served[h.path] = { type: (r as Response).headers.get('content-type') ?? 'application/octet-stream', file };
+  const type = (r as Response).headers.get('content-type') ?? 'application/octet-stream';
+  const headers: Record<string, string> = { 'content-type': type, 'content-length': String(body.length) };
+  if (!MINIMAL_HEAD)
+    (r as Response).headers.forEach((v, k) => {
+      if (!OWN_HEADERS.has(k)) headers[k] = v;
+    });
+  served[h.path] = { type, file, headers };
 }
 const barePort = await freePort();
 const script = join(dir, 'bare.cjs');
 writeFileSync(
   script,
   `const fs = require('node:fs');
-const map = new Map(Object.entries(${JSON.stringify(served)}).map(([p, v]) => [p, [v.type, fs.readFileSync(${JSON.stringify(www)} + '/' + v.file)]]));
+const map = new Map(Object.entries(${JSON.stringify(served)}).map(([p, v]) => [p, [v.headers, fs.readFileSync(${JSON.stringify(www)} + '/' + v.file)]]));
 require('node:http').createServer((q, s) => {
   const a = map.get(q.url);
   if (!a) { s.statusCode = 404; s.end(); return; }
-  s.setHeader('content-type', a[0]);
+  s.writeHead(200, a[0]);
   s.end(a[1]);
 }).listen(${barePort}, '127.0.0.1');
 `,
@@ -169,6 +185,25 @@ for (let i = 0; i < 100; i++) {
   await new Promise((r) => setTimeout(r, 100));
 }
 
+/** The size of the head one server sends for `path` (status line to the blank line). */
+function headBytes(base: string, path: string): Promise<number> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(u.port), u.hostname);
+    let got = Buffer.alloc(0);
+    sock.on('data', (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      const end = got.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        sock.destroy();
+        resolve(end + 4);
+      }
+    });
+    sock.on('error', reject);
+    sock.write(`GET ${path} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`);
+  });
+}
+
 const servers = [
   { name: 'devutil', url: dev.url, pid: dev.pid },
   { name: 'bare', url: `http://127.0.0.1:${barePort}`, pid: bareProc.pid ?? 0 },
@@ -186,6 +221,8 @@ try {
     /** The same, user and kernel time apart. */
     const user: Record<string, number[]> = { devutil: [], bare: [] };
     const system: Record<string, number[]> = { devutil: [], bare: [] };
+    const heads = await Promise.all(servers.map((s) => headBytes(s.url, h.path)));
+    console.log(`${h.name}: head bytes ${servers.map((s, i) => `${s.name} ${heads[i]}`).join(', ')}`);
     for (const s of servers) wrk(s.url + h.path, { durationSec: warmupSec, connections: h.connections });
     for (let i = 0; i < ROUNDS; i++)
       for (const s of i % 2 ? [...servers].reverse() : servers) {
