@@ -3,8 +3,8 @@
 // services/index.ts lists the definitions; config, server, host router, page and main read them.
 // The config reads them before anything else is loaded (the CLI starts PlantUML's JVMs right after
 // it), so a definition imports its config section and nothing heavier: its plugin, page section,
-// dashboard and listener are loaded when first asked for (src/cli.test.ts checks what a start loads
-// before the JVM's spawn).
+// dashboard and listener are loaded when first asked for (src/prelaunch.test.ts checks what a
+// start loads before the JVM's spawn).
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Background } from '../background.ts';
