@@ -107,14 +107,18 @@ export function exitOf(proc: ChildProcess): Promise<void> {
   });
 }
 
-/** `devutil serve` as the Docker image runs it, on the data directory `dataDir`. */
+/**
+ * `devutil serve` as the Docker image runs it, on the data directory `dataDir`, from this checkout
+ * or the one in `root`.
+ */
 export async function spawnDevutil(
   dataDir: string,
   env: Record<string, string>,
+  root = ROOT,
 ): Promise<Proc & { proc: ChildProcess; logTail(): string }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/devutil.js'), 'serve'], {
-    cwd: ROOT,
+  const proc = spawn(process.execPath, [join(root, 'bin/devutil.js'), 'serve'], {
+    cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       PATH: process.env['PATH'] ?? '',

@@ -7,6 +7,9 @@
 // The machine is shared: every figure is the median of alternating rounds, printed with the load.
 //   BENCH_ROUNDS (3), BENCH_COLD_ROUNDS (5), BENCH_SECONDS (8)
 //   BENCH_PLANTUML_SHAPES="1x4,2x2": also run these pool shapes (JVMs x render threads) side by side
+//   BENCH_COLD_ONLY=1: the cold start alone (no render or cache rounds)
+//   BENCH_BASELINE=DIR: also cold-start the checkout in DIR (another branch's worktree), in the same
+//     alternating rounds, to compare a change with what it changes
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,6 +51,8 @@ import {
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 8);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const COLD_ROUNDS = Number(process.env['BENCH_COLD_ROUNDS'] ?? 5);
+const COLD_ONLY = process.env['BENCH_COLD_ONLY'] === '1';
+const BASELINE = process.env['BENCH_BASELINE'] ?? '';
 
 /** Samples the RSS of a process tree every 100 ms; returns a stop() giving the peak in MiB. */
 function rssPeak(pid: number): () => number {
@@ -157,17 +162,24 @@ for (const [k, v] of Object.entries(process.env)) if (k.startsWith('DEVUTIL_DIAG
 // class-data archive in the background (once per jar and Java): shown, not compared.
 const fresh = await coldStart(() => spawnDevutil(dataDir, devEnv));
 console.log(`devutil first start on a fresh data dir (worker compile): ${fresh.ms.toFixed(0)} ms`);
-const archiveMade = Date.now() + 300_000;
+// Worker directories (one per jar and Java), and those that hold a class-data archive.
+const workers = () => readdirSync(join(dataDir, 'plantuml')).filter((d) => d.startsWith('worker-'));
 const archived = () =>
-  readdirSync(join(dataDir, 'plantuml'))
-    .filter((d) => d.startsWith('worker-'))
-    .some((d) => readdirSync(join(dataDir, 'plantuml', d)).some((f) => f.endsWith('.jsa')));
-if (devEnv['DEVUTIL_DIAGRAMS_CLASS_ARCHIVE'] !== 'false') {
+  workers().filter((d) => readdirSync(join(dataDir, 'plantuml', d)).some((f) => f.endsWith('.jsa'))).length;
+// A baseline's worker (its jar path differs) is compiled and archived in the same data directory.
+for (const root of BASELINE ? [undefined, BASELINE] : [undefined]) {
+  if (root) await coldStart(() => spawnDevutil(dataDir, devEnv, root));
+  if (devEnv['DEVUTIL_DIAGRAMS_CLASS_ARCHIVE'] === 'false') break;
   // The archive is trained by the server that compiled the worker; give it a server to finish in.
-  const trainer = await spawnDevutil(dataDir, devEnv);
-  while (!archived() && Date.now() < archiveMade) await new Promise((r) => setTimeout(r, 500));
+  const archiveMade = Date.now() + 300_000;
+  const trainer = await spawnDevutil(dataDir, devEnv, root);
+  while (archived() < workers().length && Date.now() < archiveMade)
+    await new Promise((r) => setTimeout(r, 500));
   await trainer.close();
-  console.log(archived() ? 'class-data archive made' : 'WARNING: no class-data archive after 5 minutes');
+  const made = archived() === workers().length;
+  console.log(
+    `${made ? 'class-data archive made' : 'WARNING: no class-data archive after 5 minutes'}${root ? ` (${root})` : ''}`,
+  );
 }
 const coldVariants: [string, () => Promise<Proc & { proc: ChildProcess }>][] = [
   ['picoweb', startPicoweb],
@@ -178,6 +190,7 @@ const coldVariants: [string, () => Promise<Proc & { proc: ChildProcess }>][] = [
   ],
   ['devutil, no prestart', () => spawnDevutil(dataDir, { ...devEnv, DEVUTIL_DIAGRAMS_PRESTART: 'false' })],
 ];
+if (BASELINE) coldVariants.splice(2, 0, ['devutil, baseline', () => spawnDevutil(dataDir, devEnv, BASELINE)]);
 const shapes = (process.env['BENCH_PLANTUML_SHAPES'] ?? '').split(',').filter(Boolean);
 const shapeEnv = (shape: string) => {
   const [w, t] = shape.split('x');
@@ -218,6 +231,11 @@ const coldRows: Parameters<typeof report>[2] = [
     higherIsBetter: false,
   },
 ];
+if (COLD_ONLY) {
+  rmSync(dataDir, { recursive: true, force: true });
+  report(`PlantUML cold start (load ${coldLoad})`, 'picoweb', coldRows);
+  process.exit(0);
+}
 
 // ---- Uncached renders: devutil (default pool, and any BENCH_PLANTUML_SHAPES) and PicoWeb, all up at
 // once; each round runs every server in turn (alternating order), each request a new diagram.

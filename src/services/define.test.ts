@@ -29,12 +29,12 @@ const toy = defineService({
   config: toySection,
   plugin: async () => ({ default: plugin }),
   host: { mount: '/toy', label: 'Toy' },
-  page: {
+  page: async () => ({
     nav: 'Toy',
     title: 'Toy utility',
     lead: 'Says hello from its own folder.',
     body: (p) => example('Say hello', `curl ${p.urls['toy']}/hello`),
-  },
+  }),
 });
 const services = [...SERVICES, toy];
 

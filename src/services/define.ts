@@ -1,6 +1,10 @@
 // What a utility is to the rest of the server: its one name, its config section, its plugin and,
 // optionally, its own host name, its home page section and a listener beside the HTTP server.
 // services/index.ts lists the definitions; config, server, host router, page and main read them.
+// The config reads them before anything else is loaded (the CLI starts PlantUML's JVMs right after
+// it), so a definition imports its config section and nothing heavier: its plugin, page section,
+// dashboard and listener are loaded when first asked for (src/prelaunch.test.ts checks what a
+// start loads before the JVM's spawn).
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Background } from '../background.ts';
@@ -90,7 +94,8 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
   /** Loads the Fastify plugin (when the server is built: reading the config loads no service code). */
   readonly plugin: () => Promise<{ default: FastifyPluginAsync<ServiceContext> }>;
   readonly host?: HostDef;
-  readonly page?: PageSection;
+  /** Loads its home page section (when the home page is set up, not when the config is read). */
+  readonly page?: () => Promise<PageSection>;
   /**
    * Starts slow work of a serving process before the server is built, so it overlaps Node's own
    * start-up (PlantUML's JVMs); the plugin takes it over. Servers built for inject() never run it.
@@ -98,8 +103,8 @@ export interface ServiceDef<N extends string = string, S extends Section = Secti
   readonly prelaunch?: (early: EarlyContext) => Promise<unknown>;
   /** Starts a listener that lives beside the HTTP server (one owner process; see main.ts). */
   readonly background?: (ctx: ServiceContext) => Promise<Background>;
-  /** Its figures on the operator's dashboard. */
-  readonly dashboard?: (ctx: ServiceContext) => Dashboard;
+  /** Loads its figures on the operator's dashboard (when the dashboard is set up). */
+  readonly dashboard?: (ctx: ServiceContext) => Promise<Dashboard>;
 }
 
 /** Keeps the literal name and the section's field types (they make up the Config type). */

@@ -4,12 +4,12 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { createLogger } from '../observe/logger.ts';
+import { ENVELOPES } from './envelopes.ts';
 import {
   AppError,
   alreadyLogged,
   badGateway,
   badRequest,
-  ENVELOPES,
   EnvelopeTable,
   installErrorHandling,
   OnceLogController,

@@ -11,6 +11,7 @@ import {
 import FindMyWay, { type HTTPVersion } from 'find-my-way';
 import { humanBytes } from '../config/bytes.ts';
 import { redact } from '../observe/logger.ts';
+import { ENVELOPES, type Envelope, type EnvelopeName } from './envelopes.ts';
 import { nodeHttp } from './node-http.ts';
 
 const { METHODS } = nodeHttp;
@@ -193,35 +194,6 @@ export class OnceLogController extends LogController {
     else super.streamError(error, request, reply);
   }
 }
-
-/** An envelope renders a failure for one family of routes. */
-export interface Envelope {
-  contentType: string;
-  /** `headers` are the answer's extra headers (Retry-After), for envelopes that repeat them in the body. */
-  body(status: number, message: string, code: string, headers?: Record<string, string | number>): string;
-}
-
-export const ENVELOPES = {
-  /** file API: {success:false, message} */
-  file: {
-    contentType: 'application/json; charset=utf-8',
-    body: (_s, m) => JSON.stringify({ success: false, message: m }),
-  },
-  /** legacy IP and message relay: {status:0, msg, data:null} */
-  legacy: {
-    contentType: 'application/json; charset=utf-8',
-    body: (_s, m) => JSON.stringify({ status: 0, msg: m, data: null }),
-  },
-  /** versioned REST: {status:0, message, data:null} */
-  v1: {
-    contentType: 'application/json; charset=utf-8',
-    body: (_s, m) => JSON.stringify({ status: 0, message: m, data: null }),
-  },
-  /** proxy, PlantUML, avatar and operations: one line of text */
-  text: { contentType: 'text/plain; charset=utf-8', body: (_s, m) => `${m}\n` },
-} satisfies Record<string, Envelope>;
-
-export type EnvelopeName = keyof typeof ENVELOPES;
 
 /** Maps URL path prefixes to envelopes; the longest matching prefix wins. */
 export class EnvelopeTable {

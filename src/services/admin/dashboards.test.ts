@@ -26,11 +26,14 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
   });
   after(() => app?.close());
 
-  it('are declared by the utilities that have a cache, a render queue, a quota or sessions', () => {
-    const having = (part: string) =>
-      (SERVICES as readonly ServiceDef[])
-        .filter((d) => d.dashboard && part in d.dashboard(app.ctx))
-        .map((d) => d.name);
+  it('are declared by the utilities that have a cache, a render queue, a quota or sessions', async () => {
+    const boards = await Promise.all(
+      (SERVICES as readonly ServiceDef[]).map(async (d) => ({
+        name: d.name,
+        board: await d.dashboard?.(app.ctx),
+      })),
+    );
+    const having = (part: string) => boards.filter((b) => b.board && part in b.board).map((b) => b.name);
     assert.deepEqual(having('cache'), ['image', 'proxy', 'diagrams', 'avatar']);
     assert.deepEqual(having('queue'), ['image', 'diagrams', 'avatar']);
     assert.deepEqual(having('quota'), ['files']);
@@ -39,7 +42,7 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
 
   it('find every series they read on a real server (a renamed metric fails here)', async () => {
     const missing: string[] = [];
-    for (const { name, board } of dashboardsOf(app.ctx)) {
+    for (const { name, board } of await dashboardsOf(app.ctx)) {
       if (board.cache && (await board.cache()) === null) missing.push(`${name}: cache`);
       if (board.queue && (await board.queue.waiting()) === null) missing.push(`${name}: queue`);
       if (board.quota && (await board.quota()) === null) missing.push(`${name}: quota`);
@@ -47,9 +50,11 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
     assert.deepEqual(missing, []);
   });
 
-  it('take the queue limits from each utility’s own config', () => {
+  it('take the queue limits from each utility’s own config', async () => {
     const limits = Object.fromEntries(
-      dashboardsOf(app.ctx).flatMap(({ name, board }) => (board.queue ? [[name, board.queue.limit]] : [])),
+      (await dashboardsOf(app.ctx)).flatMap(({ name, board }) =>
+        board.queue ? [[name, board.queue.limit]] : [],
+      ),
     );
     const c = app.ctx.config;
     assert.deepEqual(limits, {
@@ -60,14 +65,12 @@ describe('utility dashboards', { timeout: 120_000 }, () => {
   });
 
   it('shows the files quota and the bytes stored against it', async () => {
-    const files = dashboardsOf(app.ctx).find((d) => d.name === 'files');
+    const files = (await dashboardsOf(app.ctx)).find((d) => d.name === 'files');
     assert.deepEqual(await files?.board.quota?.(), { used: 0, limit: 1024 * 1024 });
   });
 
   const cacheOf = async (name: string) =>
-    dashboardsOf(app.ctx)
-      .find((d) => d.name === name)
-      ?.board.cache?.();
+    (await dashboardsOf(app.ctx)).find((d) => d.name === name)?.board.cache?.();
 
   const avatarHash = createHash('md5').update('dashboard@example.com').digest('hex');
   for (const [name, url, what] of [

@@ -9,10 +9,13 @@ import { type Dashboard, isEnabled } from '../define.ts';
 import type { Allowance } from './stats.ts';
 
 /** The dashboards of the utilities this server serves, in definition order. */
-export function dashboardsOf(ctx: ServiceContext): { name: string; board: Dashboard }[] {
-  return ctx.services.flatMap((d) =>
-    d.dashboard && isEnabled(ctx.config, d) ? [{ name: d.name, board: d.dashboard(ctx) }] : [],
+export async function dashboardsOf(ctx: ServiceContext): Promise<{ name: string; board: Dashboard }[]> {
+  const boards = await Promise.all(
+    ctx.services.map(async (d) =>
+      d.dashboard && isEnabled(ctx.config, d) ? [{ name: d.name, board: await d.dashboard(ctx) }] : [],
+    ),
   );
+  return boards.flat();
 }
 
 /**

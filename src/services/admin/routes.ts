@@ -47,7 +47,7 @@ export async function adminRoutes(
   const cfg = ctx.config.admin;
   app.envelopes.mount('/rest/api/v1/admin', 'v1');
   app.envelopes.mount('/admin', 'text');
-  const boards = dashboardsOf(ctx);
+  const boards = await dashboardsOf(ctx);
   usage.setProbes(probesOf(boards));
   if (cluster.isWorker && !ctx.redis)
     ctx.logger.warn({ svc: 'admin' }, 'admin dashboard without redis: each worker shows its own counts only');

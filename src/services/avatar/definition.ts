@@ -2,14 +2,12 @@
 
 import { defineService } from '../define.ts';
 import { avatarSection } from './config.ts';
-import { avatarDashboard } from './dashboard.ts';
-import { avatarPage } from './page.ts';
 
 export default defineService({
   name: 'avatar',
   config: avatarSection,
   plugin: () => import('./index.ts'),
   host: { mount: '/avatar', urlsCarryMount: true, label: 'Avatars' },
-  page: avatarPage,
-  dashboard: avatarDashboard,
+  page: async () => (await import('./page.ts')).avatarPage,
+  dashboard: async (ctx) => (await import('./dashboard.ts')).avatarDashboard(ctx),
 });

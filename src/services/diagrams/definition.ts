@@ -3,8 +3,6 @@
 
 import { defineService } from '../define.ts';
 import { diagramsSection } from './config.ts';
-import { diagramsDashboard } from './dashboard.ts';
-import { diagramsPage } from './page.ts';
 
 export default defineService({
   name: 'diagrams',
@@ -12,8 +10,8 @@ export default defineService({
   formerly: 'plantuml',
   plugin: () => import('./index.ts'),
   host: { mount: '/plantuml', label: 'PlantUML' },
-  page: diagramsPage,
-  dashboard: diagramsDashboard,
+  page: async () => (await import('./page.ts')).diagramsPage,
+  dashboard: async (ctx) => (await import('./dashboard.ts')).diagramsDashboard(ctx),
   prelaunch: async ({ config, dataDir, logger }): Promise<unknown> => {
     if (!config.diagrams.prestart) return undefined;
     const { prelaunch } = await import('./plantuml/engine.ts');

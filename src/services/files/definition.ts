@@ -2,13 +2,11 @@
 
 import { defineService } from '../define.ts';
 import { filesSection } from './config.ts';
-import { filesDashboard } from './dashboard.ts';
-import { filesPage } from './page.ts';
 
 export default defineService({
   name: 'files',
   config: filesSection,
   plugin: () => import('./index.ts'),
-  page: filesPage,
-  dashboard: filesDashboard,
+  page: async () => (await import('./page.ts')).filesPage,
+  dashboard: async (ctx) => (await import('./dashboard.ts')).filesDashboard(ctx),
 });

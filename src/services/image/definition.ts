@@ -2,13 +2,11 @@
 
 import { defineService } from '../define.ts';
 import { imageSection } from './config.ts';
-import { imageDashboard } from './dashboard.ts';
-import { imagePage } from './page.ts';
 
 export default defineService({
   name: 'image',
   config: imageSection,
   plugin: () => import('./index.ts'),
-  page: imagePage,
-  dashboard: imageDashboard,
+  page: async () => (await import('./page.ts')).imagePage,
+  dashboard: async (ctx) => (await import('./dashboard.ts')).imageDashboard(ctx),
 });

@@ -2,11 +2,10 @@
 
 import { defineService } from '../define.ts';
 import { ipSection } from './config.ts';
-import { ipPage } from './page.ts';
 
 export default defineService({
   name: 'ip',
   config: ipSection,
   plugin: () => import('./index.ts'),
-  page: ipPage,
+  page: async () => (await import('./page.ts')).ipPage,
 });

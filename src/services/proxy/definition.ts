@@ -2,10 +2,8 @@
 // serve (ecosystems/index.ts; tests may give it others).
 import { defineService } from '../define.ts';
 import { proxySection } from './config.ts';
-import { proxyDashboard } from './dashboard.ts';
 import type { EcosystemDef } from './ecosystems/define.ts';
 import { ECOSYSTEMS } from './ecosystems/index.ts';
-import { proxyPage } from './page.ts';
 
 /** Where the proxy's routes live on the base host; its own host's paths are rewritten under it. */
 export const MOUNT = '/proxy';
@@ -16,8 +14,8 @@ export function proxyDefinition(ecosystems: readonly EcosystemDef[]) {
     config: proxySection(ecosystems.map((d) => d.name)),
     plugin: async () => ({ default: (await import('./index.ts')).proxyPlugin(ecosystems) }),
     host: { mount: MOUNT, label: 'Proxy' },
-    page: proxyPage(ecosystems),
-    dashboard: proxyDashboard,
+    page: async () => (await import('./page.ts')).proxyPage(ecosystems),
+    dashboard: async (ctx) => (await import('./dashboard.ts')).proxyDashboard(ctx),
   });
 }
 

@@ -2,15 +2,13 @@
 
 import { defineService } from '../define.ts';
 import { relaySection } from './config.ts';
-import { relayDashboard } from './dashboard.ts';
-import { relayPage } from './page.ts';
 
 export default defineService({
   name: 'relay',
   config: relaySection,
   plugin: () => import('./index.ts'),
-  page: relayPage,
+  page: async () => (await import('./page.ts')).relayPage,
   // The relay's own TLS listener; the plugin above only serves its status route.
   background: async (ctx) => (await import('./background.ts')).relayBackground.start(ctx),
-  dashboard: relayDashboard,
+  dashboard: async (ctx) => (await import('./dashboard.ts')).relayDashboard(ctx),
 });

@@ -2,7 +2,6 @@
 
 import { defineService } from '../define.ts';
 import { telegramSection } from './config.ts';
-import { telegramPage } from './page.ts';
 
 /** Prefix of the Bot API base URL on the base host; on DEVUTIL_TELEGRAM_HOST it is the root. */
 export const MOUNT = '/telegram';
@@ -12,5 +11,5 @@ export default defineService({
   config: telegramSection,
   plugin: () => import('./index.ts'),
   host: { mount: MOUNT, label: 'Telegram Bot API' },
-  page: telegramPage,
+  page: async () => (await import('./page.ts')).telegramPage,
 });

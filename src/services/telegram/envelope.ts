@@ -1,7 +1,7 @@
 // Failures under /telegram/ answer as the Bot API does (docs/protocols/telegram-bot-api.md §4), so
 // bot libraries pointed at this base URL read them as they read Telegram's: `{"ok": false,
 // "error_code": N, "description": "Reason: detail", "parameters": {"retry_after": S}}`.
-import type { Envelope } from '../../infra/http/errors.ts';
+import type { Envelope } from '../../infra/http/envelopes.ts';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',

@@ -7,7 +7,8 @@
 // errorCode, errorDescription}. Framework-free.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError, badRequest, type Envelope } from '../../infra/http/errors.ts';
+import type { Envelope } from '../../infra/http/envelopes.ts';
+import { AppError, badRequest } from '../../infra/http/errors.ts';
 import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
 import type { Notice } from './notice.ts';
 

@@ -9,7 +9,8 @@
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError, type Envelope } from '../../infra/http/errors.ts';
+import type { Envelope } from '../../infra/http/envelopes.ts';
+import { AppError } from '../../infra/http/errors.ts';
 import { JsonError, parseJson } from '../../infra/http/strict-json.ts';
 import type { Notice } from './notice.ts';
 

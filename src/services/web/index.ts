@@ -11,7 +11,7 @@ import { pageCsp, secure } from '../../page/headers.ts';
 import { escapeHtml } from '../../page/html.ts';
 import type { PageInput } from '../../page/section.ts';
 import { isEnabled } from '../define.ts';
-import { pageConnect, renderPage } from './page.ts';
+import { loadSections, pageConnect, renderPage } from './page.ts';
 
 /**
  * The page is offered gzip only: it differs per caller, so its coding is made on the request (a
@@ -49,12 +49,13 @@ const web: FastifyPluginAsync<ServiceContext> = async (app, ctx) => {
     version: ctx.version,
     assets: paths,
   };
-  const csp = pageCsp(pageConnect(input));
+  const sections = await loadSections(ctx.services);
+  const csp = pageCsp(pageConnect(input, sections));
   // Rendered on the first GET /, not at start-up: no other answer needs it (~30 ms of a first start).
   let page: { head: string; tail: string; hasSlot: boolean } | null = null;
   const rendered = () => {
     if (page) return page;
-    const parts = renderPage(input).split(MARK);
+    const parts = renderPage(input, sections).split(MARK);
     // The address shows only in the IP section: with that utility off there is no slot to fill.
     if (parts.length > 2) throw new Error('the page has more than one client address slot');
     const [head = '', tail = ''] = parts;

@@ -3,7 +3,22 @@
 // JavaScript; the caller's address is put in per request (index.ts).
 import { html, type Raw } from '../../page/html.ts';
 import type { PageInput, PageSection } from '../../page/section.ts';
+import type { ServiceDef } from '../define.ts';
 import { proxyPrefix } from '../proxy/clients.ts';
+
+/** A utility's section of the page, by the utility's name. */
+export interface Section {
+  id: string;
+  page: PageSection;
+}
+
+/** Loads the sections of the definitions that have one, in their order. */
+export async function loadSections(services: readonly ServiceDef[]): Promise<Section[]> {
+  const sections = await Promise.all(
+    services.map(async (d) => (d.page ? [{ id: d.name, page: await d.page() }] : [])),
+  );
+  return sections.flat();
+}
 
 function section(p: PageInput, id: string, s: PageSection): Raw {
   const lead = typeof s.lead === 'string' ? s.lead : s.lead(p);
@@ -14,9 +29,8 @@ ${p.enabled.has(id) ? s.body(p) : html`<p class="off" role="note">This utility i
 </section>`;
 }
 
-export function renderPage(p: PageInput): string {
+export function renderPage(p: PageInput, pages: readonly Section[]): string {
   const a = p.assets;
-  const pages = p.services.flatMap((d) => (d.page ? [{ id: d.name, page: d.page }] : []));
   const nav = pages.map((s) => html`<li><a href="#${s.id}">${s.page.nav}</a></li>`);
   const hosts = p.services.flatMap((d) =>
     d.host
@@ -60,6 +74,6 @@ ${pages.map((s) => html`${section(p, s.id, s.page)}\n`)}</main>
 }
 
 /** The origins the enabled sections of the page read from. */
-export function pageConnect(p: PageInput): string[] {
-  return p.services.flatMap((d) => (d.page?.connect && p.enabled.has(d.name) ? d.page.connect(p) : []));
+export function pageConnect(p: PageInput, pages: readonly Section[]): string[] {
+  return pages.flatMap((s) => (s.page.connect && p.enabled.has(s.id) ? s.page.connect(p) : []));
 }

@@ -11,7 +11,7 @@ import type {
 import type { Config } from '../../../config.ts';
 import type { PublicUrls, ServiceContext } from '../../../context.ts';
 import type { Egress } from '../../../infra/egress/client.ts';
-import type { Envelope } from '../../../infra/http/errors.ts';
+import type { Envelope } from '../../../infra/http/envelopes.ts';
 import type { ProxyCache, ProxyStore } from '../cache.ts';
 import type { ProxyGate } from '../exchange.ts';
 import type { ForwardOptions } from '../forward.ts';

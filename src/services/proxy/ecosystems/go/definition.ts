@@ -1,5 +1,5 @@
 // The Go modules profile: `GOPROXY={proxy_url}/go`, the checksum database through it.
-import { ENVELOPES } from '../../../../infra/http/errors.ts';
+import { ENVELOPES } from '../../../../infra/http/envelopes.ts';
 import { defineEcosystem, type SetupInput } from '../define.ts';
 
 const goproxy = (p: SetupInput): string => `${p.proxy}/go`;

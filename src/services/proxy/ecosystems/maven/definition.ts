@@ -1,6 +1,6 @@
 // The Maven profile: Maven Central for Maven (a mirror in ~/.m2/settings.xml) and Gradle (a
 // repository in settings.gradle: Gradle has no mirror setting of its own).
-import { ENVELOPES } from '../../../../infra/http/errors.ts';
+import { ENVELOPES } from '../../../../infra/http/envelopes.ts';
 import { defineEcosystem, type SetupInput } from '../define.ts';
 
 const repository = (p: SetupInput): string => `${p.proxy}/maven/`;

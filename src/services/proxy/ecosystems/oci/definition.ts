@@ -1,7 +1,7 @@
 // Container registries (OCI distribution) pulled through the proxy: the path form
 // HOST/<registry>/<name> and, for Docker Hub, the bare-host mirror form.
 import { defineEcosystem, type SetupInput, type SetupLine } from '../define.ts';
-import { ociEnvelope } from './errors.ts';
+import { ociEnvelope } from './envelope.ts';
 
 /**
  * Where clients reach the registry API: container clients name a registry by host (and port)
