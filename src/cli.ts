@@ -100,18 +100,16 @@ export async function main(
     for (const w of loaded.warnings) process.stderr.write(`warning: ${w}\n`);
     return 0;
   }
-  // The worker JVMs start before the server's modules load (~0.1-0.3 s on a small machine). What
-  // loads up to here is the config schema and sections and the logger (src/prelaunch.test.ts).
+  // The worker JVMs start while the server's modules load. What loads up to here is the config
+  // schema and sections and the logger (src/prelaunch.test.ts). The engine's module is imported
+  // beside main.ts, so the JVM is spawned once main.ts's graph has loaded: awaiting the prelaunch
+  // first spawned it 0.1-0.2 s earlier, but the JVM's start then took the cores from Node's loading
+  // and the server listened later, with the first diagram no sooner (docs/diagrams.md).
   const { createLogger } = await import('./infra/observe/logger.ts');
   const { config } = loaded;
   const logger = createLogger(config.log.level, undefined, config.log.format);
   const { prelaunch } = await import('./prelaunch.ts');
   const prelaunched = prelaunch(config, logger);
-  // Only then main.ts: imported beside the engine's module, its graph held the engine's import
-  // until all of it had loaded, and the JVM's spawn with it (issue 35: 0.2-0.3 s). With the Java
-  // facts and the worker cached the spawn needs no I/O, so it is done by the next turn of the loop.
-  await prelaunched;
-  await new Promise((resolve) => setImmediate(resolve));
   const { serve } = await import('./main.ts');
   const { activatedSocket } = await import('./activation.ts');
   const { default: cluster } = await import('node:cluster');

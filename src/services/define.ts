@@ -1,10 +1,10 @@
 // What a utility is to the rest of the server: its one name, its config section, its plugin and,
 // optionally, its own host name, its home page section and a listener beside the HTTP server.
 // services/index.ts lists the definitions; config, server, host router, page and main read them.
-// The config reads them before anything else is loaded (the CLI starts PlantUML's JVMs right after
+// The config reads them before anything else is loaded (the CLI starts PlantUML's JVMs soon after
 // it), so a definition imports its config section and nothing heavier: its plugin, page section,
 // dashboard and listener are loaded when first asked for (src/prelaunch.test.ts checks what a
-// start loads before the JVM's spawn).
+// start loads before the prelaunch).
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Background } from '../background.ts';
