@@ -10,19 +10,19 @@
 //   BENCH_PLANTUML_ROOTS="old=/path/to/other/checkout,new=.@DEVUTIL_X=1": devutil servers to run side
 //   by side, each from its own checkout (with node_modules), with its own DEVUTIL_* settings after @
 //   (default: this checkout alone). BENCH_PICOWEB=0 leaves PicoWeb out.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort } from '../test/helpers/ports.ts';
 import { header, median, wrk, wrkThreads } from './lib.ts';
 import {
   events,
   exitOf,
-  jar,
   load,
   ROOT,
   removeScratch,
+  spawnDevutil,
+  spawnPicoweb,
   status,
   tree,
   uniquePaths,
@@ -146,40 +146,25 @@ async function until(ok: () => Promise<boolean>, what: string): Promise<void> {
 }
 
 async function startDevutil(name: string, dir: string, own: Record<string, string>): Promise<Server> {
-  const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'devutil-bench-plantuml-cpu-'));
-  const proc = spawn(process.execPath, [join(dir, 'bin/devutil.js'), 'serve'], {
-    cwd: dir,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/root',
-      DEVUTIL_PORT: String(port),
-      DEVUTIL_HOST: '127.0.0.1',
-      DEVUTIL_DATA_DIR: dataDir,
-      DEVUTIL_LOG_LEVEL: 'warn',
-      DEVUTIL_RELAY_ENABLED: 'false',
+  const { url, pid, proc } = await spawnDevutil(
+    dataDir,
+    {
       // One client (wrk) drives all the load: its fair share of the render threads is all of them.
       DEVUTIL_DIAGRAMS_CLIENT_SHARE: '100',
       DEVUTIL_MAX_CONNECTIONS_PER_CLIENT: '0',
       ...own,
     },
-  });
-  const url = `http://127.0.0.1:${port}`;
+    dir,
+  );
   await until(async () => (await status(`${url}/healthz`)) === 200, name);
-  const pid = proc.pid ?? 0;
   return { name, url, pid, proc, dataDir, jvms: () => tree(pid).filter((p) => p !== pid && isJava(p)) };
 }
 
 async function startPicoweb(): Promise<Server> {
-  const port = await freePort();
-  const proc = spawn('java', ['-Djava.awt.headless=true', '-jar', jar, `-picoweb:${port}:127.0.0.1`], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  const url = `http://127.0.0.1:${port}`;
+  const { url, pid, proc } = await spawnPicoweb();
   const probe = uniquePaths(`picoweb-up-${process.pid}`, 1)[0]!;
   await until(async () => (await status(url + probe)) === 200, 'picoweb');
-  const pid = proc.pid ?? 0;
   return { name: 'picoweb', url, pid, proc, jvms: () => [pid] };
 }
 

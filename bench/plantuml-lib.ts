@@ -149,6 +149,24 @@ export async function spawnDevutil(
   };
 }
 
+/** plantuml.jar's own server (PicoWeb) on a free loopback port: the anchor. */
+export async function spawnPicoweb(): Promise<Proc & { proc: ChildProcess }> {
+  const port = await freePort();
+  const proc = spawn('java', ['-Djava.awt.headless=true', '-jar', jar, `-picoweb:${port}:127.0.0.1`], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    pid: proc.pid ?? 0,
+    proc,
+    close: async () => {
+      proc.kill('SIGKILL');
+      await exitOf(proc);
+    },
+  };
+}
+
 /** Removes the scripts and path lists walker() wrote. */
 export function removeScratch(): void {
   for (const d of scratch.splice(0)) rmSync(d, { recursive: true, force: true });

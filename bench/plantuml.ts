@@ -11,13 +11,11 @@
 //   BENCH_BASELINE=DIR: also cold-start the checkout in DIR (another branch's worktree), in the same
 //     alternating rounds, to compare a change with what it changes
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeDiagram } from '../src/services/diagrams/plantuml/encoding.ts';
-import { freePort } from '../test/helpers/ports.ts';
 import {
   header,
   invalid,
@@ -35,12 +33,11 @@ import {
 import {
   corpus,
   events,
-  exitOf,
   FORMATS,
-  jar,
   load,
   removeScratch,
   spawnDevutil,
+  spawnPicoweb,
   status,
   tree,
   treeCpu,
@@ -79,24 +76,6 @@ async function waitOk(url: string, ms = 120_000): Promise<void> {
     if (Date.now() > until) throw new Error(`${url} gave no diagram in ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-async function startPicoweb(): Promise<Proc & { proc: ChildProcess }> {
-  const port = await freePort();
-  const proc = spawn('java', ['-Djava.awt.headless=true', '-jar', jar, `-picoweb:${port}:127.0.0.1`], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  return {
-    url,
-    port,
-    pid: proc.pid ?? 0,
-    proc,
-    close: async () => {
-      proc.kill('SIGKILL');
-      await exitOf(proc);
-    },
-  };
 }
 
 interface Cold {
@@ -182,7 +161,7 @@ for (const root of BASELINE ? [undefined, BASELINE] : [undefined]) {
   );
 }
 const coldVariants: [string, () => Promise<Proc & { proc: ChildProcess }>][] = [
-  ['picoweb', startPicoweb],
+  ['picoweb', spawnPicoweb],
   ['devutil', () => spawnDevutil(dataDir, devEnv)],
   [
     'devutil, no archive',
@@ -243,7 +222,7 @@ interface Server {
   name: string;
   proc: Proc;
 }
-const pico = await startPicoweb();
+const pico = await spawnPicoweb();
 const servers: Server[] = [{ name: 'picoweb', proc: pico }];
 const dev = await startDevutil({ ...devEnv, DEVUTIL_DATA_DIR: dataDir });
 servers.push({ name: 'devutil', proc: dev });
